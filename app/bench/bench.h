@@ -1,0 +1,19 @@
+#pragma once
+// Benchmarks: measured side by side in one run, printed as a table or JSON lines. Never used by tests.
+#include <functional>
+#include <string>
+
+namespace trident::bench {
+
+struct Options {
+  bool json = false;
+  double min_seconds = 0.3;
+};
+
+// Calls fn repeatedly for at least `min_seconds` (after one warm-up call); returns seconds per call (median of runs).
+double time_call(const std::function<void()>& fn, double min_seconds);
+
+void run_gemm(const Options& options);
+void run_kernels(const Options& options);
+
+}  // namespace trident::bench

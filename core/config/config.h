@@ -1,0 +1,92 @@
+#pragma once
+// The experiment configuration: typed sections mirroring the YAML file (configs/README.md documents every key).
+// load_config() reads a YAML file, applies `--set key.path=value` overrides, and validates everything up front:
+// an unknown key, a wrong type or an out-of-range value is a ConfigError naming the file, line, key and what is
+// allowed.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+struct RunConfig {
+  std::string dir = "runs/default";  // metrics.jsonl, trident.log, config.resolved.yaml, checkpoints/
+  std::string name = "trident";
+  int64_t seed = 1234;
+};
+
+struct ModelConfig {
+  int64_t n_layer = 4;
+  int64_t n_embd = 256;
+  int64_t n_head = 8;
+  int64_t vocab_size = 256;
+  int64_t max_seq_len = 256;
+  std::string attention = "softmax";  // softmax | linear
+  int64_t linear_chunk = 64;          // chunk length of the chunked linear-attention kernel
+};
+
+struct TrainConfig {
+  int64_t steps = 100;
+  int64_t batch_tokens = 4096;  // tokens per global batch (whole documents packed up to this budget)
+  int64_t micro_batches = 1;    // gradient accumulation: the batch is processed in this many pieces
+  double lr = 3e-4;
+  double min_lr = 3e-5;
+  int64_t warmup_steps = 10;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // max global gradient norm; 0 disables clipping
+  std::string precision = "fp32";  // fp32 | bf16
+  int64_t eval_every = 0;  // 0 disables evaluation
+  std::string resume = "auto";  // auto | never | path of a checkpoint directory
+};
+
+struct DataConfig {
+  std::string kind = "synthetic";  // text | tokens | indexed | synthetic
+  std::string path;                // file (text, tokens) or path prefix (indexed: PREFIX.bin + PREFIX.idx)
+  std::string token_dtype = "uint16";  // uint16 | uint32 (flat token files)
+  double split = 0.95;                 // fraction of documents used for training; the rest is held out for eval
+  std::string preset = "wikipedia";    // synthetic length distribution: wikipedia | commoncrawl | github
+};
+
+struct ParallelConfig {
+  std::string strategy = "auto";  // auto | lasp | flexsp | atom
+};
+
+struct DeviceConfig {
+  std::string backend = "cpu";  // cpu | cuda
+  double memory_gb = 8.0;       // device memory budget per rank (GiB)
+  int64_t threads = 0;          // OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores
+};
+
+struct CheckpointConfig {
+  int64_t every = 0;  // steps between checkpoints; 0 = only at the end
+  int64_t keep = 3;   // newest checkpoints kept
+};
+
+struct Config {
+  RunConfig run;
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+  ParallelConfig parallel;
+  DeviceConfig device;
+  CheckpointConfig checkpoint;
+};
+
+// Reads `path`, applies each "key.path=value" override in order, validates. Throws ConfigError.
+Config load_config(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+// Parses YAML text (`source` names it in errors). Throws ConfigError.
+Config parse_config(const std::string& yaml_text, const std::string& source,
+                    const std::vector<std::string>& overrides = {});
+
+// Every key with its value, in schema order, as YAML that parse_config reads back to an equal Config.
+std::string to_yaml(const Config& config);
+
+// Writes DIR/config.resolved.yaml atomically (temporary file, fsync, rename); creates DIR.
+void write_resolved_config(const Config& config, const std::filesystem::path& dir);
+
+}  // namespace trident

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package Trident needs to build, test and run. Idempotent: packages already
+# present are left alone and `apt-get update` runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config git
+  # libraries
+  openmpi-bin libopenmpi-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
+  nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev
+  # independent reference implementation for the parity tests
+  python3 python3-torch python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -o DPkg::Lock::Timeout=600 -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+  -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
+echo "install-deps: installed ${#missing[@]} package(s): ${missing[*]}"

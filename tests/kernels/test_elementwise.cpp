@@ -1,0 +1,48 @@
+#include <catch2/catch.hpp>
+
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/residual.h"
+#include "kernels/reference/elementwise_naive.h"
+#include "support/assert_close.h"
+#include "support/gradcheck.h"
+#include "support/random.h"
+
+using namespace trident;
+using namespace trident::test;
+
+TEST_CASE("gelu forward and backward match the double reference and finite differences", "[kernels][gelu]") {
+  const int64_t n = 1237;  // odd, not a multiple of any vector width
+  auto x = random_normal<float>(n, 1, 2.0);
+  auto dout = random_normal<float>(n, 2);
+
+  std::vector<float> y(n);
+  cpu::gelu_forward(y.data(), x.data(), n);
+  auto xd = cast<double>(x);
+  check_close("gelu forward", y, reference::gelu(xd), 1e-6);
+
+  std::vector<float> dx(n, 0.25f);  // backward accumulates
+  cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
+  for (auto& v : dx) v -= 0.25f;
+
+  // analytic gradient of sum(dout * gelu(x)) via the reference, checked by finite differences
+  auto w = cast<double>(dout);
+  std::vector<double> numeric = numeric_gradient([&] { return weighted_sum(reference::gelu(xd), w); }, xd);
+  check_close("gelu backward vs finite differences", dx, numeric, 1e-5);
+}
+
+TEST_CASE("residual forward adds and backward feeds both branches", "[kernels][residual]") {
+  const int64_t n = 1001;
+  auto a = random_normal<float>(n, 3), b = random_normal<float>(n, 4), dout = random_normal<float>(n, 5);
+  std::vector<float> out(n);
+  cpu::residual_forward(out.data(), a.data(), b.data(), n);
+  std::vector<double> expect(n);
+  for (int64_t i = 0; i < n; ++i) expect[i] = double(a[i]) + double(b[i]);
+  check_close("residual forward", out, expect, 1e-7);
+
+  std::vector<float> da(n, 1.0f), db(n, -1.0f);
+  cpu::residual_backward(da.data(), db.data(), dout.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    REQUIRE(da[i] == 1.0f + dout[i]);
+    REQUIRE(db[i] == -1.0f + dout[i]);
+  }
+}
