@@ -16,10 +16,10 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
 
   CLI::App* gemm = cmd->add_subcommand("gemm", "sgemm GFLOP/s at the model's GEMM shapes (the MFU roof)");
-  gemm->callback([options] { bench::run_gemm(*options); });
+  gemm->fallthrough()->callback([options] { bench::run_gemm(*options); });
   CLI::App* kernels = cmd->add_subcommand(
       "kernels", "Check every CPU kernel against its naive reference, then time it (GFLOP/s or GB/s)");
-  kernels->callback([options] { bench::run_kernels(*options); });
+  kernels->fallthrough()->callback([options] { bench::run_kernels(*options); });
 }
 
 }  // namespace trident::app

@@ -14,6 +14,8 @@ struct RunConfig {
   std::string dir = "runs/default";  // metrics.jsonl, trident.log, config.resolved.yaml, checkpoints/
   std::string name = "trident";
   int64_t seed = 1234;
+
+  bool operator==(const RunConfig&) const = default;
 };
 
 struct ModelConfig {
@@ -24,6 +26,8 @@ struct ModelConfig {
   int64_t max_seq_len = 256;
   std::string attention = "softmax";  // softmax | linear
   int64_t linear_chunk = 64;          // chunk length of the chunked linear-attention kernel
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
 struct TrainConfig {
@@ -41,6 +45,8 @@ struct TrainConfig {
   std::string precision = "fp32";  // fp32 | bf16
   int64_t eval_every = 0;  // 0 disables evaluation
   std::string resume = "auto";  // auto | never | path of a checkpoint directory
+
+  bool operator==(const TrainConfig&) const = default;
 };
 
 struct DataConfig {
@@ -49,21 +55,29 @@ struct DataConfig {
   std::string token_dtype = "uint16";  // uint16 | uint32 (flat token files)
   double split = 0.95;                 // fraction of documents used for training; the rest is held out for eval
   std::string preset = "wikipedia";    // synthetic length distribution: wikipedia | commoncrawl | github
+
+  bool operator==(const DataConfig&) const = default;
 };
 
 struct ParallelConfig {
   std::string strategy = "auto";  // auto | lasp | flexsp | atom
+
+  bool operator==(const ParallelConfig&) const = default;
 };
 
 struct DeviceConfig {
   std::string backend = "cpu";  // cpu | cuda
   double memory_gb = 8.0;       // device memory budget per rank (GiB)
   int64_t threads = 0;          // OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores
+
+  bool operator==(const DeviceConfig&) const = default;
 };
 
 struct CheckpointConfig {
   int64_t every = 0;  // steps between checkpoints; 0 = only at the end
   int64_t keep = 3;   // newest checkpoints kept
+
+  bool operator==(const CheckpointConfig&) const = default;
 };
 
 struct Config {
@@ -74,6 +88,8 @@ struct Config {
   ParallelConfig parallel;
   DeviceConfig device;
   CheckpointConfig checkpoint;
+
+  bool operator==(const Config&) const = default;
 };
 
 // Reads `path`, applies each "key.path=value" override in order, validates. Throws ConfigError.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "kernels/shared/exp.h"
 #include "kernels/shared/softmax.h"
 
 namespace trident::cpu {
@@ -41,7 +42,7 @@ void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const 
     losses[t] = lse - x[targets[t]];
     float w = weight[t];
 #pragma omp simd
-    for (int i = 0; i < V; ++i) x[i] = w * std::exp(x[i] - lse);
+    for (int i = 0; i < V; ++i) x[i] = w * kernel_exp(x[i] - lse);
     x[targets[t]] -= w;
   }
 }

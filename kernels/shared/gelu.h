@@ -1,27 +1,26 @@
 #pragma once
-// GELU, tanh approximation (GPT-2): gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-#include <cmath>
-
+// GELU, tanh approximation (GPT-2): gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// Computed through the identity 0.5 (1 + tanh(u)) = sigmoid(2u), which needs one exp (kernel_exp vectorises) and
+// no tanh: gelu(x) = x * s with s = 1 / (1 + exp(-2u)); for very negative x, exp overflows to inf and s is 0.
+#include "kernels/shared/exp.h"
 #include "kernels/shared/hd.h"
 
 namespace trident {
 
-template <class T>
-TRIDENT_HD T gelu(T x) {
-  const T k = T(0.7978845608028654);  // sqrt(2/pi)
-  T inner = k * (x + T(0.044715) * x * x * x);
-  return T(0.5) * x * (T(1) + std::tanh(inner));
+constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2/pi)
+constexpr float kGeluC = 0.044715f;
+
+TRIDENT_HD float gelu(float x) {
+  float u = kGeluK * (x + kGeluC * x * x * x);
+  return x / (1.0f + kernel_exp(-2.0f * u));
 }
 
-// d gelu / dx
-template <class T>
-TRIDENT_HD T gelu_grad(T x) {
-  const T k = T(0.7978845608028654);
-  T x2 = x * x;
-  T inner = k * (x + T(0.044715) * x2 * x);
-  T t = std::tanh(inner);
-  T sech2 = T(1) - t * t;
-  return T(0.5) * (T(1) + t) + T(0.5) * x * sech2 * k * (T(1) + T(3) * T(0.044715) * x2);
+// d gelu / dx = s + x s (1 - s) 2 u'
+TRIDENT_HD float gelu_grad(float x) {
+  float u = kGeluK * (x + kGeluC * x * x * x);
+  float s = 1.0f / (1.0f + kernel_exp(-2.0f * u));
+  float du = kGeluK * (1.0f + 3.0f * kGeluC * x * x);
+  return s + 2.0f * x * s * (1.0f - s) * du;
 }
 
 }  // namespace trident

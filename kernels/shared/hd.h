@@ -6,3 +6,11 @@
 #else
 #define TRIDENT_HD inline
 #endif
+
+// A vectorised reduction loop on the host (OpenMP simd); a plain loop in device code, where threads do the work.
+#define TRIDENT_PRAGMA(x) _Pragma(#x)
+#if defined(__CUDA_ARCH__)
+#define TRIDENT_SIMD_REDUCTION(op, var)
+#else
+#define TRIDENT_SIMD_REDUCTION(op, var) TRIDENT_PRAGMA(omp simd reduction(op : var))
+#endif

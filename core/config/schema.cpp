@@ -1,0 +1,97 @@
+// The table of every config key: see schema.h. Keep configs/README.md in step (a test checks every key is there).
+#include "core/config/schema.h"
+
+namespace trident {
+
+const std::vector<Key>& schema() {
+  using C = Config;
+  static const std::vector<Key> keys = {
+      {"run.dir", StringField{.member = member(&C::run, &RunConfig::dir), .required = true},
+       "output directory: metrics.jsonl, trident.log, config.resolved.yaml, checkpoints/"},
+      {"run.name", StringField{.member = member(&C::run, &RunConfig::name), .required = true},
+       "run name shown in logs and metrics"},
+      {"run.seed", IntField{member(&C::run, &RunConfig::seed), 0}, "seeds weight init and data order"},
+
+      {"model.n_layer", IntField{member(&C::model, &ModelConfig::n_layer), 1, 1024}, "transformer blocks"},
+      {"model.n_embd", IntField{member(&C::model, &ModelConfig::n_embd), 1}, "model width (hidden size)"},
+      {"model.n_head", IntField{member(&C::model, &ModelConfig::n_head), 1},
+       "attention heads; must divide model.n_embd"},
+      {"model.vocab_size", IntField{member(&C::model, &ModelConfig::vocab_size), 2, int64_t{1} << 24},
+       "vocabulary size (256 = byte-level)"},
+      {"model.max_seq_len", IntField{member(&C::model, &ModelConfig::max_seq_len), 1},
+       "longest sequence (document) in tokens"},
+      {"model.attention", StringField{member(&C::model, &ModelConfig::attention), {"softmax", "linear"}},
+       "attention kind: softmax, or causal linear attention (Lightning-style, chunked)"},
+      {"model.linear_chunk", IntField{member(&C::model, &ModelConfig::linear_chunk), 1, 4096},
+       "chunk length of the chunked linear-attention kernel"},
+
+      {"train.steps", IntField{member(&C::train, &TrainConfig::steps), 1}, "optimizer steps"},
+      {"train.batch_tokens", IntField{member(&C::train, &TrainConfig::batch_tokens), 1},
+       "tokens per global batch (whole documents packed up to this budget)"},
+      {"train.micro_batches", IntField{member(&C::train, &TrainConfig::micro_batches), 1},
+       "gradient accumulation: pieces each batch is processed in"},
+      {"train.lr", FloatField{.member = member(&C::train, &TrainConfig::lr), .min = 0, .min_open = true},
+       "peak learning rate, reached after warmup"},
+      {"train.min_lr", FloatField{.member = member(&C::train, &TrainConfig::min_lr), .min = 0},
+       "learning rate at the end of the decay; must be <= train.lr"},
+      {"train.warmup_steps", IntField{member(&C::train, &TrainConfig::warmup_steps), 0},
+       "linear warmup steps; must be <= train.steps"},
+      {"train.weight_decay", FloatField{.member = member(&C::train, &TrainConfig::weight_decay), .min = 0},
+       "AdamW decoupled weight decay"},
+      {"train.beta1",
+       FloatField{.member = member(&C::train, &TrainConfig::beta1), .min = 0, .max = 1, .max_open = true},
+       "AdamW first-moment decay"},
+      {"train.beta2",
+       FloatField{.member = member(&C::train, &TrainConfig::beta2), .min = 0, .max = 1, .max_open = true},
+       "AdamW second-moment decay"},
+      {"train.eps", FloatField{.member = member(&C::train, &TrainConfig::eps), .min = 0, .min_open = true},
+       "AdamW epsilon"},
+      {"train.grad_clip", FloatField{.member = member(&C::train, &TrainConfig::grad_clip), .min = 0},
+       "max global gradient norm; 0 disables clipping"},
+      {"train.precision", StringField{member(&C::train, &TrainConfig::precision), {"fp32", "bf16"}},
+       "compute precision (bf16 keeps fp32 master weights)"},
+      {"train.eval_every", IntField{member(&C::train, &TrainConfig::eval_every), 0},
+       "steps between evaluations on held-out data; 0 disables"},
+      {"train.resume", StringField{.member = member(&C::train, &TrainConfig::resume), .required = true},
+       "auto (newest checkpoint in run.dir, if any), never, or a checkpoint directory"},
+
+      {"data.kind", StringField{member(&C::data, &DataConfig::kind), {"text", "tokens", "indexed", "synthetic"}},
+       "dataset format"},
+      {"data.path", StringField{member(&C::data, &DataConfig::path)},
+       "file (text, tokens) or path prefix (indexed: PREFIX.bin + PREFIX.idx); unused by synthetic"},
+      {"data.token_dtype", StringField{member(&C::data, &DataConfig::token_dtype), {"uint16", "uint32"}},
+       "token width of flat token files"},
+      {"data.split",
+       FloatField{.member = member(&C::data, &DataConfig::split), .min = 0, .max = 1, .min_open = true},
+       "fraction of documents used for training; the rest is held out for eval"},
+      {"data.preset",
+       StringField{member(&C::data, &DataConfig::preset), {"wikipedia", "commoncrawl", "github"}},
+       "synthetic document-length distribution (the FlexSP paper's corpora)"},
+
+      {"parallel.strategy",
+       StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "lasp", "flexsp", "atom"}},
+       "parallel strategy; auto picks the fastest one each step"},
+
+      {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
+       "compute backend"},
+      {"device.memory_gb",
+       FloatField{.member = member(&C::device, &DeviceConfig::memory_gb), .min = 0, .min_open = true},
+       "device memory budget per rank (GiB)"},
+      {"device.threads", IntField{member(&C::device, &DeviceConfig::threads), 0},
+       "OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores"},
+
+      {"checkpoint.every", IntField{member(&C::checkpoint, &CheckpointConfig::every), 0},
+       "steps between checkpoints; 0 = only at the end"},
+      {"checkpoint.keep", IntField{member(&C::checkpoint, &CheckpointConfig::keep), 1},
+       "newest checkpoints kept"},
+  };
+  return keys;
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> paths;
+  for (const Key& key : schema()) paths.emplace_back(key.path);
+  return paths;
+}
+
+}  // namespace trident

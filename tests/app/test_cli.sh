@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The CLI as a user runs it: exit codes (0 ok, 2 usage/config error) and one-line error messages.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_cli.sh tests/app/configs
+# Prints each check; stops with exit 1 at the first failure, showing the command's output.
+set -u
+trident=${TRIDENT:?set TRIDENT to the trident binary}
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_cli.sh CONFIG_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  echo "--- stdout:"; cat "$tmp/out"
+  echo "--- stderr:"; cat "$tmp/err"
+  exit 1
+}
+
+# run CODE ARGS...: runs trident ARGS and checks its exit code; output goes to $tmp/out and $tmp/err.
+run() {
+  local expected=$1
+  shift
+  checks=$((checks + 1))
+  echo "check $checks: trident $* -> exit $expected"
+  "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  [[ $code == "$expected" ]] || fail "exit code $code, expected $expected"
+}
+
+# stdout_has TEXT...: stdout contains each TEXT.
+stdout_has() {
+  local text
+  for text in "$@"; do grep -qF -- "$text" "$tmp/out" || fail "stdout lacks '$text'"; done
+}
+
+# stderr_line PREFIX TEXT...: stderr is exactly one line, starting with PREFIX and containing each TEXT.
+stderr_line() {
+  local prefix=$1 text
+  shift
+  [[ $(wc -l <"$tmp/err") == 1 ]] || fail "stderr is not exactly one line"
+  [[ $(head -n 1 "$tmp/err") == "$prefix"* ]] || fail "stderr does not start with '$prefix'"
+  for text in "$@"; do grep -qF -- "$text" "$tmp/err" || fail "stderr lacks '$text'"; done
+}
+
+run 0 --help
+stdout_has "Subcommands:" "config" "bench"
+run 0 --version
+stdout_has "trident 0.1.0"
+
+run 2
+stderr_line "trident: usage error:"
+run 2 no-such-command
+stderr_line "trident: usage error:"
+run 2 --no-such-flag
+stderr_line "trident: usage error:"
+run 2 config
+stderr_line "trident: usage error:"
+
+run 0 config "$configs/good.yaml"
+stdout_has "run:" "model:" "train:" "data:" "parallel:" "device:" "checkpoint:"
+stdout_has "  n_layer: 3 " "  attention: linear " "  preset: github " "  memory_gb: 8.0 "
+# The printed config is itself a config that resolves to the same thing.
+cp "$tmp/out" "$tmp/resolved.yaml"
+run 0 config "$tmp/resolved.yaml"
+cmp -s "$tmp/out" "$tmp/resolved.yaml" || fail "the resolved config does not resolve to itself"
+
+run 2 config "$configs/missing.yaml"
+stderr_line "trident: config error:" "missing.yaml" "not found"
+run 2 config "$configs/unknown_key.yaml"
+stderr_line "trident: config error:" "unknown_key.yaml:2:3:" "model.n_layers" "did you mean 'model.n_layer'"
+run 2 config "$configs/wrong_type.yaml"
+stderr_line "trident: config error:" "wrong_type.yaml:3:12:" "model.n_layer" "expected an integer, got 'three'"
+run 2 config "$configs/syntax_error.yaml"
+stderr_line "trident: config error:" "syntax_error.yaml:3:" "YAML syntax error"
+
+run 2 config "$configs/good.yaml" --set model.n_layer=0
+stderr_line "trident: config error:" "--set model.n_layer=0" "model.n_layer" "allowed: 1 to 1024"
+run 2 config "$configs/good.yaml" --set model.n_layerz=2
+stderr_line "trident: config error:" "--set model.n_layerz=2" "did you mean 'model.n_layer'"
+run 0 config "$configs/good.yaml" --set model.n_layer=2 --set train.steps=30
+stdout_has "  n_layer: 2 " "  steps: 30 "
+
+echo "all $checks checks passed"
