@@ -58,6 +58,33 @@ LayernormGrads<T> layernorm_backward(const Vec<T>& dy, const Vec<T>& x, const Ve
   return g;
 }
 
+// ---- RMSNorm without weight over rows of D ----
+template <class T>
+Vec<T> rmsnorm_forward(const Vec<T>& x, int64_t rows, int D, T eps = T(1e-5)) {
+  Vec<T> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    T ms = 0;
+    for (int i = 0; i < D; ++i) ms += x[r * D + i] * x[r * D + i] / D;
+    for (int i = 0; i < D; ++i) y[r * D + i] = x[r * D + i] / std::sqrt(ms + eps);
+  }
+  return y;
+}
+
+template <class T>
+Vec<T> rmsnorm_backward(const Vec<T>& dy, const Vec<T>& x, int64_t rows, int D, T eps = T(1e-5)) {
+  Vec<T> dx(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    T ms = 0, dot = 0;
+    for (int i = 0; i < D; ++i) {
+      ms += x[r * D + i] * x[r * D + i] / D;
+      dot += dy[r * D + i] * x[r * D + i];
+    }
+    T inv = T(1) / std::sqrt(ms + eps);
+    for (int i = 0; i < D; ++i) dx[r * D + i] = inv * dy[r * D + i] - inv * inv * inv * x[r * D + i] * dot / D;
+  }
+  return dx;
+}
+
 // ---- linear: x (N, C), w (C, OC), b (OC) ----
 template <class T>
 Vec<T> linear_forward(const Vec<T>& x, const Vec<T>& w, const Vec<T>* b, int64_t N, int C, int OC) {

@@ -1,0 +1,60 @@
+#pragma once
+// The GPT of core/model/README.md on the CPU backend: parameters and gradients in one flat buffer each
+// (core/model/layout.h), activations carved from one allocation (core/model/activations.h), every layer's forward
+// and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
+#include <cstdint>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/model/activations.h"
+#include "core/model/attention.h"
+#include "core/model/batch.h"
+#include "core/model/layout.h"
+#include "core/tensor/tensor.h"
+
+namespace trident {
+
+class GPT {
+ public:
+  // Activations are sized for batches of at most `max_tokens` tokens.
+  GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelLayout& layout() const { return layout_; }
+  int64_t num_params() const { return layout_.num_params; }
+  float* params() { return params_.data<float>(); }
+  const float* params() const { return params_.data<float>(); }
+  float* grads() { return grads_.data<float>(); }
+  const float* grads() const { return grads_.data<float>(); }
+
+  // GPT-2 initialisation (core/model/README.md), deterministic in `seed`.
+  void init_weights(uint64_t seed);
+  void zero_grads();
+
+  // Forward, then backward of sum_t loss_weight * loss_t over the tokens with a target; gradients accumulate into
+  // grads(). Returns the plain sum of those tokens' losses (for reporting).
+  double forward_backward(const TokenBatch& batch, float loss_weight);
+  // Evaluation: the sum of the losses of the tokens with a target.
+  double forward_loss(const TokenBatch& batch);
+  // Logits (N, V) of every token (tests and sampling).
+  void forward_logits(const TokenBatch& batch, float* logits);
+
+  // Model FLOPs of one forward + backward over `batch` (6 per parameter per token for the matmuls, including the
+  // tied LM head, plus the attention products), the numerator of MFU.
+  double flops(const TokenBatch& batch) const;
+
+ private:
+  void check_batch(const TokenBatch& batch, bool need_targets) const;
+  void forward_trunk(const TokenBatch& batch);  // embeddings .. ln_f
+  void backward_trunk(const TokenBatch& batch);  // from acts_.dres (gradient at ln_f's output) to the embeddings
+  const float* layer_input(int l) const { return l == 0 ? acts_.encoded : acts_.layers[l - 1].res3; }
+
+  ModelConfig config_;
+  ModelLayout layout_;
+  int64_t max_tokens_;
+  Tensor params_, grads_;
+  Activations acts_;
+  std::vector<Attention> attention_;
+};
+
+}  // namespace trident

@@ -1,0 +1,152 @@
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/model/gpt.h"
+#include "support/assert_close.h"
+#include "support/random.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+ModelConfig tiny_model(const std::string& attention) {
+  ModelConfig m;
+  m.n_layer = 2;
+  m.n_embd = 24;
+  m.n_head = 3;
+  m.vocab_size = 37;
+  m.max_seq_len = 16;
+  m.attention = attention;
+  m.linear_chunk = 4;
+  return m;
+}
+
+// A packed batch of documents with the given lengths; targets are the next token, -1 at each document's end.
+struct OwnedBatch {
+  std::vector<int32_t> tokens, targets, positions, cu_seqlens;
+  TokenBatch view() const {
+    return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()),
+            static_cast<int>(cu_seqlens.size()) - 1};
+  }
+  int64_t num_targets() const { return std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; }); }
+};
+
+OwnedBatch make_batch(const std::vector<int>& lengths, int vocab, uint64_t seed) {
+  OwnedBatch b;
+  std::mt19937_64 rng(seed);
+  b.cu_seqlens.push_back(0);
+  for (int len : lengths) {
+    for (int i = 0; i < len; ++i) {
+      b.tokens.push_back(static_cast<int32_t>(rng() % vocab));
+      b.positions.push_back(i);
+    }
+    for (int i = 0; i < len; ++i) b.targets.push_back(i + 1 < len ? b.tokens[b.tokens.size() - len + i + 1] : -1);
+    b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
+  }
+  return b;
+}
+
+Allocator& test_allocator() {
+  static Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
+  return allocator;
+}
+
+}  // namespace
+
+TEST_CASE("GPT gradients match finite differences of the loss", "[core][model]") {
+  const std::string attention = GENERATE("softmax", "linear");
+  CAPTURE(attention);
+  GPT model(tiny_model(attention), 64, test_allocator());
+  model.init_weights(7);
+  // larger weights than GPT-2's init so every path carries signal above fp32 noise
+  for (int64_t i = 0; i < model.num_params(); ++i) model.params()[i] *= 2.0f;
+  OwnedBatch b = make_batch({5, 1, 9}, 37, 3);
+  const float w = 1.0f / b.num_targets();
+  model.zero_grads();
+  model.forward_backward(b.view(), w);
+  std::vector<float> analytic(model.grads(), model.grads() + model.num_params());
+
+  // central differences on a sample of parameters from every tensor, in fp32 (hence the loose tolerance)
+  double worst = 0;
+  for (const ParamEntry& e : model.layout().params) {
+    for (int64_t k = 0; k < std::min<int64_t>(e.numel, 3); ++k) {
+      const int64_t i = e.offset + (k * 7919) % e.numel;
+      float& p = model.params()[i];
+      const float saved = p, eps = 1e-3f;
+      p = saved + eps;
+      double plus = model.forward_loss(b.view()) * w;
+      p = saved - eps;
+      double minus = model.forward_loss(b.view()) * w;
+      p = saved;
+      double numeric = (plus - minus) / (2 * eps);
+      double err = std::abs(numeric - analytic[i]) / std::max(1e-2, std::abs(numeric));
+      INFO(e.name << "[" << (i - e.offset) << "] analytic " << analytic[i] << " numeric " << numeric);
+      CHECK(err < 2e-2);
+      worst = std::max(worst, err);
+    }
+  }
+  INFO("worst relative error " << worst);
+  SUCCEED();
+}
+
+TEST_CASE("a packed batch equals its documents run one by one", "[core][model]") {
+  const std::string attention = GENERATE("softmax", "linear");
+  CAPTURE(attention);
+  GPT model(tiny_model(attention), 64, test_allocator());
+  model.init_weights(11);
+  OwnedBatch packed = make_batch({6, 10, 3}, 37, 5);
+  model.zero_grads();
+  double packed_loss = model.forward_backward(packed.view(), 1.0f);
+  std::vector<float> packed_grads(model.grads(), model.grads() + model.num_params());
+
+  model.zero_grads();
+  double loss = 0;
+  for (int s = 0; s < 3; ++s) {
+    OwnedBatch one;
+    for (int32_t t = packed.cu_seqlens[s]; t < packed.cu_seqlens[s + 1]; ++t) {
+      one.tokens.push_back(packed.tokens[t]);
+      one.targets.push_back(packed.targets[t]);
+      one.positions.push_back(packed.positions[t]);
+    }
+    one.cu_seqlens = {0, static_cast<int32_t>(one.tokens.size())};
+    loss += model.forward_backward(one.view(), 1.0f);
+  }
+  CHECK(packed_loss == Approx(loss).epsilon(1e-6));
+  std::vector<float> separate(model.grads(), model.grads() + model.num_params());
+  check_close("packed vs separate gradients", packed_grads, separate, 1e-5);
+}
+
+TEST_CASE("the chunked LM head gives the loss of the full logits", "[core][model]") {
+  ModelConfig m = tiny_model("softmax");
+  m.max_seq_len = 200;
+  GPT model(m, 300, test_allocator());
+  model.init_weights(13);
+  OwnedBatch b = make_batch({200, 57}, 37, 9);  // more tokens than one head chunk
+  std::vector<float> logits(b.tokens.size() * 37);
+  model.forward_logits(b.view(), logits.data());
+  double expect = 0;
+  for (std::size_t t = 0; t < b.tokens.size(); ++t) {
+    if (b.targets[t] < 0) continue;
+    double mx = -1e30, sum = 0;
+    for (int v = 0; v < 37; ++v) mx = std::max(mx, double(logits[t * 37 + v]));
+    for (int v = 0; v < 37; ++v) sum += std::exp(logits[t * 37 + v] - mx);
+    expect += mx + std::log(sum) - logits[t * 37 + b.targets[t]];
+  }
+  CHECK(model.forward_loss(b.view()) == Approx(expect).epsilon(1e-6));
+  // at GPT-2 initialisation the loss is close to ln(V)
+  CHECK(expect / b.num_targets() == Approx(std::log(37.0)).epsilon(0.05));
+}
+
+TEST_CASE("the model rejects tokens outside the vocabulary and batches larger than its activations",
+          "[core][model]") {
+  GPT model(tiny_model("softmax"), 8, test_allocator());
+  OwnedBatch b = make_batch({4}, 37, 1);
+  b.tokens[2] = 37;
+  CHECK_THROWS_WITH(model.forward_loss(b.view()), Catch::Contains("token id 37 at position 2"));
+  OwnedBatch big = make_batch({9}, 37, 1);
+  CHECK_THROWS_WITH(model.forward_loss(big.view()), Catch::Contains("batch of 9 tokens exceeds the 8"));
+}
