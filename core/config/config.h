@@ -26,6 +26,7 @@ struct ModelConfig {
   int64_t max_seq_len = 256;
   std::string attention = "softmax";  // softmax | linear
   int64_t linear_chunk = 64;          // chunk length of the chunked linear-attention kernel
+  bool decay_layer_scaling = true;    // TNL per-layer decay factor s * (1 - l/(L-1) + 1e-5)
 
   bool operator==(const ModelConfig&) const = default;
 };
