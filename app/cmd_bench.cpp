@@ -1,6 +1,7 @@
 // trident bench gemm|kernels [--json]: measurements printed as a table (or JSON lines).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/bench/bench.h"
 #include "app/commands.h"
@@ -20,6 +21,16 @@ void add_bench_command(CLI::App& app) {
   CLI::App* kernels = cmd->add_subcommand(
       "kernels", "Check every CPU kernel against its naive reference, then time it (GFLOP/s or GB/s)");
   kernels->fallthrough()->callback([options] { bench::run_kernels(*options); });
+
+  auto step_config = std::make_shared<std::string>();
+  auto step_overrides = std::make_shared<std::vector<std::string>>();
+  CLI::App* step = cmd->add_subcommand(
+      "step", "Time whole training steps: ms/step, tokens/s and MFU (default: GPT-2 small and the quickstart shape)");
+  step->add_option("config", *step_config, "YAML config whose model and batch to time");
+  step->add_option("--set", *step_overrides, "Override a config key (repeatable)")->allow_extra_args(false);
+  step->fallthrough()->callback([options, step_config, step_overrides] {
+    bench::run_step(*options, *step_config, *step_overrides);
+  });
 }
 
 }  // namespace trident::app

@@ -1,0 +1,91 @@
+// trident bench step [CONFIG]: a whole training step (forward, backward, AdamW) timed on packed batches of documents,
+// reported as ms/step, tokens/s and MFU = model FLOPs/s over the sgemm roof measured in the same run. Softmax and
+// linear attention run side by side at each sequence length.
+#include <omp.h>
+
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include <fmt/core.h>
+
+#include "app/bench/bench.h"
+#include "app/bench/report.h"
+#include "core/config/config.h"
+#include "core/model/gpt.h"
+#include "core/optim/adamw.h"
+#include "core/train/step.h"
+
+namespace trident::bench {
+
+namespace {
+
+struct Case {
+  std::string name;
+  ModelConfig model;
+  int64_t seq_len, tokens;  // documents of seq_len tokens packed to `tokens` per step
+};
+
+ModelConfig gpt2_small(const std::string& attention, int64_t max_seq_len) {
+  ModelConfig m;
+  m.n_layer = 12;
+  m.n_embd = 768;
+  m.n_head = 12;
+  m.vocab_size = 50304;
+  m.max_seq_len = max_seq_len;
+  m.attention = attention;
+  return m;
+}
+
+Row measure(const Case& c, double roof, double min_seconds) {
+  Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(20)});
+  GPT model(c.model, c.tokens, allocator);
+  model.init_weights(1);
+  AdamW optimizer(model.layout(), TrainConfig{}, allocator);
+  std::vector<int32_t> tokens(c.tokens), targets(c.tokens), positions(c.tokens), cu_seqlens = {0};
+  std::mt19937_64 rng(2);
+  for (int64_t t = 0; t < c.tokens; ++t) {
+    tokens[t] = static_cast<int32_t>(rng() % c.model.vocab_size);
+    positions[t] = static_cast<int32_t>(t % c.seq_len);
+    if (t % c.seq_len == c.seq_len - 1 || t == c.tokens - 1) cu_seqlens.push_back(static_cast<int32_t>(t + 1));
+  }
+  for (int64_t t = 0; t < c.tokens; ++t) targets[t] = tokens[(t + 1) % c.tokens];
+  TokenBatch batch{tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), c.tokens,
+                   static_cast<int>(cu_seqlens.size()) - 1};
+  TrainConfig train;
+  double flops = 0;
+  double sec = time_call([&] { flops = train_step(model, optimizer, {batch}, 1e-4, train).flops; }, min_seconds);
+  const double tokens_per_s = static_cast<double>(c.tokens) / sec;
+  return {{{"model", c.name}, {"attention", c.model.attention},
+           {"batch", fmt::format("{} x {}", c.tokens / c.seq_len, c.seq_len)}},
+          {{"ms/step", sec * 1e3}, {"tokens/s", tokens_per_s}, {"GFLOP/s", flops / sec / 1e9},
+           {"MFU", flops / sec / 1e9 / roof}}};
+}
+
+}  // namespace
+
+void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides) {
+  std::vector<Case> cases;
+  if (!config_path.empty()) {
+    Config config = load_config(config_path, overrides);
+    const int64_t T = config.model.max_seq_len;
+    cases.push_back({config.run.name, config.model, T, std::max(T, config.train.batch_tokens / T * T)});
+  } else {
+    for (const char* attention : {"softmax", "linear"}) {
+      cases.push_back({"gpt2-small", gpt2_small(attention, 64), 64, 256});  // B=4, T=64
+      cases.push_back({"gpt2-small", gpt2_small(attention, 1024), 1024, 1024});
+      cases.push_back({"gpt2-small", gpt2_small(attention, 4096), 4096, 4096});
+      Config defaults;  // the default model, the shape configs/quickstart.yaml trains
+      ModelConfig m = defaults.model;
+      m.attention = attention;
+      cases.push_back({"small-4x256", m, m.max_seq_len, 8192});
+    }
+  }
+  const double roof = measure_gemm_roof(options.min_seconds);
+  Report report(fmt::format("training step, fp32, {} threads, sgemm roof {:.0f} GFLOP/s", omp_get_max_threads(), roof),
+                options.json);
+  for (const Case& c : cases) report.add(measure(c, roof, options.min_seconds));
+  report.print();
+}
+
+}  // namespace trident::bench

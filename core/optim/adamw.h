@@ -1,0 +1,38 @@
+#pragma once
+// AdamW over the model's flat parameter buffer (torch.optim.AdamW semantics: decoupled weight decay, bias
+// correction), with weight decay only on the entries the layout marks (matrices and embeddings). Moments m and v
+// share the parameter layout, so checkpoints store them as flat tensors.
+#include <cstdint>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/model/layout.h"
+#include "core/tensor/tensor.h"
+
+namespace trident {
+
+class AdamW {
+ public:
+  AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator);
+
+  // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
+  void step(float* params, const float* grads, float lr, float grad_scale);
+
+  int64_t steps_taken() const { return steps_; }
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
+  float* m() { return m_.data<float>(); }
+  float* v() { return v_.data<float>(); }
+  int64_t size() const { return m_.numel(); }
+
+ private:
+  struct Range {
+    int64_t offset, numel;
+    bool decay;
+  };
+  std::vector<Range> ranges_;  // consecutive layout entries with the same decay flag, merged
+  TrainConfig config_;
+  Tensor m_, v_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace trident
