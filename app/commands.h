@@ -4,6 +4,7 @@
 
 namespace trident::app {
 
+void add_train_command(CLI::App& app);   // trident train CONFIG [--set k=v]...
 void add_config_command(CLI::App& app);  // trident config CONFIG [--set k=v]...: validate and print resolved
 void add_bench_command(CLI::App& app);   // trident bench gemm|kernels
 

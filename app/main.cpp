@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Trident: distributed GPT training with LASP, FlexSP and ATOM strategies", "trident"};
   app.set_version_flag("--version", std::string("trident ") + TRIDENT_VERSION + " (backends: " + TRIDENT_BACKENDS + ")");
   app.require_subcommand(1);
+  trident::app::add_train_command(app);
   trident::app::add_config_command(app);
   trident::app::add_bench_command(app);
 

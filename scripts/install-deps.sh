@@ -10,7 +10,9 @@ packages=(
   openmpi-bin libopenmpi-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
   nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev
   # independent reference implementation for the parity tests
-  python3 python3-torch python3-numpy
+  python3 python3-torch python3-numpy python3-matplotlib
+  # the English text the quickstart model trains on
+  fortunes
 )
 
 missing=()

@@ -19,7 +19,5 @@ void run_kernels(const Options& options);
 // CONFIG may be empty: then GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50304) and the quickstart shape.
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides);
 
-// sgemm GFLOP/s at a GPT-2-small MLP shape: the roof MFU is quoted against.
-double measure_gemm_roof(double min_seconds);
 
 }  // namespace trident::bench

@@ -12,15 +12,6 @@
 
 namespace trident::bench {
 
-double measure_gemm_roof(double min_seconds) {
-  const int64_t M = 1024, N = 3072, K = 768;
-  std::vector<float> A(M * K, 0.5f), B(K * N, 0.25f), C(M * N);
-  double sec = time_call(
-      [&] { cpu::gemm(cpu::Trans::no, cpu::Trans::no, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N); },
-      min_seconds);
-  return 2.0 * M * N * K / sec / 1e9;
-}
-
 void run_gemm(const Options& options) {
   struct Shape {
     const char* name;

@@ -12,6 +12,7 @@
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
 #include "core/config/config.h"
+#include "core/metrics/roof.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "core/train/step.h"
@@ -81,7 +82,7 @@ void run_step(const Options& options, const std::string& config_path, const std:
       cases.push_back({"small-4x256", m, m.max_seq_len, 8192});
     }
   }
-  const double roof = measure_gemm_roof(options.min_seconds);
+  const double roof = measure_sgemm_gflops(options.min_seconds);
   Report report(fmt::format("training step, fp32, {} threads, sgemm roof {:.0f} GFLOP/s", omp_get_max_threads(), roof),
                 options.json);
   for (const Case& c : cases) report.add(measure(c, roof, options.min_seconds));

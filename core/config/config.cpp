@@ -123,6 +123,7 @@ struct Site {
 
 std::string expected(const IntField&) { return "an integer"; }
 std::string expected(const FloatField&) { return "a finite number"; }
+std::string expected(const BoolField&) { return "true or false"; }
 std::string expected(const StringField& f) {
   if (!f.choices.empty()) return fmt::format("one of {}", fmt::join(f.choices, ", "));
   return f.required ? "a non-empty string" : "a string";
@@ -172,6 +173,12 @@ std::string parse(const StringField& f, const std::string& text, const Site& sit
   return text;
 }
 
+bool parse(const BoolField&, const std::string& text, const Site& site) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  site.fail("expected true or false, got '{}'", text);
+}
+
 // The scalar text of `value`. Only an optional string (no choices, not required) accepts no value, as "".
 template <class Field>
 std::string scalar_text(const Field& field, const YAML::Node& value, const Site& site) {
@@ -183,6 +190,7 @@ std::string scalar_text(const Field& field, const YAML::Node& value, const Site&
 }
 
 std::string format_value(int64_t value) { return fmt::format("{}", value); }
+std::string format_value(bool value) { return value ? "true" : "false"; }
 std::string format_value(double value) {
   // The shortest text that reads back to the same double, with a '.' so YAML 1.1 readers (PyYAML) see a float.
   std::string text = fmt::format("{}", value);

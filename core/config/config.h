@@ -45,6 +45,8 @@ struct TrainConfig {
   double grad_clip = 1.0;  // max global gradient norm; 0 disables clipping
   std::string precision = "fp32";  // fp32 | bf16
   int64_t eval_every = 0;  // 0 disables evaluation
+  int64_t eval_batches = 4;  // held-out batches averaged per evaluation
+  std::string on_nonfinite = "stop";  // stop | skip: what a NaN/Inf loss or gradient norm does
   std::string resume = "auto";  // auto | never | path of a checkpoint directory
 
   bool operator==(const TrainConfig&) const = default;
@@ -53,9 +55,13 @@ struct TrainConfig {
 struct DataConfig {
   std::string kind = "synthetic";  // text | tokens | indexed | synthetic
   std::string path;                // file (text, tokens) or path prefix (indexed: PREFIX.bin + PREFIX.idx)
+  std::string separator = "\n\n";      // text: documents are the non-empty pieces between occurrences
   std::string token_dtype = "uint16";  // uint16 | uint32 (flat token files)
+  int64_t eot_token = -1;              // flat token files: the id between documents; -1 = one document
   double split = 0.95;                 // fraction of documents used for training; the rest is held out for eval
   std::string preset = "wikipedia";    // synthetic length distribution: wikipedia | commoncrawl | github
+  int64_t synthetic_documents = 10000;    // synthetic corpus size
+  int64_t synthetic_max_length = 131072;  // synthetic documents are clipped to this many tokens
 
   bool operator==(const DataConfig&) const = default;
 };
@@ -74,6 +80,13 @@ struct DeviceConfig {
   bool operator==(const DeviceConfig&) const = default;
 };
 
+struct SampleConfig {
+  std::string prompt = "The ";  // text (byte-level data) the model continues at the end of training
+  int64_t tokens = 200;         // tokens to generate; 0 disables sampling
+  double temperature = 0.8;     // 0 = greedy
+  bool operator==(const SampleConfig&) const = default;
+};
+
 struct CheckpointConfig {
   int64_t every = 0;  // steps between checkpoints; 0 = only at the end
   int64_t keep = 3;   // newest checkpoints kept
@@ -89,6 +102,7 @@ struct Config {
   ParallelConfig parallel;
   DeviceConfig device;
   CheckpointConfig checkpoint;
+  SampleConfig sample;
 
   bool operator==(const Config&) const = default;
 };

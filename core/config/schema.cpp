@@ -24,6 +24,8 @@ const std::vector<Key>& schema() {
        "attention kind: softmax, or causal linear attention (Lightning-style, chunked)"},
       {"model.linear_chunk", IntField{member(&C::model, &ModelConfig::linear_chunk), 1, 4096},
        "chunk length of the chunked linear-attention kernel"},
+      {"model.decay_layer_scaling", BoolField{member(&C::model, &ModelConfig::decay_layer_scaling)},
+       "linear attention: scale each layer's decay slopes by (1 - l/(L-1) + 1e-5), as TransNormerLLM does"},
 
       {"train.steps", IntField{member(&C::train, &TrainConfig::steps), 1}, "optimizer steps"},
       {"train.batch_tokens", IntField{member(&C::train, &TrainConfig::batch_tokens), 1},
@@ -52,6 +54,10 @@ const std::vector<Key>& schema() {
        "compute precision (bf16 keeps fp32 master weights)"},
       {"train.eval_every", IntField{member(&C::train, &TrainConfig::eval_every), 0},
        "steps between evaluations on held-out data; 0 disables"},
+      {"train.eval_batches", IntField{member(&C::train, &TrainConfig::eval_batches), 1},
+       "held-out batches averaged per evaluation"},
+      {"train.on_nonfinite", StringField{member(&C::train, &TrainConfig::on_nonfinite), {"stop", "skip"}},
+       "a NaN/Inf loss or gradient norm stops the run (naming the step), or skips that step's update"},
       {"train.resume", StringField{.member = member(&C::train, &TrainConfig::resume), .required = true},
        "auto (newest checkpoint in run.dir, if any), never, or a checkpoint directory"},
 
@@ -59,14 +65,22 @@ const std::vector<Key>& schema() {
        "dataset format"},
       {"data.path", StringField{member(&C::data, &DataConfig::path)},
        "file (text, tokens) or path prefix (indexed: PREFIX.bin + PREFIX.idx); unused by synthetic"},
+      {"data.separator", StringField{member(&C::data, &DataConfig::separator)},
+       "text: documents are the non-empty pieces between occurrences of this string; \"\" = one document"},
       {"data.token_dtype", StringField{member(&C::data, &DataConfig::token_dtype), {"uint16", "uint32"}},
        "token width of flat token files"},
+      {"data.eot_token", IntField{member(&C::data, &DataConfig::eot_token), -1},
+       "flat token files: the id that separates documents (not part of them); -1 = the file is one document"},
       {"data.split",
        FloatField{.member = member(&C::data, &DataConfig::split), .min = 0, .max = 1, .min_open = true},
        "fraction of documents used for training; the rest is held out for eval"},
       {"data.preset",
        StringField{member(&C::data, &DataConfig::preset), {"wikipedia", "commoncrawl", "github"}},
        "synthetic document-length distribution (the FlexSP paper's corpora)"},
+      {"data.synthetic_documents", IntField{member(&C::data, &DataConfig::synthetic_documents), 1},
+       "number of synthetic documents"},
+      {"data.synthetic_max_length", IntField{member(&C::data, &DataConfig::synthetic_max_length), 1},
+       "synthetic document lengths are clipped to this many tokens"},
 
       {"parallel.strategy",
        StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "lasp", "flexsp", "atom"}},
@@ -84,6 +98,12 @@ const std::vector<Key>& schema() {
        "steps between checkpoints; 0 = only at the end"},
       {"checkpoint.keep", IntField{member(&C::checkpoint, &CheckpointConfig::keep), 1},
        "newest checkpoints kept"},
+
+      {"sample.prompt", StringField{member(&C::sample, &SampleConfig::prompt)},
+       "text the model continues after training (byte-level text data only)"},
+      {"sample.tokens", IntField{member(&C::sample, &SampleConfig::tokens), 0}, "tokens to generate; 0 disables"},
+      {"sample.temperature", FloatField{.member = member(&C::sample, &SampleConfig::temperature), .min = 0},
+       "sampling temperature; 0 = greedy"},
   };
   return keys;
 }

@@ -50,9 +50,14 @@ struct StringField {
   bool required = false;
 };
 
+// true or false.
+struct BoolField {
+  Member<bool> member;
+};
+
 struct Key {
   std::string_view path;  // dotted: "model.n_layer"
-  std::variant<IntField, FloatField, StringField> field;
+  std::variant<IntField, FloatField, StringField, BoolField> field;
   std::string_view doc;
 };
 

@@ -3,44 +3,8 @@
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cli.sh tests/app/configs
 # Prints each check; stops with exit 1 at the first failure, showing the command's output.
 set -u
-trident=${TRIDENT:?set TRIDENT to the trident binary}
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_cli.sh CONFIG_DIR}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  echo "--- stdout:"; cat "$tmp/out"
-  echo "--- stderr:"; cat "$tmp/err"
-  exit 1
-}
-
-# run CODE ARGS...: runs trident ARGS and checks its exit code; output goes to $tmp/out and $tmp/err.
-run() {
-  local expected=$1
-  shift
-  checks=$((checks + 1))
-  echo "check $checks: trident $* -> exit $expected"
-  "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
-  local code=$?
-  [[ $code == "$expected" ]] || fail "exit code $code, expected $expected"
-}
-
-# stdout_has TEXT...: stdout contains each TEXT.
-stdout_has() {
-  local text
-  for text in "$@"; do grep -qF -- "$text" "$tmp/out" || fail "stdout lacks '$text'"; done
-}
-
-# stderr_line PREFIX TEXT...: stderr is exactly one line, starting with PREFIX and containing each TEXT.
-stderr_line() {
-  local prefix=$1 text
-  shift
-  [[ $(wc -l <"$tmp/err") == 1 ]] || fail "stderr is not exactly one line"
-  [[ $(head -n 1 "$tmp/err") == "$prefix"* ]] || fail "stderr does not start with '$prefix'"
-  for text in "$@"; do grep -qF -- "$text" "$tmp/err" || fail "stderr lacks '$text'"; done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 run 0 --help
 stdout_has "Subcommands:" "config" "bench"

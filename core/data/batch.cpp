@@ -1,0 +1,79 @@
+#include "core/data/batch.h"
+
+#include <algorithm>
+
+#include "core/common/error.h"
+
+namespace trident {
+
+void Batch::append_sequence(std::span<const int32_t> ids) {
+  TRIDENT_CHECK(ids.size() >= 2, "a sequence needs at least one pair, got {} ids", ids.size());
+  const auto count = static_cast<int32_t>(ids.size() - 1);
+  tokens.insert(tokens.end(), ids.begin(), ids.end() - 1);
+  targets.insert(targets.end(), ids.begin() + 1, ids.end());
+  for (int32_t i = 0; i < count; ++i) positions.push_back(i);
+  cu_seqlens.push_back(cu_seqlens.back() + count);
+}
+
+namespace {
+
+// Sequences [first, last) of `batch` as a batch of their own.
+Batch slice(const Batch& batch, int first, int last) {
+  Batch part;
+  const int32_t begin = batch.cu_seqlens[first];
+  const int32_t end = batch.cu_seqlens[last];
+  part.tokens.assign(batch.tokens.begin() + begin, batch.tokens.begin() + end);
+  part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
+  part.positions.assign(batch.positions.begin() + begin, batch.positions.begin() + end);
+  for (int s = first; s < last; ++s) part.cu_seqlens.push_back(batch.cu_seqlens[s + 1] - begin);
+  return part;
+}
+
+// Number of groups greedy filling makes when no group may exceed `cap` tokens.
+int groups_needed(const Batch& batch, int64_t cap) {
+  int groups = 0;
+  int64_t filled = 0;
+  for (int s = 0; s < batch.num_sequences(); ++s) {
+    const int64_t length = batch.cu_seqlens[s + 1] - batch.cu_seqlens[s];
+    if (groups == 0 || filled + length > cap) {
+      ++groups;
+      filled = 0;
+    }
+    filled += length;
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
+  TRIDENT_CHECK(n >= 1, "n = {}", n);
+  const int sequences = batch.num_sequences();
+  // The smallest cap that n groups can meet: binary search between the longest sequence and the whole batch.
+  int64_t lo = 0;
+  for (int s = 0; s < sequences; ++s) lo = std::max<int64_t>(lo, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
+  int64_t hi = std::max(lo, batch.num_tokens());
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (groups_needed(batch, mid) <= n)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  // Fill greedily under that cap, but close a group early when the sequences left are just enough to give each
+  // remaining group one: splitting a group never raises the largest one.
+  std::vector<Batch> parts;
+  int first = 0;
+  for (int g = 0; g < n; ++g) {
+    int last = std::min(first + 1, sequences);
+    while (last < sequences && batch.cu_seqlens[last + 1] - batch.cu_seqlens[first] <= lo &&
+           sequences - last > n - g - 1)
+      ++last;
+    parts.push_back(slice(batch, first, last));
+    first = last;
+  }
+  TRIDENT_CHECK(first == sequences, "{} of {} sequences placed in {} micro-batches", first, sequences, n);
+  return parts;
+}
+
+}  // namespace trident

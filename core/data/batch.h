@@ -1,0 +1,30 @@
+#pragma once
+// A packed batch: whole sequences back to back in one row, cut at cu_seqlens (the varlen-attention layout), so no
+// token attends across a sequence boundary and no padding is stored.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace trident {
+
+struct Batch {
+  std::vector<int32_t> tokens;         // input ids of every sequence, back to back
+  std::vector<int32_t> targets;        // targets[i] is the id after tokens[i] in the same document
+  std::vector<int32_t> positions;      // index of tokens[i] within its sequence: 0 at every sequence start
+  std::vector<int32_t> cu_seqlens{0};  // sequence s is tokens [cu_seqlens[s], cu_seqlens[s + 1])
+
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  int num_sequences() const { return static_cast<int>(cu_seqlens.size()) - 1; }
+
+  // Appends the sequence of training pairs (ids[i], ids[i + 1]) of consecutive document ids: ids.size() - 1 tokens.
+  void append_sequence(std::span<const int32_t> ids);
+
+  bool operator==(const Batch&) const = default;
+};
+
+// Splits a batch into n micro-batches of consecutive sequences, minimising the largest micro-batch's token count
+// (the one that bounds memory and time). Sequences are never cut, so when the batch has fewer than n sequences the
+// last n - num_sequences() micro-batches are empty; otherwise every micro-batch has at least one sequence.
+std::vector<Batch> split_micro_batches(const Batch& batch, int n);
+
+}  // namespace trident

@@ -1,0 +1,60 @@
+#include "core/data/document_source.h"
+
+#include <filesystem>
+
+#include "core/common/error.h"
+#include "core/data/indexed_dataset.h"
+#include "core/data/synthetic_source.h"
+#include "core/data/text_source.h"
+#include "core/data/token_file_source.h"
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+void DocumentSource::read(int64_t doc, int64_t start, std::span<int32_t> out) const {
+  TRIDENT_CHECK(doc >= 0 && doc < num_documents() && start >= 0 &&
+                    start + static_cast<int64_t>(out.size()) <= document_length(doc),
+                "tokens [{}, {}) of document {} in {}", start, start + static_cast<int64_t>(out.size()), doc,
+                describe());
+  read_tokens(doc, start, out);
+}
+
+namespace {
+
+// A path that does not exist is a mistake in the config, not a failure while running.
+void require_file(const fs::path& path, const DataConfig& data) {
+  if (!fs::exists(path))
+    throw_config_error("data.path: '{}' not found (data.kind = {}{})", path.string(), data.kind,
+                       data.kind == "indexed" ? " reads PREFIX.bin and PREFIX.idx" : "");
+}
+
+}  // namespace
+
+std::unique_ptr<DocumentSource> open_documents(const Config& config) {
+  const DataConfig& data = config.data;
+  const int64_t vocab_size = config.model.vocab_size;
+  if (data.kind == "synthetic") {
+    return make_synthetic_documents(length_preset(data.preset), data.synthetic_documents, data.synthetic_max_length,
+                                    vocab_size, static_cast<uint64_t>(config.run.seed));
+  }
+  if (data.kind == "text") {
+    if (vocab_size < 256)
+      throw_config_error("data.kind = text reads bytes (token ids 0 to 255), so model.vocab_size must be >= 256, got "
+                         "model.vocab_size = {}",
+                         vocab_size);
+    require_file(data.path, data);
+    return open_text_documents(data.path, data.separator);
+  }
+  if (data.kind == "tokens") {
+    require_file(data.path, data);
+    return open_token_file(data.path, data.token_dtype == "uint32" ? TokenType::uint32 : TokenType::uint16,
+                           data.eot_token, vocab_size);
+  }
+  TRIDENT_CHECK(data.kind == "indexed", "data.kind '{}' has no reader", data.kind);
+  require_file(data.path + ".idx", data);
+  require_file(data.path + ".bin", data);
+  return open_indexed_dataset(data.path, vocab_size);
+}
+
+}  // namespace trident
