@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: installs dependencies, builds, validates configs/quickstart.yaml and runs
-# the kernel self-check and benchmark. (Training the quickstart model with 2 MPI ranks replaces the self-check
-# when the trainer lands; see README "Status".)
+# The main job on the embedded default: installs dependencies, builds, assembles the corpus (Debian's fortune
+# cookies) and trains configs/quickstart.yaml, then plots the loss curve to runs/quickstart/loss.png.
+# Extra arguments go to `trident train` (e.g. --set train.steps=50).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,7 +10,17 @@ build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j"$(nproc)" --target trident
 
+corpus=runs/data/fortunes.txt
+if [[ ! -s $corpus ]]; then
+  mkdir -p "$(dirname "$corpus")"
+  # the fortune text files (not their .dat indexes), in a fixed order, written under a temporary name first
+  find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort | xargs cat >"$corpus.tmp"
+  mv "$corpus.tmp" "$corpus"
+fi
+
+# a previous quickstart run is kept, not overwritten
+if [[ -e runs/quickstart ]]; then mv runs/quickstart "runs/quickstart.$(date +%Y%m%d-%H%M%S)"; fi
+
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-"$build/trident" config configs/quickstart.yaml "$@"
-"$build/trident" bench gemm
-"$build/trident" bench kernels
+"$build/trident" train configs/quickstart.yaml "$@"
+/usr/bin/python3 scripts/plot.py runs/quickstart -o runs/quickstart/loss.png

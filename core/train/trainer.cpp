@@ -64,6 +64,10 @@ double evaluate(GPT& model, const Batcher& eval_batches, int64_t count) {
 void run_training(const Config& config) {
   check_supported(config);
   const std::filesystem::path run_dir = config.run.dir;
+  // Never append a new run to an old one's metrics or overwrite its weights.
+  if (std::filesystem::exists(run_dir / "metrics.jsonl"))
+    throw_config_error("run.dir '{}' already holds a run (metrics.jsonl); resuming is not available yet: choose "
+                       "another run.dir (--set run.dir=...) or move the old run away", run_dir.string());
   write_resolved_config(config, run_dir);
   setup_logging(run_dir, 0);
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));

@@ -31,9 +31,13 @@ first = sum(r["loss"] for r in records[:5]) / 5
 last = sum(r["loss"] for r in records[-5:]) / 5
 assert last < first - 1.0, (first, last)
 assert [r["step"] for r in records if "eval_loss" in r] == [29, 59]'
-# The resolved config is a config: training from it is the same run.
+# The resolved config is a config that describes the same run.
 run 0 config "$tmp/synthetic/config.resolved.yaml"
 stdout_has "dir: $tmp/synthetic"
+# A second run into the same directory is refused: the first run's outputs are kept.
+run 2 train "$tiny" --set run.dir="$tmp/synthetic"
+last_stderr_line "trident: config error:" "already holds a run"
+json_check "$tmp/synthetic" 'assert len(records) == 60' 
 
 # Gradient accumulation is exact: 3 micro-batches give the losses of 1.
 run 0 train "$tiny" --set run.dir="$tmp/micro1" --set train.steps=5
