@@ -112,12 +112,17 @@ def _check_contiguous(path: Path, spans: list[tuple[int, int, str]], data_len: i
         raise FormatError(f"{path}: {data_len - cursor} trailing bytes after the last tensor")
 
 
+REQUIRE_PACKAGE = False  # --require-safetensors-package: the package must be importable (as in CI)
+
+
 def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
     """Read with the plain reader; if the `safetensors` package is importable, require identical results from it."""
     tensors = read_safetensors(path)
     try:
         from safetensors.torch import load_file  # type: ignore[import-not-found]
     except ImportError:
+        if REQUIRE_PACKAGE:
+            raise FormatError("the safetensors package is required (--require-safetensors-package) but not importable")
         print(f"  {path.name}: plain-Python reader (safetensors package not importable)")
         return tensors
     standard = load_file(str(path))
@@ -547,7 +552,11 @@ def main(argv: list[str] | None = None) -> int:
                              "fp32 rounding of small gradients grows into O(lr * rounding / eps) differences there")
     parser.add_argument("--no-gauge-mask", action="store_true",
                         help="also compare the softmax key-bias elements of final.*.c_attn.bias (expect noise)")
+    parser.add_argument("--require-safetensors-package", action="store_true",
+                        help="fail unless the safetensors package can load the files too")
     args = parser.parse_args(argv)
+    global REQUIRE_PACKAGE
+    REQUIRE_PACKAGE = args.require_safetensors_package
     try:
         rtol_final = args.rtol if args.rtol_final is None else args.rtol_final
         return run(args.parity_dir, args.rtol, rtol_final, not args.no_gauge_mask)
