@@ -1,4 +1,4 @@
-// trident bench gemm|kernels [--json]: measurements printed as a table (or JSON lines).
+// trident bench gemm|kernels|step|comm [--json]: measurements printed as a table (or JSON lines).
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,7 +10,7 @@ namespace trident::app {
 
 void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<bench::Options>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure this machine: GEMM roof, kernels");
+  CLI::App* cmd = app.add_subcommand("bench", "Measure this machine: GEMM roof, kernels, steps, communication");
   cmd->require_subcommand(1);
   cmd->add_flag("--json", options->json, "Print one JSON object per measurement instead of a table");
   cmd->add_option("--repeat", options->min_seconds, "Seconds to time each measurement for (default 0.3)")
@@ -22,15 +22,16 @@ void add_bench_command(CLI::App& app) {
       "kernels", "Check every CPU kernel against its naive reference, then time it (GFLOP/s or GB/s)");
   kernels->fallthrough()->callback([options] { bench::run_kernels(*options); });
 
-  auto step_config = std::make_shared<std::string>();
-  auto step_overrides = std::make_shared<std::vector<std::string>>();
   CLI::App* step = cmd->add_subcommand(
       "step", "Time whole training steps: ms/step, tokens/s and MFU (default: GPT-2 small and the quickstart shape)");
-  step->add_option("config", *step_config, "YAML config whose model and batch to time");
-  step->add_option("--set", *step_overrides, "Override a config key (repeatable)")->allow_extra_args(false);
-  step->fallthrough()->callback([options, step_config, step_overrides] {
-    bench::run_step(*options, *step_config, *step_overrides);
+  auto step_config = add_config_args(step, /*optional=*/true);
+  step->fallthrough()->callback([options, step_config] {
+    bench::run_step(*options, step_config->path, step_config->overrides);
   });
+
+  CLI::App* comm = cmd->add_subcommand(
+      "comm", "Under mpirun: send/recv, allreduce, allgather and alltoall latency and bandwidth per group size");
+  comm->fallthrough()->callback([options] { bench::run_comm(*options); });
 }
 
 }  // namespace trident::app

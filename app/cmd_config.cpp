@@ -1,9 +1,5 @@
 // trident config CONFIG [--set key.path=value]...: validates a config and prints it resolved, every key with its
 // value (defaults filled in). Check a config here before submitting a job.
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <fmt/core.h>
 
 #include "app/commands.h"
@@ -11,20 +7,19 @@
 
 namespace trident::app {
 
-void add_config_command(CLI::App& app) {
-  struct Options {
-    std::string path;
-    std::vector<std::string> overrides;
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("config", "Validate a config file and print it resolved (defaults filled in)");
-  cmd->add_option("config", options->path, "YAML experiment config")->required();
-  cmd->add_option("--set", options->overrides, "Override a key, e.g. --set model.n_layer=4 (repeatable)")
+std::shared_ptr<ConfigArgs> add_config_args(CLI::App* cmd, bool optional) {
+  auto args = std::make_shared<ConfigArgs>();
+  CLI::Option* path = cmd->add_option("config", args->path, "YAML experiment config");
+  if (!optional) path->required();
+  cmd->add_option("--set", args->overrides, "Override a key, e.g. --set model.n_layer=4 (repeatable)")
       ->allow_extra_args(false);
-  cmd->callback([options] {
-    Config config = load_config(options->path, options->overrides);
-    fmt::print("{}", to_yaml(config));
-  });
+  return args;
+}
+
+void add_config_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("config", "Validate a config file and print it resolved (defaults filled in)");
+  auto args = add_config_args(cmd);
+  cmd->callback([args] { fmt::print("{}", to_yaml(args->load())); });
 }
 
 }  // namespace trident::app

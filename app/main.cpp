@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "parallel/comm/communicator.h"
 #include "version.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   trident::app::add_train_command(app);
   trident::app::add_config_command(app);
   trident::app::add_bench_command(app);
+  trident::app::add_ckpt_command(app);
 
   try {
     app.parse(argc, argv);
@@ -31,9 +33,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const trident::Error& e) {
     std::fprintf(stderr, "trident: %s: %s\n", e.exit_code() == 2 ? "config error" : "error", e.what());
+    trident::abort_job_if_distributed(e.exit_code());  // the other ranks would wait in their next collective
     return e.exit_code();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trident: error: %s\n", e.what());
+    trident::abort_job_if_distributed(1);
     return 1;
   }
 }

@@ -18,6 +18,8 @@ void run_gemm(const Options& options);
 void run_kernels(const Options& options);
 // CONFIG may be empty: then GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50304) and the quickstart shape.
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides);
+// Under mpirun: communicator latency and bandwidth per group size (fixed iteration counts; --repeat is not used).
+void run_comm(const Options& options);
 
 
 }  // namespace trident::bench

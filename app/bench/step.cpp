@@ -55,7 +55,11 @@ Row measure(const Case& c, double roof, double min_seconds) {
                    static_cast<int>(cu_seqlens.size()) - 1};
   TrainConfig train;
   double flops = 0;
-  double sec = time_call([&] { flops = train_step(model, optimizer, {batch}, 1e-4, train).flops; }, min_seconds);
+  DataParallel single(world());  // a step of one rank
+  const int64_t global_targets = count_targets(batch);
+  double sec = time_call(
+      [&] { flops = train_step(model, optimizer, {batch}, global_targets, 1e-4, train, single).flops; },
+                         min_seconds);
   const double tokens_per_s = static_cast<double>(c.tokens) / sec;
   return {{{"model", c.name}, {"attention", c.model.attention},
            {"batch", fmt::format("{} x {}", c.tokens / c.seq_len, c.seq_len)}},

@@ -6,6 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fstream>
+#include <string>
+
+#include "core/common/atomic_file.h"
 #include "core/common/error.h"
 
 namespace trident {
@@ -25,6 +29,20 @@ void MetricsWriter::write(const nlohmann::ordered_json& record) {
   if (n != static_cast<ssize_t>(line.size()))
     throw_runtime_error("cannot append to metrics file '{}': {}", path_.string(),
                         n < 0 ? std::strerror(errno) : "short write");
+}
+
+void drop_metrics_from_step(const std::filesystem::path& path, int64_t first_dropped) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
+        record["step"].get<int64_t>() >= first_dropped)
+      continue;
+    kept += line + "\n";
+  }
+  write_file_atomically(path, kept);
 }
 
 }  // namespace trident

@@ -153,6 +153,11 @@ void GPT::backward_trunk(const TokenBatch& b) {
                           layer_input(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts_.lnf_mean,
                           acts_.lnf_rstd, N, C);
   std::swap(dres, dnarrow);
+  const auto buckets = gradient_buckets(layout_);
+  auto ready = [&](std::size_t bucket) {
+    if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
+  };
+  ready(0);  // ln_f
 
   for (int l = static_cast<int>(config_.n_layer) - 1; l >= 0; --l) {
     const BlockOffsets& w = layout_.blocks[l];
@@ -175,9 +180,11 @@ void GPT::backward_trunk(const TokenBatch& b) {
     zero(dnarrow, N * C);
     cpu::linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, p + w.qkv_w, N, C, 3 * C);
     cpu::layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+    ready(static_cast<std::size_t>(config_.n_layer - l));
   }
   cpu::embedding_backward(g + layout_.wte, layout_.wpe >= 0 ? g + layout_.wpe : nullptr, dres, b.tokens, b.positions,
                           N, C);
+  ready(buckets.size() - 1);  // embeddings
 }
 
 double GPT::flops(const TokenBatch& b) const {

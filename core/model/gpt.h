@@ -3,6 +3,7 @@
 // (core/model/layout.h), activations carved from one allocation (core/model/activations.h), every layer's forward
 // and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/config/config.h"
@@ -31,6 +32,11 @@ class GPT {
   void init_weights(uint64_t seed);
   void zero_grads();
 
+  // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
+  // order: data parallelism starts reducing a range while backward goes on with the next. Empty: no calls.
+  using GradReadyHook = std::function<void(int64_t offset, int64_t numel)>;
+  void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
+
   // Forward, then backward of sum_t loss_weight * loss_t over the tokens with a target; gradients accumulate into
   // grads(). Returns the plain sum of those tokens' losses (for reporting).
   double forward_backward(const TokenBatch& batch, float loss_weight);
@@ -55,6 +61,7 @@ class GPT {
   Tensor params_, grads_;
   Activations acts_;
   std::vector<Attention> attention_;
+  GradReadyHook grad_ready_;
 };
 
 }  // namespace trident

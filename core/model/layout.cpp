@@ -46,4 +46,17 @@ ModelLayout model_layout(const ModelConfig& m) {
   return layout;
 }
 
+std::vector<std::pair<int64_t, int64_t>> gradient_buckets(const ModelLayout& layout) {
+  std::vector<std::pair<int64_t, int64_t>> buckets;
+  int64_t end = layout.num_params;
+  auto add = [&](int64_t begin) {
+    buckets.emplace_back(begin, end - begin);
+    end = begin;
+  };
+  add(layout.lnf_w);
+  for (auto b = layout.blocks.rbegin(); b != layout.blocks.rend(); ++b) add(b->ln1_w);
+  add(0);
+  return buckets;
+}
+
 }  // namespace trident

@@ -9,6 +9,7 @@
 // array. The list drives initialisation, weight decay groups and safetensors names.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
@@ -39,5 +40,9 @@ struct ModelLayout {
 };
 
 ModelLayout model_layout(const ModelConfig& config);
+
+// Contiguous ranges {offset, numel} of the flat gradient in the order backward finishes them: ln_f, the blocks from
+// last to first, then the embeddings. Data parallelism reduces them in this order on every rank.
+std::vector<std::pair<int64_t, int64_t>> gradient_buckets(const ModelLayout& layout);
 
 }  // namespace trident

@@ -14,23 +14,28 @@ int64_t count_targets(const TokenBatch& b) {
   return n;
 }
 
-StepStats train_step(GPT& model, AdamW& optimizer, const std::vector<TokenBatch>& micro_batches, double lr,
-                     const TrainConfig& config) {
+StepStats train_step(GPT& model, AdamW& optimizer, const std::vector<TokenBatch>& micro_batches,
+                     int64_t global_targets, double lr, const TrainConfig& config, DataParallel& dp) {
+  if (global_targets == 0) throw_runtime_error("a training batch has no token with a target");
   StepStats stats;
-  for (const TokenBatch& mb : micro_batches) {
-    stats.targets += count_targets(mb);
-    stats.tokens += mb.num_tokens;
-  }
-  if (stats.targets == 0) throw_runtime_error("a training batch has no token with a target");
-  const float loss_weight = 1.0f / static_cast<float>(stats.targets);
+  stats.targets = global_targets;
+  const float loss_weight = 1.0f / static_cast<float>(global_targets);
 
   model.zero_grads();
-  double loss_sum = 0;
-  for (const TokenBatch& mb : micro_batches) {
-    loss_sum += model.forward_backward(mb, loss_weight);
-    stats.flops += model.flops(mb);
+  double loss_sum = 0, tokens = 0, flops = 0;
+  for (std::size_t i = 0; i < micro_batches.size(); ++i) {
+    if (i + 1 == micro_batches.size()) dp.reduce_during_backward(model);  // earlier ones only accumulate
+    loss_sum += model.forward_backward(micro_batches[i], loss_weight);
+    tokens += static_cast<double>(micro_batches[i].num_tokens);
+    flops += model.flops(micro_batches[i]);
   }
-  stats.loss = loss_sum / static_cast<double>(stats.targets);
+  if (micro_batches.empty()) dp.reduce_all(model);
+  dp.finish(model);
+  double totals[3] = {loss_sum, tokens, flops};  // one small allreduce for the three
+  dp.sum(totals, 3);
+  stats.loss = totals[0] / static_cast<double>(global_targets);
+  stats.tokens = static_cast<int64_t>(totals[1]);
+  stats.flops = totals[2];
   stats.grad_norm = std::sqrt(cpu::squared_norm(model.grads(), model.num_params()));
   stats.finite = std::isfinite(stats.loss) && std::isfinite(stats.grad_norm);
   if (!stats.finite) return stats;

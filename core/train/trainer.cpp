@@ -8,10 +8,10 @@
 #include <memory>
 #include <optional>
 
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/model_io.h"
 #include "core/common/error.h"
 #include "core/data/batcher.h"
@@ -25,9 +25,13 @@
 #include "core/optim/adamw.h"
 #include "core/optim/schedule.h"
 #include "core/train/sample.h"
+#include "core/train/signals.h"
 #include "core/train/step.h"
+#include "parallel/dp/data_parallel.h"
 
 namespace trident {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -42,36 +46,75 @@ void check_supported(const Config& c) {
     throw_config_error("device.backend: 'cuda' is not available: this build has only the cpu backend");
   if (c.train.precision == "bf16")
     throw_config_error("train.precision: 'bf16' needs the cuda backend; the cpu backend trains in fp32");
+  if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
+    throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
   if (c.parallel.strategy != "auto")
-    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (single-rank training)",
+    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (data parallelism)",
                        c.parallel.strategy);
 }
 
-double evaluate(GPT& model, const Batcher& eval_batches, int64_t count) {
-  double loss_sum = 0;
-  int64_t targets = 0;
+// This rank's share of a global batch (contiguous sequences, token counts balanced across the ranks), cut into
+// its micro-batches; empty pieces are dropped.
+std::vector<Batch> local_micro_batches(const Batch& global, const DataParallel& dp, int64_t micro_batches) {
+  const Batch mine = std::move(split_micro_batches(global, dp.size())[dp.rank()]);
+  std::vector<Batch> out;
+  for (Batch& mb : split_micro_batches(mine, static_cast<int>(micro_batches)))
+    if (mb.num_tokens() > 0) out.push_back(std::move(mb));
+  return out;
+}
+
+std::vector<TokenBatch> views(const std::vector<Batch>& batches) {
+  std::vector<TokenBatch> out;
+  for (const Batch& b : batches) out.push_back(view(b));
+  return out;
+}
+
+double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, DataParallel& dp) {
+  double totals[2] = {0, 0};  // loss sum, target tokens
   for (int64_t i = 0; i < count; ++i) {
-    for (const Batch& mb : split_micro_batches(eval_batches.batch(i), 1)) {
-      loss_sum += model.forward_loss(view(mb));
-      targets += count_targets(view(mb));
+    for (const Batch& mb : local_micro_batches(eval_batches.batch(i), dp, 1)) {
+      totals[0] += model.forward_loss(view(mb));
+      totals[1] += static_cast<double>(count_targets(view(mb)));
     }
   }
-  return loss_sum / static_cast<double>(targets);
+  dp.sum(totals, 2);
+  return totals[0] / totals[1];
+}
+
+// The checkpoint to resume from, per train.resume, or nothing for a fresh run. A run directory that already holds
+// a run but no usable checkpoint is refused rather than overwritten.
+std::optional<fs::path> resume_point(const Config& config, const fs::path& run_dir) {
+  const std::string& resume = config.train.resume;
+  if (resume != "auto" && resume != "never") {
+    if (!fs::is_directory(resume))
+      throw_config_error("train.resume: checkpoint directory '{}' not found", resume);
+    return fs::path(resume);
+  }
+  std::optional<fs::path> found;
+  if (resume == "auto")
+    found = find_resume_checkpoint(run_dir, [](const std::string& warning) { spdlog::warn("{}", warning); });
+  if (!found && fs::exists(run_dir / "metrics.jsonl"))
+    throw_config_error("run.dir '{}' already holds a run (metrics.jsonl) {}: choose another run.dir "
+                       "(--set run.dir=...) or move the old run away",
+                       run_dir.string(),
+                       resume == "never" ? "and train.resume is never" : "without a usable checkpoint to resume");
+  return found;
 }
 
 }  // namespace
 
 void run_training(const Config& config) {
   check_supported(config);
-  const std::filesystem::path run_dir = config.run.dir;
-  // Never append a new run to an old one's metrics or overwrite its weights.
-  if (std::filesystem::exists(run_dir / "metrics.jsonl"))
-    throw_config_error("run.dir '{}' already holds a run (metrics.jsonl); resuming is not available yet: choose "
-                       "another run.dir (--set run.dir=...) or move the old run away", run_dir.string());
-  write_resolved_config(config, run_dir);
-  setup_logging(run_dir, 0);
+  DataParallel dp(world());
+  const bool lead = dp.rank() == 0;  // rank 0 writes the run's files
+  const fs::path run_dir = config.run.dir;
+  std::error_code error;
+  fs::create_directories(run_dir, error);
+  if (error) throw_runtime_error("cannot create run.dir '{}': {}", run_dir.string(), error.message());
+  setup_logging(run_dir, dp.rank());
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
-  spdlog::info("run '{}' in {}: {} threads", config.run.name, run_dir.string(), omp_get_max_threads());
+  spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s)", config.run.name, run_dir.string(), dp.size(),
+               omp_get_max_threads());
 
   std::unique_ptr<DocumentSource> documents = open_documents(config);
   Batcher train_batches(*documents, config, Split::train);
@@ -81,25 +124,46 @@ void run_training(const Config& config) {
 
   Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(config.device.memory_gb)});
   GPT model(config.model, config.train.batch_tokens, allocator);
-  model.init_weights(static_cast<uint64_t>(config.run.seed));
   AdamW optimizer(model.layout(), config.train, allocator);
-  save_model(run_dir / "model_init.safetensors", model);
+
+  int64_t start_step = 0;
+  if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {
+    const TrainerState state = load_checkpoint(*checkpoint, model, optimizer);
+    start_step = state.next_step;
+    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), state.step,
+                 state.world_size);
+    if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
+  } else {
+    model.init_weights(static_cast<uint64_t>(config.run.seed));
+    if (lead) save_model(run_dir / "model_init.safetensors", model);
+  }
+  if (lead) write_resolved_config(config, run_dir);
   spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
                config.model.attention, config.model.n_layer, config.model.n_embd, format_bytes(allocator.in_use()));
 
+  auto save = [&](int64_t steps_done) {
+    if (lead) {
+      SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, dp.size(),
+                                              config.checkpoint.keep);
+      for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
+      spdlog::info("checkpoint {} written", saved.dir.string());
+    }
+    dp.comm().barrier();  // no rank runs ahead of (or exits before) a checkpoint
+  };
+
   const double roof_gflops = measure_sgemm_gflops(0.2);
-  MetricsWriter metrics(run_dir / "metrics.jsonl");
-  ProgressLine progress(config.train.steps, true);
+  std::optional<MetricsWriter> metrics;
+  if (lead) metrics.emplace(run_dir / "metrics.jsonl");
+  ProgressLine progress(config.train.steps, lead);
+  install_stop_signal_handlers();
   using clock = std::chrono::steady_clock;
-  for (int64_t step = 0; step < config.train.steps; ++step) {
+  for (int64_t step = start_step; step < config.train.steps; ++step) {
     const auto start = clock::now();
+    const int64_t comm_bytes_before = dp.comm().counters().total_bytes();
     const Batch batch = train_batches.batch(step);
-    std::vector<Batch> micro = split_micro_batches(batch, static_cast<int>(config.train.micro_batches));
-    std::vector<TokenBatch> views;
-    for (const Batch& mb : micro)
-      if (mb.num_tokens() > 0) views.push_back(view(mb));
+    const std::vector<Batch> micro = local_micro_batches(batch, dp, config.train.micro_batches);
     const double lr = learning_rate(config.train, step);
-    const StepStats stats = train_step(model, optimizer, views, lr, config.train);
+    const StepStats stats = train_step(model, optimizer, views(micro), count_targets(view(batch)), lr, config.train, dp);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     if (!stats.finite) {
       if (config.train.on_nonfinite == "stop")
@@ -111,32 +175,45 @@ void run_training(const Config& config) {
 
     nlohmann::ordered_json record = {
         {"step", step},
-        {"loss", stats.loss},
+        {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
         {"lr", lr},
         {"tokens", stats.tokens},
         {"step_ms", seconds * 1e3},
         {"tokens_per_s", static_cast<double>(stats.tokens) / seconds},
-        {"mfu", stats.flops / seconds / 1e9 / roof_gflops},
+        {"mfu", stats.flops / seconds / 1e9 / (roof_gflops * dp.size())},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", "single"},
+        {"strategy", dp.size() > 1 ? "dp" : "single"},
+        {"world_size", dp.size()},
+        {"comm_bytes", dp.comm().counters().total_bytes() - comm_bytes_before},
     };
     const bool last = step + 1 == config.train.steps;
     if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
-      record["eval_loss"] = evaluate(model, *eval_batches, config.train.eval_batches);
-      spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, record["eval_loss"].get<double>());
+      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, dp);
+      record["eval_loss"] = eval_loss;
+      spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
     }
-    if (!std::isfinite(stats.loss)) record["loss"] = nullptr;  // JSON has no NaN
-    metrics.write(record);
+    if (metrics) metrics->write(record);
     progress.update(step, stats.loss, static_cast<double>(stats.tokens) / seconds, seconds);
+
+    // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from.
+    const bool stop = dp.any(stop_signal() != 0);
+    const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
+    if (periodic || stop || last) save(step + 1);
+    if (stop) {
+      progress.finish();
+      spdlog::info("stop requested by a signal: stopped after step {}; a resumed run continues at step {}", step,
+                   step + 1);
+      return;
+    }
   }
   progress.finish();
+  if (!lead) return;
   save_model(run_dir / "model_final.safetensors", model);
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
-
   if (config.sample.tokens > 0 && config.data.kind == "text") {
-    std::vector<int32_t> prompt(config.sample.prompt.begin(), config.sample.prompt.end());
-    for (int32_t& t : prompt) t = static_cast<unsigned char>(t);
+    std::vector<int32_t> prompt;
+    for (unsigned char c : config.sample.prompt) prompt.push_back(c);
     std::vector<int32_t> out = generate(model, prompt, config.sample.tokens, config.sample.temperature,
                                         static_cast<uint64_t>(config.run.seed));
     spdlog::info("sample (temperature {}):\n{}{}", config.sample.temperature, config.sample.prompt, decode_bytes(out));

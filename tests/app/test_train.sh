@@ -34,8 +34,11 @@ assert [r["step"] for r in records if "eval_loss" in r] == [29, 59]'
 # The resolved config is a config that describes the same run.
 run 0 config "$tmp/synthetic/config.resolved.yaml"
 stdout_has "dir: $tmp/synthetic"
-# A second run into the same directory is refused: the first run's outputs are kept.
-run 2 train "$tiny" --set run.dir="$tmp/synthetic"
+# A second run into the same directory resumes from its final checkpoint (nothing left to do); with
+# train.resume=never it is refused. Either way the first run's outputs are kept.
+run 0 train "$tiny" --set run.dir="$tmp/synthetic"
+json_check "$tmp/synthetic" 'assert len(records) == 60'
+run 2 train "$tiny" --set run.dir="$tmp/synthetic" --set train.resume=never
 last_stderr_line "trident: config error:" "already holds a run"
 json_check "$tmp/synthetic" 'assert len(records) == 60' 
 

@@ -150,3 +150,19 @@ TEST_CASE("the model rejects tokens outside the vocabulary and batches larger th
   OwnedBatch big = make_batch({9}, 37, 1);
   CHECK_THROWS_WITH(model.forward_loss(big.view()), Catch::Contains("batch of 9 tokens exceeds the 8"));
 }
+
+TEST_CASE("backward reports every gradient range once, in gradient_buckets order", "[core][model]") {
+  GPT model(tiny_model("softmax"), 64, test_allocator());
+  model.init_weights(3);
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  model.set_grad_ready_hook([&](int64_t offset, int64_t numel) { seen.emplace_back(offset, numel); });
+  OwnedBatch b = make_batch({7, 4}, 37, 2);
+  model.zero_grads();
+  model.forward_backward(b.view(), 1.0f);
+  CHECK(seen == gradient_buckets(model.layout()));
+  CHECK(seen.size() == 4);  // ln_f, 2 blocks, embeddings
+  int64_t covered = 0;
+  for (auto [offset, numel] : seen) covered += numel;
+  CHECK(covered == model.num_params());
+  CHECK(seen.back().first == 0);
+}

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   GPT model(m, 256, allocator);
   model.init_weights(1234);
   AdamW optimizer(model.layout(), t, allocator);
+  DataParallel dp(world());  // one rank
 
   // Documents of lengths 1 (no target at all), 13, 32 (the full max_seq_len) and 20; each ends without a target.
   std::vector<int32_t> tokens, targets, positions, cu_seqlens = {0};
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
   std::vector<float> losses;
   std::vector<float> initial_grads;
   for (int s = 0; s < steps; ++s) {
-    StepStats stats = train_step(model, optimizer, {batch}, t.lr, t);
+    StepStats stats = train_step(model, optimizer, {batch}, count_targets(batch), t.lr, t, dp);
     if (s == 0) initial_grads.assign(model.grads(), model.grads() + model.num_params());
     losses.push_back(static_cast<float>(stats.loss));
   }

@@ -1,0 +1,271 @@
+// Reading checkpoints: trainer_state.json, verification against the recorded sizes and crc32s, finding the newest
+// usable checkpoint, loading it.
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string_view>
+#include <system_error>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_io.h"
+#include "core/checkpoint/safetensors.h"
+#include "core/common/error.h"
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kDataFiles[] = {"model.safetensors", "optimizer.safetensors"};
+
+TrainerState parse_state_file(const fs::path& dir) {
+  const fs::path path = dir / "trainer_state.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_runtime_error("trainer_state.json: missing or unreadable");
+  const nlohmann::json j = [&] {
+    try {
+      return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw_runtime_error("trainer_state.json: not valid JSON ({})", e.what());
+    }
+  }();
+  if (!j.is_object()) throw_runtime_error("trainer_state.json: not a JSON object");
+  auto integer = [&](const char* key, int64_t min) {
+    if (!j.contains(key) || !j.at(key).is_number_integer() || j.at(key).get<int64_t>() < min)
+      throw_runtime_error("trainer_state.json: '{}' is missing or not an integer >= {}", key, min);
+    return j.at(key).get<int64_t>();
+  };
+  auto string = [&](const char* key) {
+    if (!j.contains(key) || !j.at(key).is_string())
+      throw_runtime_error("trainer_state.json: '{}' is missing or not a string", key);
+    return j.at(key).get<std::string>();
+  };
+  const int64_t format = integer("format", 1);
+  if (format != kCheckpointFormat)
+    throw_runtime_error("trainer_state.json: format {} is not the one this trident reads ({}); use a newer trident",
+                        format, kCheckpointFormat);
+  TrainerState s{integer("step", 0), integer("next_step", 0), integer("seed", std::numeric_limits<int64_t>::min()),
+                 integer("world_size", 1), string("config"), string("created"), {}};
+  if (!j.contains("files") || !j.at("files").is_object())
+    throw_runtime_error("trainer_state.json: 'files' is missing or not an object");
+  for (const char* name : kDataFiles) {
+    const nlohmann::json& files = j.at("files");
+    const auto f = files.find(name);
+    if (f == files.end() || !f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() ||
+        !f->contains("crc32") || !f->at("crc32").is_string())
+      throw_runtime_error("trainer_state.json: 'files.{}' is missing or lacks bytes and crc32", name);
+    s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
+  }
+  return s;
+}
+
+// Structure beyond what SafetensorsFile checks. The model: F32 tensors; returns their element count.
+int64_t check_model_tensors(const SafetensorsFile& model, std::vector<std::string>& problems) {
+  int64_t num_params = 0;
+  for (const StTensor& t : model.tensors()) {
+    if (t.dtype != StDType::F32)
+      problems.push_back(
+          fmt::format("model.safetensors: tensor '{}' is {}, expected F32", t.name, st_dtype_name(t.dtype)));
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    num_params += n;
+  }
+  return num_params;
+}
+
+// The optimizer: m and v F32 as long as the model (when its count is known), step an I64 scalar.
+void check_optimizer_tensors(const SafetensorsFile& optimizer, std::optional<int64_t> num_params,
+                             std::vector<std::string>& problems) {
+  std::optional<std::vector<int64_t>> m_shape;
+  for (const char* moment : {"m", "v"}) {
+    if (!optimizer.contains(moment)) {
+      problems.push_back(fmt::format("optimizer.safetensors: no tensor '{}'", moment));
+      continue;
+    }
+    const StTensor& t = optimizer.get(moment);
+    const bool fits = t.dtype == StDType::F32 && t.shape.size() == 1 && (!num_params || t.shape[0] == *num_params) &&
+                      (!m_shape || t.shape == *m_shape);
+    if (!fits)
+      problems.push_back(fmt::format("optimizer.safetensors: tensor '{}' is {}[{}], expected F32[N] with N the "
+                                     "model's parameter count{}", moment, st_dtype_name(t.dtype),
+                                     fmt::join(t.shape, ", "), num_params ? fmt::format(" ({})", *num_params) : ""));
+    m_shape = t.shape;
+  }
+  const bool has_step = optimizer.contains("step") && optimizer.get("step").dtype == StDType::I64 &&
+                        optimizer.get("step").shape.empty();
+  if (!has_step) problems.push_back("optimizer.safetensors: no I64 scalar tensor 'step'");
+}
+
+std::string join_problems(const CheckpointCheck& check) { return fmt::format("{}", fmt::join(check.problems, "; ")); }
+
+}  // namespace
+
+std::string checkpoint_dir_name(int64_t step) {
+  TRIDENT_CHECK(step >= 0, "negative checkpoint step {}", step);
+  return fmt::format("step_{:08d}", step);
+}
+
+std::optional<int64_t> checkpoint_step(const std::string& dir_name) {
+  if (!dir_name.starts_with("step_")) return std::nullopt;
+  const char* begin = dir_name.data() + 5;
+  const char* end = dir_name.data() + dir_name.size();
+  int64_t step = -1;
+  auto [stop, error] = std::from_chars(begin, end, step);
+  // Only the exact spelling checkpoint_dir_name produces: no sign, suffix, or extra leading zeros.
+  if (error != std::errc() || stop != end || step < 0 || checkpoint_dir_name(step) != dir_name) return std::nullopt;
+  return step;
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
+  const fs::path root = run_dir / "checkpoints";
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return {};
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
+    std::optional<int64_t> step = checkpoint_step(entry.path().filename().string());
+    std::error_code dir_ec;
+    if (step && entry.is_directory(dir_ec)) found.emplace_back(*step, entry.path());
+  }
+  if (ec) throw_runtime_error("cannot list '{}': {}", root.string(), ec.message());
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<fs::path> dirs;
+  for (auto& [step, dir] : found) dirs.push_back(std::move(dir));
+  return dirs;
+}
+
+std::optional<fs::path> latest_checkpoint(const fs::path& run_dir) {
+  const fs::path path = run_dir / "checkpoints" / "latest";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  std::ifstream in(path);
+  std::string name;
+  if (!in || !std::getline(in, name)) throw_runtime_error("cannot read '{}'", path.string());
+  if (!checkpoint_step(name))
+    throw_runtime_error("'{}' holds '{}', not a checkpoint directory name like step_00000100", path.string(), name);
+  return run_dir / "checkpoints" / name;
+}
+
+std::string file_crc32(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_runtime_error("cannot open '{}': {}", path.string(), std::strerror(errno));
+  std::vector<char> buffer(std::size_t(1) << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(in.gcount()));
+  }
+  if (in.bad()) throw_runtime_error("cannot read '{}'", path.string());
+  return fmt::format("{:08x}", crc);
+}
+
+TrainerState read_trainer_state(const fs::path& dir) {
+  try {
+    return parse_state_file(dir);
+  } catch (const RuntimeError& e) {
+    throw_runtime_error("checkpoint '{}': {}", dir.string(), e.what());
+  }
+}
+
+CheckpointCheck verify_checkpoint(const fs::path& dir, bool read_data) {
+  CheckpointCheck check;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    check.problems.push_back(fmt::format("'{}' is not a directory", dir.string()));
+    return check;
+  }
+  std::optional<TrainerState> state;
+  try {
+    state = parse_state_file(dir);
+  } catch (const RuntimeError& e) {
+    check.problems.push_back(e.what());
+  }
+  std::optional<int64_t> num_params;  // from the model file, to check the optimizer's moments against
+  for (const char* name : kDataFiles) {
+    const fs::path path = dir / name;
+    if (!fs::exists(path, ec)) {
+      check.problems.push_back(fmt::format("{}: missing", name));
+      continue;
+    }
+    const uintmax_t bytes = fs::file_size(path, ec);
+    if (ec) {
+      check.problems.push_back(fmt::format("{}: unreadable ({})", name, ec.message()));
+      continue;
+    }
+    const CheckpointFileRecord* record = state ? &state->files.at(name) : nullptr;
+    if (record && bytes != record->bytes) {
+      check.problems.push_back(fmt::format("{}: {} bytes, but trainer_state.json records {} (truncated or "
+                                           "overwritten)", name, bytes, record->bytes));
+      continue;
+    }
+    if (!read_data) continue;
+    try {
+      if (record) {
+        const std::string crc = file_crc32(path);
+        if (crc != record->crc32) {
+          check.problems.push_back(fmt::format("{}: crc32 {}, but trainer_state.json records {} (the file is "
+                                               "corrupt)", name, crc, record->crc32));
+          continue;
+        }
+      }
+      // One file in memory at a time: the optimizer file alone is twice the model's size.
+      const SafetensorsFile file(path);
+      if (name == std::string_view("model.safetensors"))
+        num_params = check_model_tensors(file, check.problems);
+      else
+        check_optimizer_tensors(file, num_params, check.problems);
+    } catch (const RuntimeError& e) {
+      check.problems.push_back(fmt::format("{}: {}", name, e.what()));
+    }
+  }
+  return check;
+}
+
+std::optional<fs::path> find_resume_checkpoint(const fs::path& run_dir, const CheckpointWarning& warn) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(run_dir / "checkpoints", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("step_") && name.ends_with(".tmp"))
+      warn(fmt::format("ignoring '{}': an interrupted checkpoint save (the next save deletes it)",
+                       entry.path().string()));
+  }
+  for (const fs::path& dir : list_checkpoints(run_dir)) {
+    const CheckpointCheck check = verify_checkpoint(dir);
+    if (check.ok()) return dir;
+    warn(fmt::format("skipping corrupt checkpoint '{}': {}", dir.string(), join_problems(check)));
+  }
+  return std::nullopt;
+}
+
+TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) {
+  const CheckpointCheck check = verify_checkpoint(dir);
+  if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
+  const TrainerState state = read_trainer_state(dir);
+  TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
+                optimizer.size(), model.num_params());
+  try {
+    load_model(dir / "model.safetensors", model);
+    SafetensorsFile file(dir / "optimizer.safetensors");
+    const std::vector<int64_t> shape = {optimizer.size()};
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(optimizer.size());
+    std::memcpy(optimizer.m(), file.get("m", StDType::F32, shape).data, bytes);
+    std::memcpy(optimizer.v(), file.get("v", StDType::F32, shape).data, bytes);
+    int64_t steps = 0;
+    std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
+    if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);
+    optimizer.set_steps_taken(steps);
+  } catch (const RuntimeError& e) {
+    throw_runtime_error("checkpoint '{}' does not fit this model (written for another model shape?): {}",
+                        dir.string(), e.what());
+  }
+  return state;
+}
+
+}  // namespace trident

@@ -1,0 +1,175 @@
+// Writing checkpoints: build in step_N.tmp/, fsync, rename into place, point `latest` at it, prune.
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_io.h"
+#include "core/checkpoint/safetensors.h"
+#include "core/common/atomic_file.h"
+#include "core/common/error.h"
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+void test_delay_hook() {
+  const char* value = std::getenv("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
+  if (value == nullptr) return;
+  std::string_view text(value);
+  int64_t ms = -1;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (error != std::errc() || end != text.data() + text.size() || ms < 0)
+    throw_config_error("TRIDENT_TEST_CHECKPOINT_DELAY_MS='{}' is not a number of milliseconds", text);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+void remove_tree(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) throw_runtime_error("cannot remove '{}': {}", path.string(), ec.message());
+}
+
+void rename_dir(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) throw_runtime_error("cannot rename '{}' to '{}': {}", from.string(), to.string(), ec.message());
+}
+
+bool is_tmp_dir_name(const std::string& name) {
+  return name.starts_with("step_") && name.ends_with(".tmp");
+}
+
+// Deletes checkpoints beyond the newest `keep` complete ones of step <= `step`, and stale *.tmp directories.
+// Failures become warnings: the new checkpoint is already safe.
+void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& saved) {
+  auto remove = [&](const fs::path& path) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (ec)
+      saved.warnings.push_back(fmt::format("cannot remove old checkpoint '{}': {}", path.string(), ec.message()));
+    else
+      saved.removed.push_back(path);
+  };
+  int64_t kept = 0;
+  for (const fs::path& dir : list_checkpoints(root.parent_path())) {
+    const int64_t dir_step = *checkpoint_step(dir.filename().string());
+    if (dir_step > step) continue;  // from a run that went on past the checkpoint this one resumed from
+    // Only complete checkpoints count toward `keep`, so a damaged one never displaces the last good one.
+    if (dir_step == step || (kept < keep && verify_checkpoint(dir, false).ok()))
+      ++kept;
+    else
+      remove(dir);
+  }
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec))
+    if (is_tmp_dir_name(entry.path().filename().string()) && entry.is_directory(ec)) remove(entry.path());
+  if (ec) saved.warnings.push_back(fmt::format("cannot list '{}': {}", root.string(), ec.message()));
+  if (!saved.removed.empty()) {
+    try {
+      fsync_directory(root);
+    } catch (const RuntimeError& e) {
+      saved.warnings.push_back(e.what());
+    }
+  }
+}
+
+// Fills `dir` with the three files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
+void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
+                 int world_size) {
+  save_model(dir / "model.safetensors", model);
+  test_delay_hook();
+  // AdamW has no const accessors; the moments are only read here.
+  AdamW& adam = const_cast<AdamW&>(optimizer);
+  const int64_t adam_steps = optimizer.steps_taken();
+  write_safetensors(dir / "optimizer.safetensors",
+                    {{"m", StDType::F32, {optimizer.size()}, adam.m()},
+                     {"v", StDType::F32, {optimizer.size()}, adam.v()},
+                     {"step", StDType::I64, {}, &adam_steps}},
+                    {{"format", "trident-adamw"}});
+
+  // The crc32 is of the bytes read back from the file, not of the buffers they were written from.
+  nlohmann::ordered_json files = nlohmann::ordered_json::object();
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    std::error_code ec;
+    const uintmax_t bytes = fs::file_size(dir / file, ec);
+    if (ec) throw_runtime_error("cannot stat '{}': {}", (dir / file).string(), ec.message());
+    files[file] = {{"bytes", bytes}, {"crc32", file_crc32(dir / file)}};
+  }
+  // Batches are a pure function of (seed, step), so seed and next_step are the whole data position.
+  const nlohmann::ordered_json state = {
+      {"format", kCheckpointFormat}, {"step", step},     {"next_step", step},
+      {"seed", config.run.seed},     {"world_size", world_size}, {"config", to_yaml(config)},
+      {"files", files},              {"created", utc_now()},
+  };
+  write_file_atomically(dir / "trainer_state.json", state.dump(2) + "\n");
+  fsync_directory(dir);
+}
+
+}  // namespace
+
+SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
+                                const Config& config, int world_size, int64_t keep) {
+  TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
+  TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
+                optimizer.size(), model.num_params());
+  const fs::path root = run_dir / "checkpoints";
+  const std::string name = checkpoint_dir_name(step);
+  const fs::path final_dir = root / name;
+  const fs::path tmp_dir = root / (name + ".tmp");
+
+  std::error_code ec;
+  // create_directories reports whether it created the last component: then run_dir's entry needs an fsync too.
+  const bool new_root = fs::create_directories(root, ec);
+  if (ec) throw_runtime_error("cannot create directory '{}': {}", root.string(), ec.message());
+  if (new_root) fsync_directory(run_dir);
+  remove_tree(tmp_dir);  // left by a save that was interrupted
+  if (!fs::create_directory(tmp_dir, ec) || ec)
+    throw_runtime_error("cannot create directory '{}': {}", tmp_dir.string(), ec.message());
+  try {
+    write_files(tmp_dir, step, model, optimizer, config, world_size);
+  } catch (...) {
+    fs::remove_all(tmp_dir, ec);  // e.g. a full disk: give the space back
+    throw;
+  }
+
+  // A checkpoint of the same step (left by a run resumed from an earlier one) is moved aside, not deleted first: a
+  // crash between the two renames leaves both as *.tmp, and a resume falls back to the checkpoint before.
+  SavedCheckpoint saved{final_dir, {}, {}};
+  const fs::path replaced = root / (name + ".replaced.tmp");
+  const bool replacing = fs::exists(final_dir, ec);
+  if (replacing) {
+    remove_tree(replaced);
+    rename_dir(final_dir, replaced);
+    saved.warnings.push_back(fmt::format("replaced the existing checkpoint '{}'", final_dir.string()));
+  }
+  try {
+    rename_dir(tmp_dir, final_dir);
+  } catch (...) {
+    if (replacing) fs::rename(replaced, final_dir, ec);  // put the old one back
+    throw;
+  }
+  fsync_directory(root);
+  write_file_atomically(root / "latest", name + "\n");
+  prune(root, step, keep, saved);  // also deletes `replaced`
+  return saved;
+}
+
+}  // namespace trident

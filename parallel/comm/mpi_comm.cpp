@@ -1,0 +1,230 @@
+// MpiCommunicator: point to point and collectives over one MPI communicator, counted per operation.
+#include "parallel/comm/mpi_comm.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/common/error.h"
+
+namespace trident {
+
+namespace {
+
+int64_t bytes_of(int64_t count, CommType type) { return count * static_cast<int64_t>(comm_type_size(type)); }
+
+// Calls fn(byte offset, element count) for consecutive pieces of at most kMpiPieceBytes covering `count` elements.
+// A zero count still makes one (empty) call, so a zero-length message synchronises as it does in MPI.
+template <class Fn>
+void for_each_piece(int64_t count, CommType type, Fn fn) {
+  const int64_t piece = kMpiPieceBytes / static_cast<int64_t>(comm_type_size(type));
+  int64_t done = 0;
+  do {
+    const int64_t n = std::min(piece, count - done);
+    fn(bytes_of(done, type), static_cast<int>(n));
+    done += n;
+  } while (done < count);
+}
+
+const char* at(const void* data, int64_t offset) { return static_cast<const char*>(data) + offset; }
+char* at(void* data, int64_t offset) { return static_cast<char*>(data) + offset; }
+
+}  // namespace
+
+// ---- requests -------------------------------------------------------------------------------------------------
+
+MpiRequest::~MpiRequest() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  try {
+    wait();
+  } catch (const RuntimeError& e) {  // a destructor cannot throw: report and go on
+    std::fprintf(stderr, "trident: %s (waiting in a destructor)\n", e.what());
+  }
+}
+
+void MpiRequest::wait() {
+  int rc = MPI_Waitall(static_cast<int>(pieces_.size()), pieces_.data(), MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) throw_mpi_error(rc, op_, rank_, size_);
+}
+
+bool MpiRequest::test() {
+  int done = 0;
+  int rc = MPI_Testall(static_cast<int>(pieces_.size()), pieces_.data(), &done, MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) throw_mpi_error(rc, op_, rank_, size_);
+  return done != 0;
+}
+
+// ---- lifetime -------------------------------------------------------------------------------------------------
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  // Failures come back as return codes (thrown as RuntimeError with context) instead of aborting the job.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  MPI_Group group, world_group;
+  MPI_Comm_group(comm_, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  std::vector<int> local(size_);
+  std::iota(local.begin(), local.end(), 0);
+  members_.resize(size_);
+  check(MPI_Group_translate_ranks(group, size_, local.data(), world_group, members_.data()), "members");
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&group);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  subgroups_.clear();
+  splits_.clear();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::record(const char* op, int64_t bytes) {
+  CommCounters::Op& entry = counters_.ops[op];
+  entry.calls += 1;
+  entry.bytes += bytes;
+}
+
+void MpiCommunicator::check_per_rank(const char* op, const std::vector<int64_t>& counts,
+                                     const std::vector<int64_t>& displs) const {
+  if (std::ssize(counts) != size_ || std::ssize(displs) != size_)
+    throw RuntimeError(fmt::format("{}: needs one count and one displacement per rank ({}), got {} and {}", op,
+                                   size_, counts.size(), displs.size()));
+  for (int r = 0; r < size_; ++r)
+    if (counts[r] < 0 || displs[r] < 0)
+      throw RuntimeError(fmt::format("{}: negative count {} or displacement {} for rank {}", op, counts[r],
+                                     displs[r], r));
+}
+
+// ---- point to point -------------------------------------------------------------------------------------------
+// Pieces of one message share its tag; MPI delivers messages between a pair in order, so they match up.
+
+void MpiCommunicator::send(const void* data, int64_t count, CommType type, int peer, int tag) {
+  record("send", bytes_of(count, type));
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Send(at(data, offset), n, mpi_datatype(type), peer, tag, comm_), "send");
+  });
+}
+
+void MpiCommunicator::recv(void* data, int64_t count, CommType type, int peer, int tag) {
+  record("recv", 0);
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Recv(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, MPI_STATUS_IGNORE), "recv");
+  });
+}
+
+RequestPtr MpiCommunicator::isend(const void* data, int64_t count, CommType type, int peer, int tag) {
+  record("isend", bytes_of(count, type));
+  auto request = std::make_unique<MpiRequest>("isend", rank_, size_);
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Isend(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request->pieces().emplace_back()),
+          "isend");
+  });
+  return request;
+}
+
+RequestPtr MpiCommunicator::irecv(void* data, int64_t count, CommType type, int peer, int tag) {
+  record("irecv", 0);
+  auto request = std::make_unique<MpiRequest>("irecv", rank_, size_);
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Irecv(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request->pieces().emplace_back()),
+          "irecv");
+  });
+  return request;
+}
+
+// ---- collectives ----------------------------------------------------------------------------------------------
+
+void MpiCommunicator::allreduce_sum(void* data, int64_t count, CommType type) {
+  record("allreduce", bytes_of(count, type));
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Allreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_), "allreduce");
+  });
+}
+
+RequestPtr MpiCommunicator::iallreduce_sum(void* data, int64_t count, CommType type) {
+  record("iallreduce", bytes_of(count, type));
+  auto request = std::make_unique<MpiRequest>("iallreduce", rank_, size_);
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Iallreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_,
+                         &request->pieces().emplace_back()),
+          "iallreduce");
+  });
+  return request;
+}
+
+void MpiCommunicator::broadcast(void* data, int64_t count, CommType type, int root) {
+  record("broadcast", rank_ == root ? bytes_of(count, type) : 0);
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Bcast(at(data, offset), n, mpi_datatype(type), root, comm_), "broadcast");
+  });
+}
+
+void MpiCommunicator::allgather(const void* in, void* out, int64_t count, CommType type) {
+  record("allgather", bytes_of(count, type));
+  if (bytes_of(count, type) <= kMpiPieceBytes) {
+    const int n = static_cast<int>(count);
+    check(MPI_Allgather(in, n, mpi_datatype(type), out, n, mpi_datatype(type), comm_), "allgather");
+    return;
+  }
+  MpiType block = block_type(type, count, 0);
+  check(MPI_Allgather(in, 1, block.get(), out, 1, block.get(), comm_), "allgather");
+}
+
+// MPI_Allgatherv takes int counts and displacements; alltoallw lets every block carry a 64-bit layout, sending
+// the same input block to each rank.
+void MpiCommunicator::allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                                 const std::vector<int64_t>& displs, CommType type) {
+  check_per_rank("allgatherv", counts, displs);
+  record("allgatherv", bytes_of(count, type));
+  AlltoallwBlocks send, receive;
+  for (int r = 0; r < size_; ++r) {
+    send.add(type, count, 0);
+    receive.add(type, counts[r], displs[r]);
+  }
+  check(MPI_Alltoallw(in, send.counts(), send.displs(), send.types(), out, receive.counts(), receive.displs(),
+                      receive.types(), comm_),
+        "allgatherv");
+}
+
+void MpiCommunicator::alltoall(const void* in, void* out, int64_t count, CommType type) {
+  record("alltoall", bytes_of(count, type) * size_);
+  if (bytes_of(count, type) <= kMpiPieceBytes) {
+    const int n = static_cast<int>(count);
+    check(MPI_Alltoall(in, n, mpi_datatype(type), out, n, mpi_datatype(type), comm_), "alltoall");
+    return;
+  }
+  MpiType block = block_type(type, count, 0);
+  check(MPI_Alltoall(in, 1, block.get(), out, 1, block.get(), comm_), "alltoall");
+}
+
+// As allgatherv: alltoallw, so counts and displacements may exceed an int. A rank's choice of predefined or derived
+// type per peer is its own (the type signatures match), which MPI_Alltoallv's single int layout could not offer.
+void MpiCommunicator::alltoallv(const void* in, const std::vector<int64_t>& send_counts,
+                                const std::vector<int64_t>& send_displs, void* out,
+                                const std::vector<int64_t>& recv_counts, const std::vector<int64_t>& recv_displs,
+                                CommType type) {
+  check_per_rank("alltoallv", send_counts, send_displs);
+  check_per_rank("alltoallv", recv_counts, recv_displs);
+  record("alltoallv", bytes_of(std::reduce(send_counts.begin(), send_counts.end()), type));
+  AlltoallwBlocks send, receive;
+  for (int r = 0; r < size_; ++r) {
+    send.add(type, send_counts[r], send_displs[r]);
+    receive.add(type, recv_counts[r], recv_displs[r]);
+  }
+  check(MPI_Alltoallw(in, send.counts(), send.displs(), send.types(), out, receive.counts(), receive.displs(),
+                      receive.types(), comm_),
+        "alltoallv");
+}
+
+void MpiCommunicator::barrier() {
+  record("barrier", 0);
+  check(MPI_Barrier(comm_), "barrier");
+}
+
+}  // namespace trident

@@ -1,0 +1,42 @@
+#pragma once
+// Data parallelism: every rank holds the whole model and a share of the global batch's sequences; gradients are
+// summed across ranks bucket by bucket while backward is still running (non-blocking allreduce started from the
+// model's grad-ready hook), and the loss is normalised by the token count of the *global* batch, so ranks holding
+// different token counts still produce the exact global-mean gradient. A 1-rank group does no communication.
+#include <cstdint>
+#include <vector>
+
+#include "core/model/gpt.h"
+#include "parallel/comm/communicator.h"
+
+namespace trident {
+
+class DataParallel {
+ public:
+  explicit DataParallel(Communicator& comm) : comm_(comm) {}
+
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+  Communicator& comm() { return comm_; }
+
+  // Installs the hook that starts reducing each gradient bucket as soon as backward finishes it.
+  void reduce_during_backward(GPT& model);
+  // For a rank with nothing to compute this step: reduces its (zero) gradients bucket by bucket, matching the
+  // sequence of collectives the busy ranks issue from their hooks.
+  void reduce_all(GPT& model);
+  // Waits until every started bucket is reduced, and removes the hook.
+  void finish(GPT& model);
+
+  // Sums values[0..n) across the ranks, in place.
+  void sum(double* values, int n);
+  // True on every rank when `flag` is true on any rank.
+  bool any(bool flag);
+
+ private:
+  void start(float* data, int64_t numel);
+
+  Communicator& comm_;
+  std::vector<RequestPtr> pending_;
+};
+
+}  // namespace trident
