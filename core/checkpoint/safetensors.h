@@ -32,7 +32,7 @@ class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::filesystem::path& path);
 
-  const std::vector<StTensor>& tensors() const { return tensors_; }  // in file order
+  const std::vector<StTensor>& tensors() const { return tensors_; }  // sorted by name (the JSON header's key order)
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool contains(const std::string& name) const;
   // The tensor called `name`; throws if absent, or if dtype/shape differ from the expected ones when given.

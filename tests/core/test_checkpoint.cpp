@@ -12,24 +12,14 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/common/error.h"
+#include "support/fixtures.h"
 #include "support/random.h"
 
 using namespace trident;
+using namespace trident::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("trident_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-Allocator& test_allocator() {
-  static Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-  return allocator;
-}
 
 ModelConfig tiny_model(int64_t n_embd = 16, const std::string& attention = "softmax") {
   ModelConfig m;

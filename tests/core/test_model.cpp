@@ -6,6 +6,7 @@
 
 #include "core/model/gpt.h"
 #include "support/assert_close.h"
+#include "support/fixtures.h"
 #include "support/random.h"
 
 using namespace trident;
@@ -48,11 +49,6 @@ OwnedBatch make_batch(const std::vector<int>& lengths, int vocab, uint64_t seed)
     b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
   }
   return b;
-}
-
-Allocator& test_allocator() {
-  static Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-  return allocator;
 }
 
 }  // namespace

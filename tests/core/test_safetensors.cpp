@@ -8,18 +8,13 @@
 
 #include "core/checkpoint/safetensors.h"
 #include "core/common/error.h"
+#include "support/fixtures.h"
 
 using namespace trident;
+using namespace trident::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("trident_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 // A file made of an 8-byte length, the given header text and `data_bytes` zero bytes.
 fs::path raw_file(const fs::path& dir, const std::string& header, std::size_t data_bytes, uint64_t claimed_size = 0) {
