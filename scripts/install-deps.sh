@@ -7,10 +7,13 @@ packages=(
   # build
   build-essential cmake pkg-config git
   # libraries
-  openmpi-bin libopenmpi-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
+  openmpi-bin libopenmpi-dev libpmix-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
   nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev
   # independent reference implementation for the parity tests
   python3 python3-torch python3-numpy python3-matplotlib python3-pip
+  # a single-node Slurm for the launcher test (scripts/slurm/local_cluster.sh); libpmix-dev above is what
+  # Slurm's PMIx plugin loads
+  slurmctld slurmd slurm-client munge
   # the English text the quickstart model trains on
   fortunes
 )
