@@ -1,6 +1,10 @@
 // The implementation-independent parts of the interface.
 #include "parallel/comm/communicator.h"
 
+#include <fmt/format.h>
+
+#include "core/common/error.h"
+
 namespace trident {
 
 std::size_t comm_type_size(CommType type) {
@@ -12,6 +16,12 @@ std::size_t comm_type_size(CommType type) {
     case CommType::u8: return 1;
   }
   return 0;
+}
+
+void CommCounters::record(const std::string& op, int64_t bytes) {
+  Op& entry = ops[op];
+  entry.calls += 1;
+  entry.bytes += bytes;
 }
 
 int64_t CommCounters::total_bytes() const {
@@ -29,6 +39,17 @@ int64_t CommCounters::total_calls() const {
 void wait_all(std::vector<RequestPtr>& requests) {
   for (RequestPtr& request : requests)
     if (request) request->wait();
+}
+
+void check_per_rank_layout(const char* op, int size, const std::vector<int64_t>& counts,
+                           const std::vector<int64_t>& displs) {
+  if (std::ssize(counts) != size || std::ssize(displs) != size)
+    throw RuntimeError(fmt::format("{}: needs one count and one displacement per rank ({}), got {} and {}", op, size,
+                                   counts.size(), displs.size()));
+  for (int r = 0; r < size; ++r)
+    if (counts[r] < 0 || displs[r] < 0)
+      throw RuntimeError(fmt::format("{}: negative count {} or displacement {} for rank {}", op, counts[r],
+                                     displs[r], r));
 }
 
 }  // namespace trident

@@ -14,6 +14,7 @@ namespace trident {
 
 enum class CommType : uint8_t { f32, f64, i32, i64, u8 };
 std::size_t comm_type_size(CommType type);
+inline int64_t comm_bytes(int64_t count, CommType type) { return count * static_cast<int64_t>(comm_type_size(type)); }
 
 template <class T> constexpr CommType comm_type_of();
 template <> constexpr CommType comm_type_of<float>() { return CommType::f32; }
@@ -30,6 +31,7 @@ struct CommCounters {
                         // collectives, only the root's for broadcast, 0 for recv, irecv and barrier
   };
   std::map<std::string, Op> ops;  // "allreduce", "send", "alltoallv", ...
+  void record(const std::string& op, int64_t bytes);  // one call of `op` that sent `bytes`
   int64_t total_bytes() const;
   int64_t total_calls() const;
 };
@@ -47,6 +49,11 @@ using RequestPtr = std::unique_ptr<Request>;
 // Waits for every request in the list (null entries are skipped).
 void wait_all(std::vector<RequestPtr>& requests);
 
+// Throws RuntimeError unless `counts` and `displs` hold one non-negative entry per rank of a `size`-rank group (the
+// layouts of allgatherv and alltoallv).
+void check_per_rank_layout(const char* op, int size, const std::vector<int64_t>& counts,
+                           const std::vector<int64_t>& displs);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -60,6 +67,11 @@ class Communicator {
   virtual void recv(void* data, int64_t count, CommType type, int peer, int tag) = 0;
   virtual RequestPtr isend(const void* data, int64_t count, CommType type, int peer, int tag) = 0;
   virtual RequestPtr irecv(void* data, int64_t count, CommType type, int peer, int tag) = 0;
+  // Sends to `dest` and receives from `source` together: one step of a ring. Use it whenever a rank both sends and
+  // receives before waiting: a device communicator runs its operations in order on one stream, so an isend
+  // followed by an irecv around a ring would wait on each other forever.
+  virtual RequestPtr isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data,
+                               int64_t recv_count, int source, CommType type, int tag) = 0;
 
   // Collectives (every member calls them, in the same order).
   virtual void allreduce_sum(void* data, int64_t count, CommType type) = 0;  // in place
@@ -85,6 +97,9 @@ class Communicator {
   // Split by colour, as MPI_Comm_split; every member calls it. Created once per distinct partition, then cached
   // (asking again costs one small allgather). Ranks with colour < 0 get nullptr.
   virtual Communicator* split(int color, int key) = 0;
+  // The members that share this rank's node (shared memory), in rank order; every member calls it. Created on
+  // first use, then cached. Picks a rank's device and keeps groups from straddling nodes.
+  virtual Communicator* node_group() = 0;
 
   virtual const CommCounters& counters() const = 0;
   virtual void reset_counters() = 0;

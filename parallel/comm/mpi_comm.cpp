@@ -13,8 +13,6 @@ namespace trident {
 
 namespace {
 
-int64_t bytes_of(int64_t count, CommType type) { return count * static_cast<int64_t>(comm_type_size(type)); }
-
 // Calls fn(byte offset, element count) for consecutive pieces of at most kMpiPieceBytes covering `count` elements.
 // A zero count still makes one (empty) call, so a zero-length message synchronises as it does in MPI.
 template <class Fn>
@@ -23,7 +21,7 @@ void for_each_piece(int64_t count, CommType type, Fn fn) {
   int64_t done = 0;
   do {
     const int64_t n = std::min(piece, count - done);
-    fn(bytes_of(done, type), static_cast<int>(n));
+    fn(comm_bytes(done, type), static_cast<int>(n));
     done += n;
   } while (done < count);
 }
@@ -79,76 +77,78 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
 MpiCommunicator::~MpiCommunicator() {
   subgroups_.clear();
   splits_.clear();
+  node_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Comm_free(&comm_);
-}
-
-void MpiCommunicator::record(const char* op, int64_t bytes) {
-  CommCounters::Op& entry = counters_.ops[op];
-  entry.calls += 1;
-  entry.bytes += bytes;
-}
-
-void MpiCommunicator::check_per_rank(const char* op, const std::vector<int64_t>& counts,
-                                     const std::vector<int64_t>& displs) const {
-  if (std::ssize(counts) != size_ || std::ssize(displs) != size_)
-    throw RuntimeError(fmt::format("{}: needs one count and one displacement per rank ({}), got {} and {}", op,
-                                   size_, counts.size(), displs.size()));
-  for (int r = 0; r < size_; ++r)
-    if (counts[r] < 0 || displs[r] < 0)
-      throw RuntimeError(fmt::format("{}: negative count {} or displacement {} for rank {}", op, counts[r],
-                                     displs[r], r));
 }
 
 // ---- point to point -------------------------------------------------------------------------------------------
 // Pieces of one message share its tag; MPI delivers messages between a pair in order, so they match up.
 
 void MpiCommunicator::send(const void* data, int64_t count, CommType type, int peer, int tag) {
-  record("send", bytes_of(count, type));
+  counters_.record("send", comm_bytes(count, type));
   for_each_piece(count, type, [&](int64_t offset, int n) {
     check(MPI_Send(at(data, offset), n, mpi_datatype(type), peer, tag, comm_), "send");
   });
 }
 
 void MpiCommunicator::recv(void* data, int64_t count, CommType type, int peer, int tag) {
-  record("recv", 0);
+  counters_.record("recv", 0);
   for_each_piece(count, type, [&](int64_t offset, int n) {
     check(MPI_Recv(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, MPI_STATUS_IGNORE), "recv");
   });
 }
 
-RequestPtr MpiCommunicator::isend(const void* data, int64_t count, CommType type, int peer, int tag) {
-  record("isend", bytes_of(count, type));
-  auto request = std::make_unique<MpiRequest>("isend", rank_, size_);
+void MpiCommunicator::post_send(MpiRequest& request, const void* data, int64_t count, CommType type, int peer,
+                                int tag) {
   for_each_piece(count, type, [&](int64_t offset, int n) {
-    check(MPI_Isend(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request->pieces().emplace_back()),
+    check(MPI_Isend(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request.pieces().emplace_back()),
           "isend");
   });
+}
+
+void MpiCommunicator::post_recv(MpiRequest& request, void* data, int64_t count, CommType type, int peer, int tag) {
+  for_each_piece(count, type, [&](int64_t offset, int n) {
+    check(MPI_Irecv(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request.pieces().emplace_back()),
+          "irecv");
+  });
+}
+
+RequestPtr MpiCommunicator::isend(const void* data, int64_t count, CommType type, int peer, int tag) {
+  counters_.record("isend", comm_bytes(count, type));
+  auto request = std::make_unique<MpiRequest>("isend", rank_, size_);
+  post_send(*request, data, count, type, peer, tag);
   return request;
 }
 
 RequestPtr MpiCommunicator::irecv(void* data, int64_t count, CommType type, int peer, int tag) {
-  record("irecv", 0);
+  counters_.record("irecv", 0);
   auto request = std::make_unique<MpiRequest>("irecv", rank_, size_);
-  for_each_piece(count, type, [&](int64_t offset, int n) {
-    check(MPI_Irecv(at(data, offset), n, mpi_datatype(type), peer, tag, comm_, &request->pieces().emplace_back()),
-          "irecv");
-  });
+  post_recv(*request, data, count, type, peer, tag);
+  return request;
+}
+
+RequestPtr MpiCommunicator::isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data,
+                                      int64_t recv_count, int source, CommType type, int tag) {
+  counters_.record("isendrecv", comm_bytes(send_count, type));
+  auto request = std::make_unique<MpiRequest>("isendrecv", rank_, size_);
+  post_recv(*request, recv_data, recv_count, type, source, tag);
+  post_send(*request, send_data, send_count, type, dest, tag);
   return request;
 }
 
 // ---- collectives ----------------------------------------------------------------------------------------------
 
 void MpiCommunicator::allreduce_sum(void* data, int64_t count, CommType type) {
-  record("allreduce", bytes_of(count, type));
+  counters_.record("allreduce", comm_bytes(count, type));
   for_each_piece(count, type, [&](int64_t offset, int n) {
     check(MPI_Allreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_), "allreduce");
   });
 }
 
 RequestPtr MpiCommunicator::iallreduce_sum(void* data, int64_t count, CommType type) {
-  record("iallreduce", bytes_of(count, type));
+  counters_.record("iallreduce", comm_bytes(count, type));
   auto request = std::make_unique<MpiRequest>("iallreduce", rank_, size_);
   for_each_piece(count, type, [&](int64_t offset, int n) {
     check(MPI_Iallreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_,
@@ -159,15 +159,15 @@ RequestPtr MpiCommunicator::iallreduce_sum(void* data, int64_t count, CommType t
 }
 
 void MpiCommunicator::broadcast(void* data, int64_t count, CommType type, int root) {
-  record("broadcast", rank_ == root ? bytes_of(count, type) : 0);
+  counters_.record("broadcast", rank_ == root ? comm_bytes(count, type) : 0);
   for_each_piece(count, type, [&](int64_t offset, int n) {
     check(MPI_Bcast(at(data, offset), n, mpi_datatype(type), root, comm_), "broadcast");
   });
 }
 
 void MpiCommunicator::allgather(const void* in, void* out, int64_t count, CommType type) {
-  record("allgather", bytes_of(count, type));
-  if (bytes_of(count, type) <= kMpiPieceBytes) {
+  counters_.record("allgather", comm_bytes(count, type));
+  if (comm_bytes(count, type) <= kMpiPieceBytes) {
     const int n = static_cast<int>(count);
     check(MPI_Allgather(in, n, mpi_datatype(type), out, n, mpi_datatype(type), comm_), "allgather");
     return;
@@ -180,8 +180,8 @@ void MpiCommunicator::allgather(const void* in, void* out, int64_t count, CommTy
 // the same input block to each rank.
 void MpiCommunicator::allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
                                  const std::vector<int64_t>& displs, CommType type) {
-  check_per_rank("allgatherv", counts, displs);
-  record("allgatherv", bytes_of(count, type));
+  check_per_rank_layout("allgatherv", size_, counts, displs);
+  counters_.record("allgatherv", comm_bytes(count, type));
   AlltoallwBlocks send, receive;
   for (int r = 0; r < size_; ++r) {
     send.add(type, count, 0);
@@ -193,8 +193,8 @@ void MpiCommunicator::allgatherv(const void* in, int64_t count, void* out, const
 }
 
 void MpiCommunicator::alltoall(const void* in, void* out, int64_t count, CommType type) {
-  record("alltoall", bytes_of(count, type) * size_);
-  if (bytes_of(count, type) <= kMpiPieceBytes) {
+  counters_.record("alltoall", comm_bytes(count, type) * size_);
+  if (comm_bytes(count, type) <= kMpiPieceBytes) {
     const int n = static_cast<int>(count);
     check(MPI_Alltoall(in, n, mpi_datatype(type), out, n, mpi_datatype(type), comm_), "alltoall");
     return;
@@ -209,9 +209,9 @@ void MpiCommunicator::alltoallv(const void* in, const std::vector<int64_t>& send
                                 const std::vector<int64_t>& send_displs, void* out,
                                 const std::vector<int64_t>& recv_counts, const std::vector<int64_t>& recv_displs,
                                 CommType type) {
-  check_per_rank("alltoallv", send_counts, send_displs);
-  check_per_rank("alltoallv", recv_counts, recv_displs);
-  record("alltoallv", bytes_of(std::reduce(send_counts.begin(), send_counts.end()), type));
+  check_per_rank_layout("alltoallv", size_, send_counts, send_displs);
+  check_per_rank_layout("alltoallv", size_, recv_counts, recv_displs);
+  counters_.record("alltoallv", comm_bytes(std::reduce(send_counts.begin(), send_counts.end()), type));
   AlltoallwBlocks send, receive;
   for (int r = 0; r < size_; ++r) {
     send.add(type, send_counts[r], send_displs[r]);
@@ -223,7 +223,7 @@ void MpiCommunicator::alltoallv(const void* in, const std::vector<int64_t>& send
 }
 
 void MpiCommunicator::barrier() {
-  record("barrier", 0);
+  counters_.record("barrier", 0);
   check(MPI_Barrier(comm_), "barrier");
 }
 

@@ -92,6 +92,8 @@ class MpiCommunicator final : public Communicator {
   void recv(void* data, int64_t count, CommType type, int peer, int tag) override;
   RequestPtr isend(const void* data, int64_t count, CommType type, int peer, int tag) override;
   RequestPtr irecv(void* data, int64_t count, CommType type, int peer, int tag) override;
+  RequestPtr isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data, int64_t recv_count,
+                       int source, CommType type, int tag) override;
 
   void allreduce_sum(void* data, int64_t count, CommType type) override;
   RequestPtr iallreduce_sum(void* data, int64_t count, CommType type) override;
@@ -107,6 +109,7 @@ class MpiCommunicator final : public Communicator {
 
   Communicator* subgroup(const std::vector<int>& ranks) override;
   Communicator* split(int color, int key) override;
+  Communicator* node_group() override;
 
   const CommCounters& counters() const override { return counters_; }
   void reset_counters() override { counters_ = {}; }
@@ -115,8 +118,9 @@ class MpiCommunicator final : public Communicator {
   void check(int rc, const char* op) const {
     if (rc != MPI_SUCCESS) throw_mpi_error(rc, op, rank_, size_);
   }
-  void record(const char* op, int64_t bytes);  // one call of `op`, sending `bytes`
-  void check_per_rank(const char* op, const std::vector<int64_t>& counts, const std::vector<int64_t>& displs) const;
+  // Starts the pieces of one message into `request`.
+  void post_send(MpiRequest& request, const void* data, int64_t count, CommType type, int peer, int tag);
+  void post_recv(MpiRequest& request, void* data, int64_t count, CommType type, int peer, int tag);
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
@@ -124,6 +128,7 @@ class MpiCommunicator final : public Communicator {
   CommCounters counters_;
   std::map<std::vector<int>, std::unique_ptr<MpiCommunicator>> subgroups_;   // by member set
   std::map<std::vector<int>, std::unique_ptr<MpiCommunicator>> splits_;  // by partition; null: no colour
+  std::unique_ptr<MpiCommunicator> node_;
 };
 
 }  // namespace trident

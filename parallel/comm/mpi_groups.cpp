@@ -1,4 +1,5 @@
-// Sub-communicators, created once per member set (subgroup) or partition (split) and cached by their parent.
+// Sub-communicators, created once per member set (subgroup), partition (split) or node (node_group) and cached by
+// their parent.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -61,6 +62,14 @@ Communicator* MpiCommunicator::split(int color, int key) {
   auto& slot = splits_[partition];
   if (comm != MPI_COMM_NULL) slot = std::make_unique<MpiCommunicator>(comm);
   return slot.get();
+}
+
+Communicator* MpiCommunicator::node_group() {
+  if (node_) return node_.get();
+  MPI_Comm comm;
+  check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &comm), "node_group");
+  node_ = std::make_unique<MpiCommunicator>(comm);
+  return node_.get();
 }
 
 }  // namespace trident

@@ -137,7 +137,7 @@ TEST_CASE("alltoall, and alltoallv with uneven counts including zero", "[comm][m
   CHECK(mismatch(recv, [&](int64_t j) { return want[j]; }) == "");
 }
 
-TEST_CASE("send/recv and isend/irecv rings use group-relative peers", "[comm][mpi]") {
+TEST_CASE("send/recv, isend/irecv and isendrecv rings use group-relative peers", "[comm][mpi]") {
   Communicator& comm = world();
   // Rings in the world and in each parity half, whose members are not consecutive world ranks.
   for (Communicator* group : {&comm, comm.split(comm.rank() % 2, comm.rank())}) {
@@ -149,6 +149,11 @@ TEST_CASE("send/recv and isend/irecv rings use group-relative peers", "[comm][mp
     pending.push_back(group->isend(mine.data(), 100, CommType::i32, next, 7));
     wait_all(pending);
     CHECK(mismatch(got, [&](int64_t) { return global_prev; }) == "");
+
+    // isendrecv: one ring step the other way in one call, each rank sending a message of its own length
+    std::vector<double> forward(5 + me, comm.rank() + 0.5), backward(5 + next, -1.0);
+    group->isendrecv(forward.data(), 5 + me, prev, backward.data(), 5 + next, next, CommType::f64, 9)->wait();
+    CHECK(mismatch(backward, [&](int64_t) { return group->members()[next] + 0.5; }) == "");
 
     if (n > 1) {  // blocking: rank 0 sends first, the others receive first, so the ring cannot deadlock
       std::fill(got.begin(), got.end(), -1);
@@ -288,6 +293,17 @@ TEST_CASE("subgroups: members, group-relative ranks, odd sizes, nesting, cached"
   CHECK(alone->rank() == 0);
   CHECK(alone->members() == std::vector<int>{me});
   CHECK(group->subgroup({group->rank()}) == alone);
+}
+
+TEST_CASE("node_group holds the ranks on this node, in order, created once", "[comm][mpi]") {
+  Communicator& comm = world();
+  Communicator* node = comm.node_group();
+  CHECK(node == comm.node_group());
+  // every rank of these tests runs on this one machine
+  std::vector<int> all(comm.size());
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(node->members() == all);
+  CHECK(node->rank() == comm.rank());
 }
 
 TEST_CASE("split by colour: ordered by key, cached per partition, colour < 0 gets no communicator", "[comm][mpi]") {
