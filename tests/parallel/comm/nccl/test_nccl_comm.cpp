@@ -17,42 +17,16 @@
 #include "core/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
+#include "support/device_vector.h"
 
 using namespace trident;
+using trident::test::DeviceVector;
 using Catch::Matchers::Contains;
 
 namespace {
 
 Communicator* g_nccl = nullptr;  // the NCCL world, made in main
 int g_device = -1;
-
-void cuda(cudaError_t rc) {
-  if (rc != cudaSuccess) throw RuntimeError(fmt::format("CUDA: {}", cudaGetErrorString(rc)));
-}
-
-// A device copy of a host vector, freed on destruction.
-template <class T>
-class DeviceVector {
- public:
-  explicit DeviceVector(const std::vector<T>& host) : size_(host.size()) {
-    cuda(cudaMalloc(reinterpret_cast<void**>(&data_), bytes() + 1));  // +1: a valid pointer also when empty
-    cuda(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
-  }
-  DeviceVector(const DeviceVector&) = delete;
-  DeviceVector& operator=(const DeviceVector&) = delete;
-  ~DeviceVector() { cudaFree(data_); }
-  T* data() { return data_; }
-  std::vector<T> to_host() const {
-    std::vector<T> host(size_);
-    cuda(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  std::size_t bytes() const { return size_ * sizeof(T); }
-  T* data_ = nullptr;
-  std::size_t size_;
-};
 
 // Host data for rank `rank`: small integers (exact in any summation order), different per rank.
 template <class T>
@@ -201,7 +175,7 @@ TEST_CASE("nccl counters match MPI's definitions; host pointers and bad peers ar
   Communicator& nccl = *g_nccl;
   const int n = nccl.size(), me = nccl.rank();
   nccl.reset_counters();
-  DeviceVector<float> device(std::vector<float>(4 * n, 0.0f)), out(std::vector<float>(4 * n, 0.0f));
+  DeviceVector<float> device(4 * n, 0.0f), out(4 * n, 0.0f);
   nccl.allreduce_sum(device.data(), 10, CommType::f32);
   nccl.broadcast(device.data(), 3, CommType::f32, 0);
   nccl.alltoall(device.data(), out.data(), 4, CommType::f32);

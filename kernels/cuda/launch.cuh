@@ -1,0 +1,22 @@
+#pragma once
+// Launch helpers shared by the element-wise kernels: a grid-stride loop over n elements, so one launch
+// configuration covers any n (including n beyond 2^31) without a grid too large for the device.
+#include <cstdint>
+
+#include "kernels/cuda/check.h"
+
+namespace trident::cuda {
+
+inline constexpr int kThreads = 256;
+
+// Enough blocks to fill the device several times over; the loop strides over the rest.
+inline int elementwise_blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+#define TRIDENT_GRID_STRIDE_LOOP(i, n)                                                                 \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);               \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+}  // namespace trident::cuda

@@ -1,0 +1,51 @@
+// CUDA element-wise kernels against the CPU backend: fp32 to rounding, bf16 to bf16's precision.
+#include <catch2/catch.hpp>
+
+#include "kernels/cpu/gelu.h"
+#include "kernels/cuda/gelu.h"
+#include "kernels/shared/bf16.h"
+#include "support/assert_close.h"
+#include "support/device_vector.h"
+#include "support/random.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+std::vector<bf16> to_bf16(const std::vector<float>& x) {
+  std::vector<bf16> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
+  return y;
+}
+
+std::vector<float> to_f32(const std::vector<bf16>& x) {
+  std::vector<float> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("cuda gelu forward and backward equal the CPU kernel (fp32 and bf16)", "[cuda][gelu]") {
+  const int64_t n = 100003;  // odd, several grid-stride rounds
+  auto x = random_normal<float>(n, 1, 2.0);
+  auto dout = random_normal<float>(n, 2);
+  std::vector<float> y(n), dx(n, 0.25f);
+  cpu::gelu_forward(y.data(), x.data(), n);
+  cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
+
+  DeviceVector<float> x_d(x), dout_d(dout), y_d(n), dx_d(n, 0.25f);
+  cuda::gelu_forward(y_d.data(), x_d.data(), n, nullptr);
+  cuda::gelu_backward(dx_d.data(), x_d.data(), dout_d.data(), n, nullptr);
+  check_close("gelu forward fp32", y_d.to_host(), y, 1e-6);  // device expf vs the host polynomial: a few ulp
+  check_close("gelu backward fp32", dx_d.to_host(), dx, 1e-6);
+
+  // bf16 storage: inputs rounded to bf16 first, so the comparison measures only the output rounding (2^-8)
+  auto xb = to_f32(to_bf16(x));
+  std::vector<float> yb(n);
+  cpu::gelu_forward(yb.data(), xb.data(), n);
+  DeviceVector<bf16> xb_d(to_bf16(x)), yb_d(n);
+  cuda::gelu_forward(yb_d.data(), xb_d.data(), n, nullptr);
+  check_close("gelu forward bf16", to_f32(yb_d.to_host()), yb, 4e-3);
+}
