@@ -10,14 +10,11 @@
 
 namespace trident {
 
-namespace {
-constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads want
-}
-
-Allocator::Allocator(AllocatorOptions options) : options_(std::move(options)) {}
+Allocator::Allocator(AllocatorOptions options)
+    : options_(std::move(options)), resource_(options_.resource ? options_.resource : &host_memory()) {}
 
 Allocator::~Allocator() {
-  for (auto& [ptr, bytes] : sizes_) std::free(ptr);
+  for (auto& [ptr, bytes] : sizes_) resource_->release(ptr);
 }
 
 void* Allocator::allocate(std::size_t bytes) {
@@ -29,17 +26,13 @@ void* Allocator::allocate(std::size_t bytes) {
         options_.name, format_bytes(bytes), format_bytes(in_use_), sizes_.size(),
         format_bytes(options_.budget_bytes));
   }
-  std::size_t padded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* ptr = std::aligned_alloc(kAlignment, padded);
+  void* ptr = resource_->allocate(bytes);
   if (ptr == nullptr) {
-    throw_runtime_error("{} allocation of {} failed: the host is out of memory (in use {}, budget {})",
-                        options_.name, format_bytes(bytes), format_bytes(in_use_),
+    throw_runtime_error("{} allocation of {} failed: {} memory is exhausted (in use {}, budget {})", options_.name,
+                        format_bytes(bytes), resource_->name(), format_bytes(in_use_),
                         format_bytes(options_.budget_bytes));
   }
-  if (options_.poison_fresh_memory) {
-    float* f = static_cast<float*>(ptr);
-    for (std::size_t i = 0; i < padded / sizeof(float); ++i) f[i] = std::numeric_limits<float>::quiet_NaN();
-  }
+  if (options_.poison_fresh_memory) resource_->fill(ptr, bytes, 0xFF);  // all-ones bytes: NaN in f32 and bf16
   sizes_.emplace(ptr, bytes);
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
@@ -53,7 +46,7 @@ void Allocator::release(void* ptr) {
   TRIDENT_CHECK(it != sizes_.end(), "release of a pointer {} not owned by the {} allocator", ptr, options_.name);
   in_use_ -= it->second;
   sizes_.erase(it);
-  std::free(ptr);
+  resource_->release(ptr);
 }
 
 std::size_t Allocator::in_use() const {

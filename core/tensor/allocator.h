@@ -9,12 +9,15 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/tensor/memory_resource.h"
+
 namespace trident {
 
 struct AllocatorOptions {
   std::string name = "cpu";       // shown in errors: "cpu memory budget exceeded ..."
   std::size_t budget_bytes = 0;   // hard limit on bytes in use
   bool poison_fresh_memory = false;  // fill new allocations with NaN so a read before write fails tests
+  MemoryResource* resource = nullptr;  // where the bytes come from; nullptr: host memory
 };
 
 class Allocator {
@@ -34,9 +37,12 @@ class Allocator {
   std::size_t live_allocations() const;
   void reset_peak();
   const std::string& name() const { return options_.name; }
+  MemoryResource& resource() const { return *resource_; }
+  Device device() const { return resource_->device(); }
 
  private:
   AllocatorOptions options_;
+  MemoryResource* resource_;
   mutable std::mutex mutex_;
   std::unordered_map<void*, std::size_t> sizes_;
   std::size_t in_use_ = 0;

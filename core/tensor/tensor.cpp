@@ -8,7 +8,6 @@ namespace trident {
 
 std::size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : "bf16"; }
-const char* device_name(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
 
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
@@ -22,7 +21,7 @@ Shape contiguous_strides(const Shape& shape) {
 
 std::string shape_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
-Tensor Tensor::empty(Allocator& allocator, Shape shape, DType dtype, Device device) {
+Tensor Tensor::empty(Allocator& allocator, Shape shape, DType dtype) {
   int64_t count = 1;
   for (int64_t extent : shape) {
     if (extent < 0) throw_runtime_error("tensor shape {} has a negative extent", shape_string(shape));
@@ -34,14 +33,13 @@ Tensor Tensor::empty(Allocator& allocator, Shape shape, DType dtype, Device devi
   t.strides_ = contiguous_strides(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  t.device_ = device;
+  t.device_ = allocator.device();
   return t;
 }
 
-Tensor Tensor::zeros(Allocator& allocator, Shape shape, DType dtype, Device device) {
-  TRIDENT_CHECK(device == Device::cpu, "Tensor::zeros on {} goes through its backend", device_name(device));
-  Tensor t = empty(allocator, std::move(shape), dtype, device);
-  std::memset(t.raw(), 0, t.nbytes());
+Tensor Tensor::zeros(Allocator& allocator, Shape shape, DType dtype) {
+  Tensor t = empty(allocator, std::move(shape), dtype);
+  allocator.resource().fill(t.raw(), t.nbytes(), 0);
   return t;
 }
 

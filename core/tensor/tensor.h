@@ -14,11 +14,9 @@
 namespace trident {
 
 enum class DType : uint8_t { f32, bf16 };
-enum class Device : uint8_t { cpu, cuda };
 
 std::size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);    // "f32", "bf16"
-const char* device_name(Device device);  // "cpu", "cuda"
 
 template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
@@ -30,9 +28,10 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // Uninitialised (or NaN-poisoned, if the allocator says so) / zero-filled contiguous tensors.
-  static Tensor empty(Allocator& allocator, Shape shape, DType dtype = DType::f32, Device device = Device::cpu);
-  static Tensor zeros(Allocator& allocator, Shape shape, DType dtype = DType::f32, Device device = Device::cpu);
+  // Uninitialised (or NaN-poisoned, if the allocator says so) / zero-filled contiguous tensors, on the allocator's
+  // device.
+  static Tensor empty(Allocator& allocator, Shape shape, DType dtype = DType::f32);
+  static Tensor zeros(Allocator& allocator, Shape shape, DType dtype = DType::f32);
 
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }

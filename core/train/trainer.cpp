@@ -27,6 +27,7 @@
 #include "core/train/sample.h"
 #include "core/train/signals.h"
 #include "core/train/step.h"
+#include "kernels/backends.h"
 #include "parallel/dp/data_parallel.h"
 
 namespace trident {
@@ -42,8 +43,13 @@ TokenBatch view(const Batch& b) {
 
 // What this build can run: the rest is a configuration error, caught before any work starts.
 void check_supported(const Config& c) {
-  if (c.device.backend == "cuda")
-    throw_config_error("device.backend: 'cuda' is not available: this build has only the cpu backend");
+  if (c.device.backend == "cuda") {
+    const BackendStatus cuda = backend_status("cuda");
+    if (!cuda.built || !cuda.usable) throw_config_error("device.backend: 'cuda' is not available: {}", cuda.detail);
+    throw_config_error("device.backend: 'cuda': {}; the CUDA kernels are built, but the model does not run on them "
+                       "yet (use device.backend: cpu)",
+                       cuda.detail);
+  }
   if (c.train.precision == "bf16")
     throw_config_error("train.precision: 'bf16' needs the cuda backend; the cpu backend trains in fp32");
   if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
