@@ -40,7 +40,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 #pragma omp simd
     for (int i = 0; i < C; ++i) {
       float xhat = (x[i] - mean[t]) * rstd[t];
-      dx[i] += rstd[t] * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+      dx[i] += layernorm_dinp(dy[i] * weight[i], xhat, g_mean, gx_mean, rstd[t]);
     }
   }
   reduce_rows_deterministic(dweight, N, C, [&](int64_t t, float* acc) {

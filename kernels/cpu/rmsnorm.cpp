@@ -1,8 +1,7 @@
 #include "kernels/cpu/rmsnorm.h"
 
-#include <cmath>
-
 #include "kernels/shared/hd.h"
+#include "kernels/shared/rmsnorm.h"
 
 namespace trident::cpu {
 
@@ -13,7 +12,7 @@ void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, in
     float sq = 0.0f;
     TRIDENT_SIMD_REDUCTION(+, sq)
     for (int i = 0; i < D; ++i) sq += x[i] * x[i];
-    const float inv = 1.0f / std::sqrt(sq / D + kRmsnormEps);
+    const float inv = rmsnorm_rrms(sq, D);
     for (int i = 0; i < D; ++i) out[r * D + i] = x[i] * inv;
     rrms[r] = inv;
   }
@@ -27,8 +26,8 @@ void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const fl
     float dot = 0.0f;
     TRIDENT_SIMD_REDUCTION(+, dot)
     for (int i = 0; i < D; ++i) dot += dy[i] * x[i];
-    const float inv = rrms[r], coef = inv * inv * dot / D;
-    for (int i = 0; i < D; ++i) dinp[r * D + i] += inv * (dy[i] - x[i] * coef);
+    const float inv = rrms[r], coef = rmsnorm_grad_coef(inv, dot, D);
+    for (int i = 0; i < D; ++i) dinp[r * D + i] += rmsnorm_dinp(dy[i], x[i], inv, coef);
   }
 }
 

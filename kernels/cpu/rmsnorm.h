@@ -3,9 +3,9 @@
 //   out = inp * rrms,  rrms = 1 / sqrt(mean(inp^2) + eps);   inp, out, dinp, dout (rows, D);  rrms (rows) saved.
 #include <cstdint>
 
-namespace trident::cpu {
+#include "kernels/shared/rmsnorm.h"  // kRmsnormEps and the row arithmetic
 
-constexpr float kRmsnormEps = 1e-5f;
+namespace trident::cpu {
 
 void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D);
 

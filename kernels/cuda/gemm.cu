@@ -1,0 +1,129 @@
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/shared/bf16.h"
+
+namespace trident::cuda {
+
+namespace {
+
+// C = beta * C over `batch` strided M x N matrices: the K == 0 case, which cuBLAS may reject (lda = K = 0) instead
+// of treating as BLAS does. beta == 0 writes zeros, so NaN in an uninitialised C does not survive.
+template <class TC>
+__global__ void scale_kernel(TC* C, int64_t M, int64_t N, int64_t ldc, int64_t stride_c, int64_t batch, float beta) {
+  const int64_t per_matrix = M * N;
+  TRIDENT_GRID_STRIDE_LOOP(i, batch * per_matrix) {
+    const int64_t b = i / per_matrix, r = (i % per_matrix) / N, c = i % N;
+    TC* p = C + b * stride_c + r * ldc + c;
+    *p = beta == 0.0f ? from_float<TC>(0.0f) : from_float<TC>(beta * to_float(*p));
+  }
+}
+
+// The cuBLAS handles of one thread, one per device, destroyed when the thread exits.
+class ThreadHandles {
+ public:
+  ThreadHandles() = default;
+  ThreadHandles(const ThreadHandles&) = delete;
+  ThreadHandles& operator=(const ThreadHandles&) = delete;
+  ~ThreadHandles() {
+    // Errors are ignored: at process exit the driver may already be shutting down, and there is nobody to tell.
+    int current = 0;
+    const bool restore = cudaGetDevice(&current) == cudaSuccess;
+    for (std::size_t d = 0; d < handles_.size(); ++d) {
+      if (handles_[d] == nullptr) continue;
+      if (cudaSetDevice(static_cast<int>(d)) == cudaSuccess) cublasDestroy(handles_[d]);
+    }
+    if (restore) cudaSetDevice(current);
+  }
+
+  cublasHandle_t get(int device) {
+    if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(device + 1, nullptr);
+    if (handles_[device] == nullptr) {
+      cublasHandle_t h = nullptr;
+      TRIDENT_CUBLAS_CHECK(cublasCreate(&h));
+      handles_[device] = h;
+      TRIDENT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));  // no TF32 unless a call asks for it
+    }
+    return handles_[device];
+  }
+
+ private:
+  std::vector<cublasHandle_t> handles_;
+};
+
+template <class T>
+constexpr cudaDataType_t data_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "storage type must be float or bf16");
+  // trident::bf16 is bit-identical to __nv_bfloat16 (the upper half of an IEEE fp32)
+  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+template <class T, class TC>
+cublasComputeType_t compute_type(Fp32Math math) {
+  static_assert(std::is_same_v<T, TC> || (std::is_same_v<T, bf16> && std::is_same_v<TC, float>),
+                "C is the storage type of A and B, or fp32 with bf16 A and B");
+  constexpr bool all_fp32 = std::is_same_v<T, float> && std::is_same_v<TC, float>;
+  return all_fp32 && math == Fp32Math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+cublasOperation_t to_cublas(Trans t) { return t == Trans::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+template <class TC>
+void scale(TC* C, int64_t M, int64_t N, int64_t ldc, int64_t stride_c, int64_t batch, float beta,
+           cudaStream_t stream) {
+  if (beta == 1.0f) return;
+  scale_kernel<<<elementwise_blocks(batch * M * N), kThreads, 0, stream>>>(C, M, N, ldc, stride_c, batch, beta);
+  TRIDENT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------------------------
+
+cublasHandle_t cublas_handle(cudaStream_t stream) {
+  thread_local ThreadHandles handles;
+  int device = 0;
+  TRIDENT_CUDA_CHECK(cudaGetDevice(&device));
+  cublasHandle_t h = handles.get(device);
+  TRIDENT_CUBLAS_CHECK(cublasSetStream(h, stream));
+  return h;
+}
+
+// Row-major C (M x N, ldc) is column-major C^T (N x M, ldc), and likewise for A and B, so cuBLAS computes
+// C^T = op(B)^T op(A)^T: first operand B with tb, second A with ta, m = N, n = M.
+template <class T, class TC>
+void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, float beta, TC* C, int64_t ldc, cudaStream_t stream, Fp32Math math) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale(C, M, N, ldc, 0, 1, beta, stream);
+  TRIDENT_CUBLAS_CHECK(cublasGemmEx_64(cublas_handle(stream), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B,
+                                       data_type<T>(), ldb, A, data_type<T>(), lda, &beta, C, data_type<TC>(), ldc,
+                                       compute_type<T, TC>(math), CUBLAS_GEMM_DEFAULT));
+}
+
+template <class T, class TC>
+void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
+                          int64_t stride_a, const T* B, int64_t ldb, int64_t stride_b, float beta, TC* C, int64_t ldc,
+                          int64_t stride_c, int64_t batch, cudaStream_t stream, Fp32Math math) {
+  if (M == 0 || N == 0 || batch == 0) return;
+  if (K == 0) return scale(C, M, N, ldc, stride_c, batch, beta, stream);
+  TRIDENT_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+      cublas_handle(stream), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, data_type<T>(), ldb, stride_b, A,
+      data_type<T>(), lda, stride_a, &beta, C, data_type<TC>(), ldc, stride_c, batch, compute_type<T, TC>(math),
+      CUBLAS_GEMM_DEFAULT));
+}
+
+#define TRIDENT_INSTANTIATE_GEMM(T, TC)                                                                            \
+  template void gemm<T, TC>(Trans, Trans, int64_t, int64_t, int64_t, float, const T*, int64_t, const T*, int64_t,  \
+                            float, TC*, int64_t, cudaStream_t, Fp32Math);                                          \
+  template void gemm_strided_batched<T, TC>(Trans, Trans, int64_t, int64_t, int64_t, float, const T*, int64_t,     \
+                                            int64_t, const T*, int64_t, int64_t, float, TC*, int64_t, int64_t,     \
+                                            int64_t, cudaStream_t, Fp32Math);
+TRIDENT_INSTANTIATE_GEMM(float, float)
+TRIDENT_INSTANTIATE_GEMM(bf16, bf16)
+TRIDENT_INSTANTIATE_GEMM(bf16, float)
+#undef TRIDENT_INSTANTIATE_GEMM
+
+}  // namespace trident::cuda

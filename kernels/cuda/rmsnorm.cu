@@ -1,0 +1,91 @@
+#include "kernels/cuda/rmsnorm.h"
+
+#include <algorithm>
+
+#include "kernels/cuda/launch.cuh"
+#include "kernels/shared/bf16.h"
+#include "kernels/shared/rmsnorm.h"
+
+namespace trident::cuda {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = kThreads / kWarp;  // one warp per row
+
+// Butterfly sum: every lane ends with the same bits (a + b == b + a in IEEE arithmetic).
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Rows are assigned to warps with a grid stride; the loop condition is uniform across a warp, so every lane takes
+// part in the shuffles.
+#define TRIDENT_WARP_PER_ROW_LOOP(r, rows)                                                                   \
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp; r < (rows);       \
+       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock)
+
+template <class T>
+__global__ void rmsnorm_forward_kernel(T* out, float* rrms, const T* inp, int64_t rows, int D) {
+  const int lane = threadIdx.x % kWarp;
+  TRIDENT_WARP_PER_ROW_LOOP(r, rows) {
+    const T* x = inp + r * D;
+    float sq = 0.0f;
+    for (int i = lane; i < D; i += kWarp) {
+      const float v = to_float(x[i]);
+      sq += v * v;
+    }
+    const float inv = rmsnorm_rrms(warp_sum(sq), D);
+    T* y = out + r * D;
+    for (int i = lane; i < D; i += kWarp) y[i] = from_float<T>(to_float(x[i]) * inv);
+    if (lane == 0) rrms[r] = inv;
+  }
+}
+
+template <class T>
+__global__ void rmsnorm_backward_kernel(T* dinp, const T* dout, const T* inp, const float* rrms, int64_t rows,
+                                        int D) {
+  const int lane = threadIdx.x % kWarp;
+  TRIDENT_WARP_PER_ROW_LOOP(r, rows) {
+    const T* x = inp + r * D;
+    const T* dy = dout + r * D;
+    float dot = 0.0f;
+    for (int i = lane; i < D; i += kWarp) dot += to_float(dy[i]) * to_float(x[i]);
+    const float inv = rrms[r], coef = rmsnorm_grad_coef(inv, warp_sum(dot), D);
+    T* dx = dinp + r * D;
+    for (int i = lane; i < D; i += kWarp) {
+      dx[i] = from_float<T>(to_float(dx[i]) + rmsnorm_dinp(to_float(dy[i]), to_float(x[i]), inv, coef));
+    }
+  }
+}
+
+int row_kernel_blocks(int64_t rows) {
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  return static_cast<int>(std::min<int64_t>(blocks, 65535));
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------------------------
+
+template <class T>
+void rmsnorm_forward(T* out, float* rrms, const T* inp, int64_t rows, int D, cudaStream_t stream) {
+  if (rows == 0 || D == 0) return;
+  rmsnorm_forward_kernel<<<row_kernel_blocks(rows), kThreads, 0, stream>>>(out, rrms, inp, rows, D);
+  TRIDENT_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const float* rrms, int64_t rows, int D,
+                      cudaStream_t stream) {
+  if (rows == 0 || D == 0) return;
+  rmsnorm_backward_kernel<<<row_kernel_blocks(rows), kThreads, 0, stream>>>(dinp, dout, inp, rrms, rows, D);
+  TRIDENT_CUDA_CHECK_LAUNCH();
+}
+
+template void rmsnorm_forward<float>(float*, float*, const float*, int64_t, int, cudaStream_t);
+template void rmsnorm_forward<bf16>(bf16*, float*, const bf16*, int64_t, int, cudaStream_t);
+template void rmsnorm_backward<float>(float*, const float*, const float*, const float*, int64_t, int, cudaStream_t);
+template void rmsnorm_backward<bf16>(bf16*, const bf16*, const bf16*, const float*, int64_t, int, cudaStream_t);
+
+}  // namespace trident::cuda
