@@ -16,24 +16,24 @@ void run_gemm(const Options& options) {
   struct Shape {
     const char* name;
     int64_t M, N, K;
-    cpu::Trans tb;
+    Trans tb;
   };
   const int64_t tokens = 1024;  // e.g. B=4 x T=256
   const Shape shapes[] = {
-      {"attn.c_attn (qkv)", tokens, 2304, 768, cpu::Trans::no},
-      {"attn.c_proj", tokens, 768, 768, cpu::Trans::no},
-      {"mlp.c_fc", tokens, 3072, 768, cpu::Trans::no},
-      {"mlp.c_proj", tokens, 768, 3072, cpu::Trans::no},
-      {"lm_head (tied wte^T)", tokens, 50304, 768, cpu::Trans::yes},
-      {"square 2048", 2048, 2048, 2048, cpu::Trans::no},
+      {"attn.c_attn (qkv)", tokens, 2304, 768, Trans::no},
+      {"attn.c_proj", tokens, 768, 768, Trans::no},
+      {"mlp.c_fc", tokens, 3072, 768, Trans::no},
+      {"mlp.c_proj", tokens, 768, 3072, Trans::no},
+      {"lm_head (tied wte^T)", tokens, 50304, 768, Trans::yes},
+      {"square 2048", 2048, 2048, 2048, Trans::no},
   };
   Report report(fmt::format("sgemm (OpenBLAS, {} threads)", omp_get_max_threads()), options.json);
   double roof = 0;
   for (const Shape& s : shapes) {
     std::vector<float> A(s.M * s.K, 0.5f), B(s.K * s.N, 0.25f), C(s.M * s.N);
-    const int64_t ldb = s.tb == cpu::Trans::yes ? s.K : s.N;
+    const int64_t ldb = s.tb == Trans::yes ? s.K : s.N;
     double sec = time_call(
-        [&] { cpu::gemm(cpu::Trans::no, s.tb, s.M, s.N, s.K, 1.0f, A.data(), s.K, B.data(), ldb, 0.0f, C.data(), s.N); },
+        [&] { cpu::gemm(Trans::no, s.tb, s.M, s.N, s.K, 1.0f, A.data(), s.K, B.data(), ldb, 0.0f, C.data(), s.N); },
         options.min_seconds);
     double gflops = 2.0 * s.M * s.N * s.K / sec / 1e9;
     roof = std::max(roof, gflops);

@@ -12,7 +12,7 @@ namespace trident {
 double measure_sgemm_gflops(double min_seconds) {
   const int64_t M = 1024, N = 3072, K = 768;
   std::vector<float> A(M * K, 0.5f), B(K * N, 0.25f), C(M * N);
-  auto call = [&] { cpu::gemm(cpu::Trans::no, cpu::Trans::no, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N); };
+  auto call = [&] { cpu::gemm(Trans::no, Trans::no, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N); };
   call();  // warm-up: thread pool and pages
   using clock = std::chrono::steady_clock;
   double best = 0;

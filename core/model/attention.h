@@ -7,12 +7,15 @@
 #include "core/config/config.h"
 #include "core/model/activations.h"
 #include "core/model/batch.h"
+#include "core/tensor/tensor.h"
+#include "kernels/backend.h"
 
 namespace trident {
 
 class Attention {
  public:
-  Attention(const ModelConfig& config, int layer);
+  // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`.
+  Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator);
 
   // Reads layer.qkv, writes layer.att (and layer.lse, or layer.o and layer.rrms).
   void forward(LayerActivations& layer, const TokenBatch& batch) const;
@@ -20,12 +23,14 @@ class Attention {
   void backward(float* dqkv, const float* datt, float* scratch, const LayerActivations& layer,
                 const TokenBatch& batch) const;
 
-  const std::vector<float>& slopes() const { return slopes_; }  // linear attention only
+  const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
 
  private:
+  Backend* backend_;
   bool linear_;
   int H_, D_, chunk_;
   std::vector<float> slopes_;
+  Tensor slopes_on_backend_;
 };
 
 }  // namespace trident

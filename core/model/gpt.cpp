@@ -5,42 +5,35 @@
 #include <random>
 
 #include "core/common/error.h"
-#include "kernels/cpu/crossentropy.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cpu/gelu.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/layernorm.h"
-#include "kernels/cpu/linear.h"
-#include "kernels/cpu/residual.h"
 
 namespace trident {
 
-namespace {
-void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * static_cast<std::size_t>(n)); }
-}  // namespace
-
-GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator)
-    : config_(config), layout_(model_layout(config)), max_tokens_(max_tokens) {
+GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend)
+    : config_(config), layout_(model_layout(config)), backend_(&backend), max_tokens_(max_tokens) {
+  TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
+                device_name(allocator.device()));
   params_ = Tensor::zeros(allocator, {layout_.num_params});
   grads_ = Tensor::zeros(allocator, {layout_.num_params});
   acts_ = allocate_activations(config, max_tokens, allocator);
-  for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l);
+  if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {4 * max_tokens + 1});
+  for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator);
 }
 
 void GPT::init_weights(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  float* p = params();
+  std::vector<float> p(static_cast<std::size_t>(layout_.num_params));  // drawn on the host, the same on any backend
   for (const ParamEntry& e : layout_.params) {
     if (e.init_std == 0.0f) {
-      std::fill(p + e.offset, p + e.offset + e.numel, e.init_value);
+      std::fill(p.begin() + e.offset, p.begin() + e.offset + e.numel, e.init_value);
       continue;
     }
     std::normal_distribution<float> dist(0.0f, e.init_std);
     for (int64_t i = 0; i < e.numel; ++i) p[e.offset + i] = dist(rng);
   }
+  backend_->upload(params(), p.data(), p.size() * sizeof(float));
 }
 
-void GPT::zero_grads() { zero(grads(), layout_.num_params); }
+void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }
 
 void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   if (b.num_tokens > max_tokens_)
@@ -51,12 +44,44 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   TRIDENT_CHECK(!need_targets || b.targets != nullptr, "a training batch needs targets");
   for (int64_t t = 0; t < b.num_tokens; ++t) {
     if (b.tokens[t] < 0 || b.tokens[t] >= config_.vocab_size)
-      throw_runtime_error("token id {} at position {} of the batch is outside the vocabulary [0, {}) "
-                          "(model.vocab_size)", b.tokens[t], t, config_.vocab_size);
+      throw_runtime_error(
+          "token id {} at position {} of the batch is outside the vocabulary [0, {}) "
+          "(model.vocab_size)",
+          b.tokens[t], t, config_.vocab_size);
     if (layout_.wpe >= 0 && (b.positions[t] < 0 || b.positions[t] >= config_.max_seq_len))
       throw_runtime_error("position {} of token {} is outside [0, {}) (model.max_seq_len)", b.positions[t], t,
                           config_.max_seq_len);
   }
+}
+
+TokenBatch GPT::on_backend(const TokenBatch& b) {
+  if (backend_->device() == Device::cpu) return b;
+  const int64_t N = b.num_tokens;
+  auto* base = static_cast<int32_t*>(index_buffer_.raw());
+  TokenBatch d = b;
+  d.tokens = base;
+  d.positions = base + N;
+  d.cu_seqlens = base + 2 * N;
+  backend_->upload(base, b.tokens, sizeof(int32_t) * N);
+  backend_->upload(base + N, b.positions, sizeof(int32_t) * N);
+  backend_->upload(base + 2 * N, b.cu_seqlens, sizeof(int32_t) * (b.num_sequences + 1));
+  if (b.targets != nullptr) {
+    d.targets = base + 3 * N + 1;
+    backend_->upload(base + 3 * N + 1, b.targets, sizeof(int32_t) * N);
+  }
+  return d;
+}
+
+double GPT::sum_losses(int64_t n) {
+  const float* losses = acts_.losses;
+  if (backend_->device() != Device::cpu) {
+    host_losses_.resize(static_cast<std::size_t>(n));
+    backend_->download(host_losses_.data(), acts_.losses, sizeof(float) * n);
+    losses = host_losses_.data();
+  }
+  double sum = 0;
+  for (int64_t t = 0; t < n; ++t) sum += losses[t];
+  return sum;
 }
 
 // ---- forward --------------------------------------------------------------------------------------------------
@@ -64,75 +89,81 @@ void GPT::forward_trunk(const TokenBatch& b) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
   const float* p = params();
-  cpu::embedding_forward(acts_.encoded, b.tokens, b.positions, p + layout_.wte,
-                         layout_.wpe >= 0 ? p + layout_.wpe : nullptr, N, C);
+  backend_->embedding_forward(acts_.encoded, b.tokens, b.positions, p + layout_.wte,
+                              layout_.wpe >= 0 ? p + layout_.wpe : nullptr, N, C);
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockOffsets& w = layout_.blocks[l];
     LayerActivations& a = acts_.layers[l];
     const float* x = layer_input(l);
     // x + attn(ln_1(x))
-    cpu::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p + w.ln1_w, p + w.ln1_b, N, C);
-    cpu::linear_forward(a.qkv, a.ln1, p + w.qkv_w, p + w.qkv_b, N, C, 3 * C);
+    backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p + w.ln1_w, p + w.ln1_b, N, C);
+    backend_->linear_forward(a.qkv, a.ln1, p + w.qkv_w, p + w.qkv_b, N, C, 3 * C);
     attention_[l].forward(a, b);
-    cpu::linear_forward(a.res2, a.att, p + w.attproj_w, p + w.attproj_b, N, C, C);
-    cpu::residual_forward(a.res2, a.res2, x, N * C);
+    backend_->linear_forward(a.res2, a.att, p + w.attproj_w, p + w.attproj_b, N, C, C);
+    backend_->residual_forward(a.res2, a.res2, x, N * C);
     // + mlp(ln_2(.))
-    cpu::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + w.ln2_w, p + w.ln2_b, N, C);
-    cpu::linear_forward(a.fc, a.ln2, p + w.fc_w, p + w.fc_b, N, C, 4 * C);
-    cpu::gelu_forward(a.gelu, a.fc, N * 4 * C);
-    cpu::linear_forward(a.res3, a.gelu, p + w.fcproj_w, p + w.fcproj_b, N, 4 * C, C);
-    cpu::residual_forward(a.res3, a.res3, a.res2, N * C);
+    backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + w.ln2_w, p + w.ln2_b, N, C);
+    backend_->linear_forward(a.fc, a.ln2, p + w.fc_w, p + w.fc_b, N, C, 4 * C);
+    backend_->gelu_forward(a.gelu, a.fc, N * 4 * C);
+    backend_->linear_forward(a.res3, a.gelu, p + w.fcproj_w, p + w.fcproj_b, N, 4 * C, C);
+    backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
   }
-  cpu::layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, layer_input(static_cast<int>(config_.n_layer)),
-                         p + layout_.lnf_w, p + layout_.lnf_b, N, C);
+  backend_->layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, layer_input(static_cast<int>(config_.n_layer)),
+                              p + layout_.lnf_w, p + layout_.lnf_b, N, C);
 }
 
 // ---- tied LM head + cross-entropy, a chunk of tokens at a time -----------------------------------------------------
 // logits = ln_f(x) @ wte^T; with a loss weight, also d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x), so
 // the (N, V) logits never exist at once.
-double GPT::forward_backward(const TokenBatch& b, float loss_weight) {
-  check_batch(b, true);
+double GPT::forward_backward(const TokenBatch& host_batch, float loss_weight) {
+  check_batch(host_batch, true);
+  const TokenBatch b = on_backend(host_batch);
   forward_trunk(b);
   const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
   const float* wte = params() + layout_.wte;
   float* dwte = grads() + layout_.wte;
-  std::fill(acts_.loss_weight, acts_.loss_weight + N, loss_weight);
-  zero(acts_.dres, N * C);
-  double loss_sum = 0;
+  backend_->fill(acts_.loss_weight, N, loss_weight);
+  backend_->fill(acts_.dres, N * C, 0.0f);
   for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
     const int64_t n = std::min(kHeadChunk, N - t0);
     const float* x = acts_.lnf + t0 * C;
-    cpu::gemm(cpu::Trans::no, cpu::Trans::yes, n, V, C, 1.0f, x, C, wte, C, 0.0f, acts_.logits, V);
-    cpu::crossentropy_fused_backward(acts_.losses + t0, acts_.logits, b.targets + t0, acts_.loss_weight + t0, n, V);
-    cpu::gemm(cpu::Trans::no, cpu::Trans::no, n, C, V, 1.0f, acts_.logits, V, wte, C, 1.0f, acts_.dres + t0 * C, C);
-    cpu::gemm(cpu::Trans::yes, cpu::Trans::no, V, C, n, 1.0f, acts_.logits, V, x, C, 1.0f, dwte, C);
+    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, x, C, wte, C, 0.0f, acts_.logits, V);
+    backend_->crossentropy_fused_backward(acts_.losses + t0, acts_.logits, b.targets + t0, acts_.loss_weight + t0, n,
+                                          V);
+    backend_->gemm(Trans::no, Trans::no, n, C, V, 1.0f, acts_.logits, V, wte, C, 1.0f, acts_.dres + t0 * C, C);
+    backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts_.logits, V, x, C, 1.0f, dwte, C);
   }
-  for (int64_t t = 0; t < N; ++t) loss_sum += acts_.losses[t];
+  const double loss_sum = sum_losses(N);
   backward_trunk(b);
   return loss_sum;
 }
 
-double GPT::forward_loss(const TokenBatch& b) {
-  check_batch(b, true);
+double GPT::forward_loss(const TokenBatch& host_batch) {
+  check_batch(host_batch, true);
+  const TokenBatch b = on_backend(host_batch);
   forward_trunk(b);
   const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
-  double loss_sum = 0;
   for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
     const int64_t n = std::min(kHeadChunk, N - t0);
-    cpu::gemm(cpu::Trans::no, cpu::Trans::yes, n, V, C, 1.0f, acts_.lnf + t0 * C, C, params() + layout_.wte, C, 0.0f,
-              acts_.logits, V);
-    cpu::crossentropy_forward(acts_.losses + t0, acts_.logits, b.targets + t0, n, V);
+    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, acts_.lnf + t0 * C, C, params() + layout_.wte, C, 0.0f,
+                   acts_.logits, V);
+    backend_->crossentropy_forward(acts_.losses + t0, acts_.logits, b.targets + t0, n, V);
   }
-  for (int64_t t = 0; t < N; ++t) loss_sum += acts_.losses[t];
-  return loss_sum;
+  return sum_losses(N);
 }
 
-void GPT::forward_logits(const TokenBatch& b, float* logits) {
-  check_batch(b, false);
+// A chunk of logits at a time through acts_.logits, then to the caller's host buffer.
+void GPT::forward_logits(const TokenBatch& host_batch, float* logits) {
+  check_batch(host_batch, false);
+  const TokenBatch b = on_backend(host_batch);
   forward_trunk(b);
-  const int64_t C = config_.n_embd, V = config_.vocab_size;
-  cpu::gemm(cpu::Trans::no, cpu::Trans::yes, b.num_tokens, V, C, 1.0f, acts_.lnf, C, params() + layout_.wte, C, 0.0f,
-            logits, V);
+  const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
+  for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
+    const int64_t n = std::min(kHeadChunk, N - t0);
+    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, acts_.lnf + t0 * C, C, params() + layout_.wte, C, 0.0f,
+                   acts_.logits, V);
+    backend_->download(logits + t0 * V, acts_.logits, sizeof(float) * n * V);
+  }
 }
 
 // ---- backward ---------------------------------------------------------------------------------------------------
@@ -148,10 +179,10 @@ void GPT::backward_trunk(const TokenBatch& b) {
   float* dwide2 = acts_.dwide2;
 
   // ln_f: dres currently holds d ln_f(x); turn it into d x in dnarrow, then swap roles.
-  zero(dnarrow, N * C);
-  cpu::layernorm_backward(dnarrow, g + layout_.lnf_w, g + layout_.lnf_b, dres,
-                          layer_input(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts_.lnf_mean,
-                          acts_.lnf_rstd, N, C);
+  backend_->fill(dnarrow, N * C, 0.0f);
+  backend_->layernorm_backward(dnarrow, g + layout_.lnf_w, g + layout_.lnf_b, dres,
+                               layer_input(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts_.lnf_mean,
+                               acts_.lnf_rstd, N, C);
   std::swap(dres, dnarrow);
   const auto buckets = gradient_buckets(layout_);
   auto ready = [&](std::size_t bucket) {
@@ -164,33 +195,33 @@ void GPT::backward_trunk(const TokenBatch& b) {
     const LayerActivations& a = acts_.layers[l];
     const float* x = layer_input(l);
     // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
-    zero(dwide1, N * 4 * C);
-    cpu::linear_backward(dwide1, g + w.fcproj_w, g + w.fcproj_b, dres, a.gelu, p + w.fcproj_w, N, 4 * C, C);
-    zero(dwide2, N * 4 * C);
-    cpu::gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
-    zero(dnarrow, N * C);
-    cpu::linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, p + w.fc_w, N, C, 4 * C);
-    cpu::layernorm_backward(dres, g + w.ln2_w, g + w.ln2_b, dnarrow, a.res2, p + w.ln2_w, a.ln2_mean, a.ln2_rstd, N,
-                            C);
+    backend_->fill(dwide1, N * 4 * C, 0.0f);
+    backend_->linear_backward(dwide1, g + w.fcproj_w, g + w.fcproj_b, dres, a.gelu, p + w.fcproj_w, N, 4 * C, C);
+    backend_->fill(dwide2, N * 4 * C, 0.0f);
+    backend_->gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
+    backend_->fill(dnarrow, N * C, 0.0f);
+    backend_->linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, p + w.fc_w, N, C, 4 * C);
+    backend_->layernorm_backward(dres, g + w.ln2_w, g + w.ln2_b, dnarrow, a.res2, p + w.ln2_w, a.ln2_mean, a.ln2_rstd,
+                                 N, C);
     // res2 = x + c_proj(attn(c_attn(ln_1(x))))
-    zero(dnarrow, N * C);
-    cpu::linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, p + w.attproj_w, N, C, C);
-    zero(dwide2, N * 3 * C);
+    backend_->fill(dnarrow, N * C, 0.0f);
+    backend_->linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, p + w.attproj_w, N, C, C);
+    backend_->fill(dwide2, N * 3 * C, 0.0f);
     attention_[l].backward(dwide2, dnarrow, dwide1, a, b);
-    zero(dnarrow, N * C);
-    cpu::linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, p + w.qkv_w, N, C, 3 * C);
-    cpu::layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+    backend_->fill(dnarrow, N * C, 0.0f);
+    backend_->linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, p + w.qkv_w, N, C, 3 * C);
+    backend_->layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
     ready(static_cast<std::size_t>(config_.n_layer - l));
   }
-  cpu::embedding_backward(g + layout_.wte, layout_.wpe >= 0 ? g + layout_.wpe : nullptr, dres, b.tokens, b.positions,
-                          N, C);
+  backend_->embedding_backward(g + layout_.wte, layout_.wpe >= 0 ? g + layout_.wpe : nullptr, dres, b.tokens,
+                               b.positions, N, C);
   ready(buckets.size() - 1);  // embeddings
 }
 
 double GPT::flops(const TokenBatch& b) const {
   const double C = static_cast<double>(config_.n_embd), L = static_cast<double>(config_.n_layer);
-  const double matmul_params = static_cast<double>(layout_.num_params) -
-                               (layout_.wpe >= 0 ? static_cast<double>(config_.max_seq_len) * C : 0.0);
+  const double matmul_params =
+      static_cast<double>(layout_.num_params) - (layout_.wpe >= 0 ? static_cast<double>(config_.max_seq_len) * C : 0.0);
   double total = 6.0 * matmul_params * static_cast<double>(b.num_tokens);
   const double D = C / static_cast<double>(config_.n_head);
   for (int s = 0; s < b.num_sequences; ++s) {

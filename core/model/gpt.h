@@ -1,7 +1,7 @@
 #pragma once
-// The GPT of core/model/README.md on the CPU backend: parameters and gradients in one flat buffer each
-// (core/model/layout.h), activations carved from one allocation (core/model/activations.h), every layer's forward
-// and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
+// The GPT of core/model/README.md on a compute backend (kernels/backend.h): parameters and gradients in one flat
+// buffer each (core/model/layout.h), activations carved from one allocation (core/model/activations.h), every layer's
+// forward and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -12,17 +12,21 @@
 #include "core/model/batch.h"
 #include "core/model/layout.h"
 #include "core/tensor/tensor.h"
+#include "kernels/backend.h"
 
 namespace trident {
 
 class GPT {
  public:
-  // Activations are sized for batches of at most `max_tokens` tokens.
-  GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
+  // Activations are sized for batches of at most `max_tokens` tokens. Parameters, gradients and activations live
+  // in the backend's memory, taken from `allocator` (whose device must be the backend's); batches and results
+  // cross to and from the host through the backend.
+  GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend());
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
   int64_t num_params() const { return layout_.num_params; }
+  Backend& backend() const { return *backend_; }
   float* params() { return params_.data<float>(); }
   const float* params() const { return params_.data<float>(); }
   float* grads() { return grads_.data<float>(); }
@@ -42,7 +46,7 @@ class GPT {
   double forward_backward(const TokenBatch& batch, float loss_weight);
   // Evaluation: the sum of the losses of the tokens with a target.
   double forward_loss(const TokenBatch& batch);
-  // Logits (N, V) of every token (tests and sampling).
+  // Logits (N, V) of every token into host memory (tests and sampling).
   void forward_logits(const TokenBatch& batch, float* logits);
 
   // Model FLOPs of one forward + backward over `batch` (6 per parameter per token for the matmuls, including the
@@ -51,15 +55,23 @@ class GPT {
 
  private:
   void check_batch(const TokenBatch& batch, bool need_targets) const;
+  // The batch with its index arrays where the backend's ops read them: the caller's host arrays on the CPU, copies
+  // in index_buffer_ otherwise.
+  TokenBatch on_backend(const TokenBatch& batch);
+  // The sum of acts_.losses over n tokens, read on the host.
+  double sum_losses(int64_t n);
   void forward_trunk(const TokenBatch& batch);  // embeddings .. ln_f
   void backward_trunk(const TokenBatch& batch);  // from acts_.dres (gradient at ln_f's output) to the embeddings
   const float* layer_input(int l) const { return l == 0 ? acts_.encoded : acts_.layers[l - 1].res3; }
 
   ModelConfig config_;
   ModelLayout layout_;
+  Backend* backend_;
   int64_t max_tokens_;
   Tensor params_, grads_;
   Activations acts_;
+  Tensor index_buffer_;  // tokens, targets, positions, cu_seqlens (int32) of one batch, off-host backends only
+  std::vector<float> host_losses_;
   std::vector<Attention> attention_;
   GradReadyHook grad_ready_;
 };

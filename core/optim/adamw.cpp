@@ -4,7 +4,8 @@
 
 namespace trident {
 
-AdamW::AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator) : config_(config) {
+AdamW::AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator, Backend& backend)
+    : config_(config), backend_(&backend) {
   for (const ParamEntry& e : layout.params) {
     if (!ranges_.empty() && ranges_.back().decay == e.decay && ranges_.back().offset + ranges_.back().numel == e.offset)
       ranges_.back().numel += e.numel;
@@ -21,7 +22,7 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale) 
     const cpu::AdamWHyper hyper{lr, static_cast<float>(config_.beta1), static_cast<float>(config_.beta2),
                                 static_cast<float>(config_.eps),
                                 r.decay ? static_cast<float>(config_.weight_decay) : 0.0f};
-    cpu::adamw_update(params + r.offset, grads + r.offset, m() + r.offset, v() + r.offset, r.numel,
+    backend_->adamw_update(params + r.offset, grads + r.offset, m() + r.offset, v() + r.offset, r.numel,
                       cpu::adamw_step(hyper, steps_), grad_scale);
   }
 }

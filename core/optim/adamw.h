@@ -8,12 +8,14 @@
 #include "core/config/config.h"
 #include "core/model/layout.h"
 #include "core/tensor/tensor.h"
+#include "kernels/backend.h"
 
 namespace trident {
 
 class AdamW {
  public:
-  AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator);
+  // The moments live in the backend's memory, taken from `allocator`; step() runs on the backend.
+  AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator, Backend& backend = cpu_backend());
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
   void step(float* params, const float* grads, float lr, float grad_scale);
@@ -31,6 +33,7 @@ class AdamW {
   };
   std::vector<Range> ranges_;  // consecutive layout entries with the same decay flag, merged
   TrainConfig config_;
+  Backend* backend_;
   Tensor m_, v_;
   int64_t steps_ = 0;
 };

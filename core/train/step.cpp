@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/common/error.h"
-#include "kernels/cpu/grad_norm.h"
 #include "kernels/shared/adamw.h"
 
 namespace trident {
@@ -36,7 +35,7 @@ StepStats train_step(GPT& model, AdamW& optimizer, const std::vector<TokenBatch>
   stats.loss = totals[0] / static_cast<double>(global_targets);
   stats.tokens = static_cast<int64_t>(totals[1]);
   stats.flops = totals[2];
-  stats.grad_norm = std::sqrt(cpu::squared_norm(model.grads(), model.num_params()));
+  stats.grad_norm = std::sqrt(model.backend().squared_norm(model.grads(), model.num_params()));
   stats.finite = std::isfinite(stats.loss) && std::isfinite(stats.grad_norm);
   if (!stats.finite) return stats;
   const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));

@@ -4,9 +4,10 @@
 // thread (OpenBLAS built on OpenMP), so per-head / per-tile GEMMs nest without oversubscribing the cores.
 #include <cstdint>
 
+#include "kernels/shared/trans.h"
+
 namespace trident::cpu {
 
-enum class Trans : bool { no = false, yes = true };
 
 // op(A) is M x K, op(B) is K x N, C is M x N; lda/ldb/ldc are row strides of the stored matrices.
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -20,9 +20,9 @@
 
 #include <cstdint>
 
-namespace trident::cuda {
+#include "kernels/shared/trans.h"
 
-enum class Trans : bool { no = false, yes = true };
+namespace trident::cuda {
 
 // Precision of fp32 GEMMs: exact fp32 FMA (default) or TF32 tensor cores (opt-in, see above).
 enum class Fp32Math : bool { exact = false, tf32 = true };

@@ -48,9 +48,9 @@ TEST_CASE("linear reference backward matches finite differences", "[kernels][lin
 
 TEST_CASE("gemm handles every transpose combination, strides and strided batches", "[kernels][gemm]") {
   const int64_t M = 13, N = 7, K = 29, pad = 3, batch = 5;
-  auto ta = GENERATE(cpu::Trans::no, cpu::Trans::yes);
-  auto tb = GENERATE(cpu::Trans::no, cpu::Trans::yes);
-  const bool at = ta == cpu::Trans::yes, bt = tb == cpu::Trans::yes;
+  auto ta = GENERATE(Trans::no, Trans::yes);
+  auto tb = GENERATE(Trans::no, Trans::yes);
+  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
   const int64_t lda = (at ? M : K) + pad, ldb = (bt ? K : N) + pad, ldc = N + pad;
   const int64_t sa = (at ? K : M) * lda, sb = (bt ? N : K) * ldb, sc = M * ldc;
   auto A = random_normal<float>(batch * sa, 9), B = random_normal<float>(batch * sb, 10);

@@ -49,10 +49,10 @@ struct Problem {
   int64_t size_a() const { return a_rows() * lda(); }
   int64_t size_b() const { return b_rows() * ldb(); }
   int64_t size_c() const { return M * ldc(); }
-  cpu::Trans cpu_ta() const { return ta ? cpu::Trans::yes : cpu::Trans::no; }
-  cpu::Trans cpu_tb() const { return tb ? cpu::Trans::yes : cpu::Trans::no; }
-  cuda::Trans cuda_ta() const { return ta ? cuda::Trans::yes : cuda::Trans::no; }
-  cuda::Trans cuda_tb() const { return tb ? cuda::Trans::yes : cuda::Trans::no; }
+  Trans cpu_ta() const { return ta ? Trans::yes : Trans::no; }
+  Trans cpu_tb() const { return tb ? Trans::yes : Trans::no; }
+  Trans cuda_ta() const { return ta ? Trans::yes : Trans::no; }
+  Trans cuda_tb() const { return tb ? Trans::yes : Trans::no; }
   std::string name() const {
     return std::string("gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") + " M=" + std::to_string(M) +
            " N=" + std::to_string(N) + " K=" + std::to_string(K);

@@ -1,0 +1,89 @@
+#pragma once
+// The one contract between the model and the compute: every op the model, the optimizer and the trainer run, with
+// the argument order and meaning of the CPU kernels (kernels/cpu/*.h, which document layouts; kernels/README.md has
+// the conventions: row-major, packed sequences with cu_seqlens, backward ops accumulate). Pointers are in the
+// backend's memory (memory()): host memory for cpu, device memory for cuda. Ops are ordered as called; the ones that
+// return a value to the host (squared_norm, download) wait for what came before.
+//
+// Implementations: CpuBackend (kernels/cpu/cpu_backend.cpp, OpenBLAS + OpenMP) and CudaBackend
+// (kernels/cuda/cuda_backend.cpp, cuBLAS + the .cu kernels on one compute stream); make_backend() in
+// kernels/backends.h picks one. Being an abstract class, a backend that lacks an op does not compile: the table is
+// complete by construction.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor/memory_resource.h"
+#include "kernels/shared/adamw.h"
+#include "kernels/shared/trans.h"
+
+namespace trident {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;  // "cpu", "cuda"
+  virtual MemoryResource& memory() = 0;  // where tensors the ops take live
+  Device device() { return memory().device(); }
+
+  // ---- memory: host buffers to and from the backend's, and fills ----
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;  // complete on return
+  virtual void fill(float* x, int64_t n, float value) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- GEMM (kernels/cpu/gemm.h) ----
+  virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) = 0;
+
+  // ---- layers (kernels/cpu/<op>.h), forward above backward ----
+  virtual void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                                 const float* wpe, int64_t N, int C) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                                  const int32_t* positions, int64_t N, int C) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int64_t N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, const float* mean, const float* rstd, int64_t N, int C) = 0;
+  virtual void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int C,
+                              int OC) = 0;
+  virtual void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int64_t N, int C, int OC) = 0;
+  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;
+  virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
+  virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;
+  virtual void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) = 0;
+  virtual void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
+                                int D) = 0;
+
+  // ---- attention (kernels/cpu/attention_softmax.h, attention_linear.h) ----
+  virtual void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens,
+                                         int n_seq, int64_t N, int H, int D) = 0;
+  virtual void attention_softmax_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                          const float* lse, const int32_t* cu_seqlens, int n_seq, int64_t N, int H,
+                                          int D) = 0;
+  virtual void attention_linear_forward(float* out, float* state_out, const float* qkv, const float* slopes,
+                                        const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N,
+                                        int H, int D, int chunk) = 0;
+  virtual void attention_linear_backward(float* dqkv, float* dstate_in, const float* dout, const float* dstate_out,
+                                         const float* qkv, const float* slopes, const float* state_in,
+                                         const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                         int chunk) = 0;
+
+  // ---- loss (kernels/cpu/crossentropy.h) ----
+  virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
+                                    int V) = 0;
+  virtual void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
+                                           const float* weight, int64_t N, int V) = 0;
+
+  // ---- optimizer (kernels/cpu/adamw.h, grad_norm.h) ----
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,
+                            float grad_scale) = 0;
+  virtual double squared_norm(const float* x, int64_t n) = 0;  // returns to the host
+  virtual void scale(float* x, int64_t n, float s) = 0;
+};
+
+// The CPU backend (one per process; it holds no state).
+Backend& cpu_backend();
+
+}  // namespace trident

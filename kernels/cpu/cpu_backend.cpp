@@ -1,0 +1,125 @@
+// The CPU backend: the Backend table over the kernels of this folder. Host memory, nothing to wait for.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention_linear.h"
+#include "kernels/cpu/attention_softmax.h"
+#include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/grad_norm.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/residual.h"
+#include "kernels/cpu/rmsnorm.h"
+
+namespace trident {
+
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+  MemoryResource& memory() override { return host_memory(); }
+
+  void upload(void* dst, const void* host_src, std::size_t bytes) override { std::memcpy(dst, host_src, bytes); }
+  void download(void* host_dst, const void* src, std::size_t bytes) override { std::memcpy(host_dst, src, bytes); }
+  void fill(float* x, int64_t n, float value) override { std::fill(x, x + n, value); }
+  void synchronize() override {}
+
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) override {
+    cpu::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+
+  void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                         const float* wpe, int64_t N, int C) override {
+    cpu::embedding_forward(out, tokens, positions, wte, wpe, N, C);
+  }
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          const int32_t* positions, int64_t N, int C) override {
+    cpu::embedding_backward(dwte, dwpe, dout, tokens, positions, N, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int64_t N, int C) override {
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int64_t N, int C) override {
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int C,
+                      int OC) override {
+    cpu::linear_forward(out, inp, weight, bias, N, C, OC);
+  }
+  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int64_t N, int C, int OC) override {
+    cpu::linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void gelu_forward(float* out, const float* inp, int64_t n) override { cpu::gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override {
+    cpu::gelu_backward(dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
+    cpu::residual_forward(out, a, b, n);
+  }
+  void residual_backward(float* da, float* db, const float* dout, int64_t n) override {
+    cpu::residual_backward(da, db, dout, n);
+  }
+  void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) override {
+    cpu::rmsnorm_forward(out, rrms, inp, rows, D);
+  }
+  void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
+                        int D) override {
+    cpu::rmsnorm_backward(dinp, dout, inp, rrms, rows, D);
+  }
+
+  void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens, int n_seq,
+                                 int64_t N, int H, int D) override {
+    cpu::attention_softmax_forward(out, lse, qkv, cu_seqlens, n_seq, N, H, D);
+  }
+  void attention_softmax_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                  const float* lse, const int32_t* cu_seqlens, int n_seq, int64_t N, int H,
+                                  int D) override {
+    cpu::attention_softmax_backward(dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D);
+  }
+  void attention_linear_forward(float* out, float* state_out, const float* qkv, const float* slopes,
+                                const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                int chunk) override {
+    cpu::attention_linear_forward(out, state_out, qkv, slopes, state_in, cu_seqlens, n_seq, N, H, D, chunk);
+  }
+  void attention_linear_backward(float* dqkv, float* dstate_in, const float* dout, const float* dstate_out,
+                                 const float* qkv, const float* slopes, const float* state_in,
+                                 const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
+    cpu::attention_linear_backward(dqkv, dstate_in, dout, dstate_out, qkv, slopes, state_in, cu_seqlens, n_seq, N, H,
+                                   D, chunk);
+  }
+
+  void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
+                            int V) override {
+    cpu::crossentropy_forward(losses, logits, targets, N, V);
+  }
+  void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
+                                   const float* weight, int64_t N, int V) override {
+    cpu::crossentropy_fused_backward(losses, logits_to_dlogits, targets, weight, N, V);
+  }
+
+  void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,
+                    float grad_scale) override {
+    cpu::adamw_update(params, grads, m, v, n, step, grad_scale);
+  }
+  double squared_norm(const float* x, int64_t n) override { return cpu::squared_norm(x, n); }
+  void scale(float* x, int64_t n, float s) override { cpu::scale(x, n, s); }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+}  // namespace trident
