@@ -1,0 +1,145 @@
+// CudaBackend: the Backend table over the CUDA kernels, every call on the backend's compute stream.
+#include "kernels/cuda/cuda_backend.h"
+
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/attention_linear.h"
+#include "kernels/cuda/attention_softmax.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/crossentropy.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/fill.h"
+#include "kernels/cuda/gelu.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/grad_norm.h"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/linear.h"
+#include "kernels/cuda/memory.h"
+#include "kernels/cuda/residual.h"
+#include "kernels/cuda/rmsnorm.h"
+#include "kernels/cuda/streams.h"
+
+namespace trident::cuda {
+
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : memory_(device, stream()) {}
+
+  const char* name() const override { return "cuda"; }
+  MemoryResource& memory() override { return memory_; }
+
+  void upload(void* dst, const void* host_src, std::size_t bytes) override {
+    // Synchronous from the host's view (pageable memory): the caller may reuse its buffer on return.
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream()));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  }
+  void download(void* host_dst, const void* src, std::size_t bytes) override {
+    TRIDENT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+    TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  }
+  void fill(float* x, int64_t n, float value) override { cuda::fill(x, n, value, stream()); }
+  void synchronize() override { streams_.compute.synchronize(); }
+
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) override {
+    cuda::gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream());
+  }
+
+  void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                         const float* wpe, int64_t N, int C) override {
+    cuda::embedding_forward<float>(out, tokens, positions, wte, wpe, N, C, stream());
+  }
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          const int32_t* positions, int64_t N, int C) override {
+    cuda::embedding_backward<float>(dwte, dwpe, dout, tokens, positions, N, C, stream());
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int64_t N, int C) override {
+    cuda::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, N, C, stream());
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int64_t N, int C) override {
+    cuda::layernorm_backward<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, stream());
+  }
+  void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int C,
+                      int OC) override {
+    cuda::linear_forward<float>(out, inp, weight, bias, N, C, OC, stream());
+  }
+  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int64_t N, int C, int OC) override {
+    cuda::linear_backward<float>(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
+  }
+  void gelu_forward(float* out, const float* inp, int64_t n) override {
+    cuda::gelu_forward<float>(out, inp, n, stream());
+  }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override {
+    cuda::gelu_backward<float>(dinp, inp, dout, n, stream());
+  }
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
+    cuda::residual_forward<float>(out, a, b, n, stream());
+  }
+  void residual_backward(float* da, float* db, const float* dout, int64_t n) override {
+    cuda::residual_backward<float>(da, db, dout, n, stream());
+  }
+  void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) override {
+    cuda::rmsnorm_forward<float>(out, rrms, inp, rows, D, stream());
+  }
+  void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
+                        int D) override {
+    cuda::rmsnorm_backward<float>(dinp, dout, inp, rrms, rows, D, stream());
+  }
+
+  void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens, int n_seq,
+                                 int64_t N, int H, int D) override {
+    cuda::attention_softmax_forward<float>(out, lse, qkv, cu_seqlens, n_seq, N, H, D, stream());
+  }
+  void attention_softmax_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                  const float* lse, const int32_t* cu_seqlens, int n_seq, int64_t N, int H,
+                                  int D) override {
+    cuda::attention_softmax_backward<float>(dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, stream());
+  }
+  void attention_linear_forward(float* out, float* state_out, const float* qkv, const float* slopes,
+                                const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                int chunk) override {
+    cuda::attention_linear_forward<float>(out, state_out, qkv, slopes, state_in, cu_seqlens, n_seq, N, H, D, chunk,
+                                          stream());
+  }
+  void attention_linear_backward(float* dqkv, float* dstate_in, const float* dout, const float* dstate_out,
+                                 const float* qkv, const float* slopes, const float* state_in,
+                                 const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
+    cuda::attention_linear_backward<float>(dqkv, dstate_in, dout, dstate_out, qkv, slopes, state_in, cu_seqlens,
+                                           n_seq, N, H, D, chunk, stream());
+  }
+
+  void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
+                            int V) override {
+    cuda::crossentropy_forward<float>(losses, logits, targets, N, V, stream());
+  }
+  void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
+                                   const float* weight, int64_t N, int V) override {
+    cuda::crossentropy_fused_backward<float>(losses, logits_to_dlogits, targets, weight, N, V, stream());
+  }
+
+  void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,
+                    float grad_scale) override {
+    cuda::adamw_update(params, grads, m, v, n, step, grad_scale, stream());
+  }
+  double squared_norm(const float* x, int64_t n) override { return cuda::squared_norm(x, n, stream()); }
+  void scale(float* x, int64_t n, float s) override { cuda::scale(x, n, s, stream()); }
+
+ private:
+  cudaStream_t stream() const { return streams_.compute.get(); }
+
+  DeviceStreams streams_;  // before memory_: the pool orders its frees on the compute stream
+  DeviceMemory memory_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  TRIDENT_CUDA_CHECK(cudaSetDevice(device));
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace trident::cuda

@@ -1,0 +1,15 @@
+#pragma once
+// The CUDA backend: the Backend table (kernels/backend.h) over the .cu kernels and cuBLAS of this folder, fp32, on
+// one device and one compute stream (copy streams for overlap are in streams.h). Device memory from the device's
+// pool (memory.h). Everything is asynchronous on the compute stream except download(), squared_norm() and the
+// cross-entropy launchers, which wait for it.
+#include <memory>
+
+#include "kernels/backend.h"
+
+namespace trident::cuda {
+
+// Selects `device` for the calling thread and builds its backend. Throws RuntimeError when it cannot be used.
+std::unique_ptr<Backend> make_cuda_backend(int device);
+
+}  // namespace trident::cuda
