@@ -11,6 +11,7 @@
 // complete by construction.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor/memory_resource.h"
 #include "kernels/shared/adamw.h"
@@ -85,5 +86,22 @@ class Backend {
 
 // The CPU backend (one per process; it holds no state).
 Backend& cpu_backend();
+
+// n floats in a backend's memory, readable on the host: the buffer itself on the CPU (no copy), a downloaded copy
+// otherwise. What checkpoints and weight files are written from.
+class HostFloats {
+ public:
+  HostFloats(Backend& backend, const float* x, int64_t n) : data_(x) {
+    if (backend.device() == Device::cpu) return;
+    copy_.resize(static_cast<std::size_t>(n));
+    backend.download(copy_.data(), x, sizeof(float) * static_cast<std::size_t>(n));
+    data_ = copy_.data();
+  }
+  const float* data() const { return data_; }
+
+ private:
+  const float* data_;
+  std::vector<float> copy_;
+};
 
 }  // namespace trident

@@ -1,8 +1,13 @@
 #include "kernels/backends.h"
 
+#include <memory>
+
 #include <fmt/format.h>
 
+#include "core/common/error.h"
+
 #if TRIDENT_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
 #endif
 
@@ -20,6 +25,20 @@ BackendStatus backend_status(const std::string& name) {
   return {false, false,
           "this build has no CUDA backend (configured without the CUDA toolkit; rebuild with -DTRIDENT_CUDA=ON where "
           "nvcc is installed)"};
+#endif
+}
+
+Backend& backend_for(const std::string& name, int local_rank) {
+  const BackendStatus status = backend_status(name);
+  if (!status.built || !status.usable)
+    throw_config_error("device.backend: '{}' is not available: {}", name, status.detail);
+  if (name == "cpu") return cpu_backend();
+#if TRIDENT_WITH_CUDA
+  static std::unique_ptr<Backend> cuda;
+  if (!cuda) cuda = cuda::make_cuda_backend(local_rank % cuda::device_count(nullptr));
+  return *cuda;
+#else
+  throw_config_error("device.backend: '{}' is not available", name);  // unreachable: status says not built
 #endif
 }
 

@@ -4,6 +4,8 @@
 // which of the three is missing: the build, the driver, or a device.
 #include <string>
 
+#include "kernels/backend.h"
+
 namespace trident {
 
 struct BackendStatus {
@@ -14,5 +16,9 @@ struct BackendStatus {
 
 // `name` is a value of device.backend: "cpu" or "cuda".
 BackendStatus backend_status(const std::string& name);
+
+// The backend device.backend names, for this process: the shared CPU backend, or the CUDA backend on device
+// `local_rank % devices` (created on first use, then kept). Throws ConfigError saying what is missing.
+Backend& backend_for(const std::string& name, int local_rank);
 
 }  // namespace trident

@@ -255,8 +255,8 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
     SafetensorsFile file(dir / "optimizer.safetensors");
     const std::vector<int64_t> shape = {optimizer.size()};
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(optimizer.size());
-    std::memcpy(optimizer.m(), file.get("m", StDType::F32, shape).data, bytes);
-    std::memcpy(optimizer.v(), file.get("v", StDType::F32, shape).data, bytes);
+    optimizer.backend().upload(optimizer.m(), file.get("m", StDType::F32, shape).data, bytes);
+    optimizer.backend().upload(optimizer.v(), file.get("v", StDType::F32, shape).data, bytes);
     int64_t steps = 0;
     std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
     if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);

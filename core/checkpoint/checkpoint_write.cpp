@@ -98,10 +98,11 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
   test_delay_hook();
   // AdamW has no const accessors; the moments are only read here.
   AdamW& adam = const_cast<AdamW&>(optimizer);
+  const HostFloats m(adam.backend(), adam.m(), adam.size()), v(adam.backend(), adam.v(), adam.size());
   const int64_t adam_steps = optimizer.steps_taken();
   write_safetensors(dir / "optimizer.safetensors",
-                    {{"m", StDType::F32, {optimizer.size()}, adam.m()},
-                     {"v", StDType::F32, {optimizer.size()}, adam.v()},
+                    {{"m", StDType::F32, {optimizer.size()}, m.data()},
+                     {"v", StDType::F32, {optimizer.size()}, v.data()},
                      {"step", StDType::I64, {}, &adam_steps}},
                     {{"format", "trident-adamw"}});
 

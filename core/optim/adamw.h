@@ -25,6 +25,7 @@ class AdamW {
   float* m() { return m_.data<float>(); }
   float* v() { return v_.data<float>(); }
   int64_t size() const { return m_.numel(); }
+  Backend& backend() const { return *backend_; }
 
  private:
   struct Range {

@@ -7,7 +7,7 @@ void DataParallel::start(float* data, int64_t numel) {
   // while this rank computes the next layer's backward.
   for (RequestPtr& r : pending_)
     if (r) r->test();
-  pending_.push_back(comm_.iallreduce_sum(data, numel, CommType::f32));
+  pending_.push_back(gradients_.iallreduce_sum(data, numel, CommType::f32));
 }
 
 void DataParallel::reduce_during_backward(GPT& model) {

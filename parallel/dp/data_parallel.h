@@ -13,11 +13,15 @@ namespace trident {
 
 class DataParallel {
  public:
-  explicit DataParallel(Communicator& comm) : comm_(comm) {}
+  // `comm` carries host values (loss sums, flags, barriers); `gradients` reduces the gradients where they live: the
+  // same MPI communicator on the CPU backend, an NCCL one over the same ranks on CUDA.
+  explicit DataParallel(Communicator& comm) : DataParallel(comm, comm) {}
+  DataParallel(Communicator& comm, Communicator& gradients) : comm_(comm), gradients_(gradients) {}
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   Communicator& comm() { return comm_; }
+  Communicator& gradient_comm() { return gradients_; }
 
   // Installs the hook that starts reducing each gradient bucket as soon as backward finishes it.
   void reduce_during_backward(GPT& model);
@@ -36,6 +40,7 @@ class DataParallel {
   void start(float* data, int64_t numel);
 
   Communicator& comm_;
+  Communicator& gradients_;
   std::vector<RequestPtr> pending_;
 };
 
