@@ -19,41 +19,15 @@
 #include "kernels/cuda/attention_softmax.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/device_vector.h"
 #include "support/random.h"
+#include "support/vector_ops.h"
 
 using namespace trident;
 using namespace trident::test;
 
 namespace {
-
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
-  return y;
-}
-
-std::vector<float> to_f32(const std::vector<bf16>& x) {
-  std::vector<float> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
-  return y;
-}
-
-std::vector<float> round_bf16(const std::vector<float>& x) { return to_f32(to_bf16(x)); }
-
-std::vector<float> minus(const std::vector<float>& x, const std::vector<float>& y) {
-  std::vector<float> d(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) d[i] = x[i] - y[i];
-  return d;
-}
-
-// Columns [offset, offset + width) of every row of a (rows, stride) matrix: splits dqkv into dq, dk, dv.
-std::vector<float> columns(const std::vector<float>& x, int64_t stride, int64_t offset, int64_t width) {
-  std::vector<float> y;
-  for (std::size_t r = 0; r < x.size() / stride; ++r)
-    y.insert(y.end(), x.begin() + r * stride + offset, x.begin() + r * stride + offset + width);
-  return y;
-}
 
 struct Result {
   std::vector<float> out, lse, dqkv;  // dqkv as accumulated onto the prefill

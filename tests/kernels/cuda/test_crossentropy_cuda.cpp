@@ -18,6 +18,7 @@
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 
@@ -25,18 +26,6 @@ using namespace trident;
 using namespace trident::test;
 
 namespace {
-
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
-  return y;
-}
-
-std::vector<float> to_f32(const std::vector<bf16>& x) {
-  std::vector<float> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
-  return y;
-}
 
 // The gradient rows of tokens without a target are exactly zero.
 void check_zero_rows(const std::string& name, const std::vector<float>& dlogits, const std::vector<int32_t>& targets,

@@ -13,6 +13,7 @@
 #include "kernels/cuda/embedding.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 
@@ -20,18 +21,6 @@ using namespace trident;
 using namespace trident::test;
 
 namespace {
-
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
-  return y;
-}
-
-std::vector<float> to_f32(const std::vector<bf16>& x) {
-  std::vector<float> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
-  return y;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

@@ -16,6 +16,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 
@@ -23,20 +24,6 @@ using namespace trident;
 using namespace trident::test;
 
 namespace {
-
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
-  return y;
-}
-
-std::vector<float> to_f32(const std::vector<bf16>& x) {
-  std::vector<float> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
-  return y;
-}
-
-std::vector<float> round_bf16(const std::vector<float>& x) { return to_f32(to_bf16(x)); }
 
 bool bit_identical(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(float) * x.size()) == 0;

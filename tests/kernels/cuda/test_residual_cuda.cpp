@@ -8,29 +8,12 @@
 #include "kernels/cuda/residual.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 
 using namespace trident;
 using namespace trident::test;
-
-namespace {
-
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16(x[i]);
-  return y;
-}
-
-std::vector<float> to_f32(const std::vector<bf16>& x) {
-  std::vector<float> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = bf16_to_float(x[i]);
-  return y;
-}
-
-std::vector<float> round_bf16(const std::vector<float>& x) { return to_f32(to_bf16(x)); }
-
-}  // namespace
 
 TEST_CASE("cuda residual forward and backward equal the CPU kernel (fp32 and bf16)", "[cuda][residual]") {
   const int64_t n = GENERATE(int64_t{1}, int64_t{1000}, int64_t{100003});  // odd, and several grid-stride rounds
