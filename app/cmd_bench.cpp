@@ -1,10 +1,12 @@
-// trident bench gemm|kernels|step|comm [--json]: measurements printed as a table (or JSON lines).
+// trident bench gemm|kernels [--backend cpu|cuda]|step|comm [--json]: measurements printed as a table (or JSON lines).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "app/bench/bench.h"
 #include "app/commands.h"
+#include "core/common/error.h"
+#include "kernels/backends.h"
 
 namespace trident::app {
 
@@ -19,8 +21,21 @@ void add_bench_command(CLI::App& app) {
   CLI::App* gemm = cmd->add_subcommand("gemm", "sgemm GFLOP/s at the model's GEMM shapes (the MFU roof)");
   gemm->fallthrough()->callback([options] { bench::run_gemm(*options); });
   CLI::App* kernels = cmd->add_subcommand(
-      "kernels", "Check every CPU kernel against its naive reference, then time it (GFLOP/s or GB/s)");
-  kernels->fallthrough()->callback([options] { bench::run_kernels(*options); });
+      "kernels", "Check every kernel (CPU: against its naive reference; CUDA: against the CPU kernel), then time it");
+  auto backend = std::make_shared<std::string>("cpu");
+  kernels->add_option("--backend", *backend, "Which kernels: cpu (default) or cuda (fp32 and bf16, on the first GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  kernels->fallthrough()->callback([options, backend] {
+    if (*backend == "cpu") {
+      bench::run_kernels(*options);
+      return;
+    }
+    const BackendStatus cuda = backend_status("cuda");
+    if (!cuda.usable) throw RuntimeError("bench kernels --backend cuda: " + cuda.detail);
+#if TRIDENT_WITH_CUDA
+    bench::run_kernels_cuda(*options);
+#endif
+  });
 
   CLI::App* step = cmd->add_subcommand(
       "step", "Time whole training steps: ms/step, tokens/s and MFU (default: GPT-2 small and the quickstart shape)");

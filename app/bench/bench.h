@@ -16,6 +16,9 @@ double time_call(const std::function<void()>& fn, double min_seconds);
 
 void run_gemm(const Options& options);
 void run_kernels(const Options& options);
+// The CUDA kernels against the CPU ones, timed on the first device, the cuBLAS roof and a GPT-2-small step estimate.
+// Only in builds with CUDA (app/bench/kernels_cuda.cpp); the caller has checked that a device is usable.
+void run_kernels_cuda(const Options& options);
 // CONFIG may be empty: then GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50304) and the quickstart shape.
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides);
 // Under mpirun: communicator latency and bandwidth per group size (fixed iteration counts; --repeat is not used).

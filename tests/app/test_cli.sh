@@ -44,4 +44,18 @@ stderr_line "trident: config error:" "--set model.n_layerz=2" "did you mean 'mod
 run 0 config "$configs/good.yaml" --set model.n_layer=2 --set train.steps=30
 stdout_has "  n_layer: 2 " "  steps: 30 "
 
+# bench kernels: the default backend (cpu) runs; an unknown backend is a usage error; cuda without a CUDA build or
+# without a usable device is a one-line runtime error from kernels/backends.h. That last check is skipped where
+# `nvidia-smi -L` lists a GPU: there the bench would run instead.
+run 0 bench --repeat 0.05 kernels
+stdout_has "## CPU kernels" "layernorm fwd" "check_err"
+run 2 bench kernels --backend nope
+stderr_line "trident: usage error:" "--backend"
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "skip: trident bench kernels --backend cuda (nvidia-smi lists a GPU, so the bench would run)"
+else
+  run 1 bench kernels --backend cuda
+  stderr_line "trident: error: bench kernels --backend cuda:"
+fi
+
 echo "all $checks checks passed"
