@@ -85,6 +85,11 @@ const std::vector<Key>& schema() {
       {"parallel.strategy",
        StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "lasp", "flexsp", "atom"}},
        "parallel strategy; auto picks the fastest one each step"},
+      {"parallel.lasp.sp_size", IntField{member(&C::parallel, &ParallelConfig::lasp_sp_size), 1},
+       "LASP: ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
+      {"parallel.lasp.variant",
+       StringField{member(&C::parallel, &ParallelConfig::lasp_variant), {"ring", "allgather"}},
+       "LASP: ring (LASP-1, states passed rank to rank) or allgather (LASP-2, one allgather per layer)"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

@@ -25,8 +25,11 @@ void Attention::forward(LayerActivations& l, const TokenBatch& b) const {
     backend_->attention_softmax_forward(l.att, l.lse, l.qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
     return;
   }
-  backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr, b.cu_seqlens,
-                                     b.num_sequences, b.num_tokens, H_, D_, chunk_);
+  if (linear_op_)
+    linear_op_->forward(l.o, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
+  else
+    backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr, b.cu_seqlens,
+                                       b.num_sequences, b.num_tokens, H_, D_, chunk_);
   backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
 }
 
@@ -40,8 +43,11 @@ void Attention::backward(float* dqkv, const float* datt, float* scratch, const L
   float* d_o = scratch;
   backend_->fill(d_o, b.num_tokens * H_ * D_, 0.0f);
   backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
-  backend_->attention_linear_backward(dqkv, nullptr, d_o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr,
-                                      b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_, chunk_);
+  if (linear_op_)
+    linear_op_->backward(dqkv, d_o, l.qkv);
+  else
+    backend_->attention_linear_backward(dqkv, nullptr, d_o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr,
+                                        b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_, chunk_);
 }
 
 }  // namespace trident

@@ -2,6 +2,7 @@
 // The attention sublayer between attn.c_attn and attn.c_proj: qkv (N, 3C) -> att (N, C), both attention types.
 //   softmax: causal softmax attention per sequence, scale 1/sqrt(D)
 //   linear:  chunked linear attention with per-head decay per sequence, then a per-head RMSNorm (NormAttention)
+#include <memory>
 #include <vector>
 
 #include "core/config/config.h"
@@ -11,6 +12,17 @@
 #include "kernels/backend.h"
 
 namespace trident {
+
+// A replacement for one layer's linear attention op (qkv -> o, before the per-head RMSNorm) that spans several
+// ranks: sequence parallelism (parallel/lasp) implements it. Backward follows the forward of the same batch.
+class LinearAttentionOp {
+ public:
+  virtual ~LinearAttentionOp() = default;
+  // out (N, C) from qkv (N, 3C) of this rank's tokens; batch.global describes the whole batch.
+  virtual void forward(float* out, const float* qkv, const float* slopes, int chunk, const TokenBatch& batch) = 0;
+  // dqkv (N, 3C) += the gradient of the last forward's output applied to dout.
+  virtual void backward(float* dqkv, const float* dout, const float* qkv) = 0;
+};
 
 class Attention {
  public:
@@ -24,6 +36,8 @@ class Attention {
                 const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
+  // Runs linear attention through `op` instead of the local kernel (nullptr: back to the kernel).
+  void set_linear_op(std::unique_ptr<LinearAttentionOp> op) { linear_op_ = std::move(op); }
 
  private:
   Backend* backend_;
@@ -31,6 +45,7 @@ class Attention {
   int H_, D_, chunk_;
   std::vector<float> slopes_;
   Tensor slopes_on_backend_;
+  std::unique_ptr<LinearAttentionOp> linear_op_;
 };
 
 }  // namespace trident

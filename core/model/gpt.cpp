@@ -33,13 +33,22 @@ void GPT::init_weights(uint64_t seed) {
   backend_->upload(params(), p.data(), p.size() * sizeof(float));
 }
 
+void GPT::set_linear_attention_ops(const std::function<std::unique_ptr<LinearAttentionOp>(int layer)>& make_op) {
+  TRIDENT_CHECK(config_.attention == "linear", "sequence-parallel attention ops need linear attention, not {}",
+                config_.attention);
+  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_linear_op(make_op ? make_op(l) : nullptr);
+}
+
 void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }
 
 void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   if (b.num_tokens > max_tokens_)
     throw_runtime_error("batch of {} tokens exceeds the {} the model's activations were sized for", b.num_tokens,
                         max_tokens_);
-  TRIDENT_CHECK(b.num_sequences >= 1 && b.cu_seqlens[0] == 0 && b.cu_seqlens[b.num_sequences] == b.num_tokens,
+  // A slice of a sequence-parallel batch may be empty (fewer tokens than ranks): it still joins its group's ops.
+  const bool empty_slice = b.global != nullptr && b.num_tokens == 0 && b.num_sequences == 0;
+  TRIDENT_CHECK(empty_slice || (b.num_sequences >= 1 && b.cu_seqlens[0] == 0 &&
+                                b.cu_seqlens[b.num_sequences] == b.num_tokens),
                 "malformed cu_seqlens for {} tokens", b.num_tokens);
   TRIDENT_CHECK(!need_targets || b.targets != nullptr, "a training batch needs targets");
   for (int64_t t = 0; t < b.num_tokens; ++t) {

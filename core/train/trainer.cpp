@@ -29,6 +29,7 @@
 #include "core/train/step.h"
 #include "kernels/backends.h"
 #include "parallel/dp/data_parallel.h"
+#include "parallel/lasp/model_op.h"
 
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -56,33 +57,94 @@ void check_supported(const Config& c) {
                        "CUDA kernels take bf16, the model does not use them yet)");
   if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
     throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
-  if (c.parallel.strategy != "auto")
-    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (data parallelism)",
+  if (c.parallel.strategy == "flexsp" || c.parallel.strategy == "atom")
+    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (data parallelism) or 'lasp'",
                        c.parallel.strategy);
+  if (c.parallel.strategy == "lasp") {
+    if (c.model.attention != "linear")
+      throw_config_error("parallel.strategy: 'lasp' parallelises linear attention, but model.attention is '{}' "
+                         "(use model.attention: linear, or parallel.strategy: auto)",
+                         c.model.attention);
+    if (c.device.backend != "cpu")
+      throw_config_error("parallel.strategy: 'lasp' runs on the cpu backend only so far (device.backend is '{}')",
+                         c.device.backend);
+  }
 }
 
-// This rank's share of a global batch (contiguous sequences, token counts balanced across the ranks), cut into
-// its micro-batches; empty pieces are dropped.
-std::vector<Batch> local_micro_batches(const Batch& global, const DataParallel& dp, int64_t micro_batches) {
-  const Batch mine = std::move(split_micro_batches(global, dp.size())[dp.rank()]);
-  std::vector<Batch> out;
-  for (Batch& mb : split_micro_batches(mine, static_cast<int>(micro_batches)))
-    if (mb.num_tokens() > 0) out.push_back(std::move(mb));
+// The ranks as this run lays them out: `replicas` data-parallel copies of a sequence-parallel group of `sp_size`
+// contiguous ranks (without LASP, groups of one: plain data parallelism). Gradients are summed over every rank.
+struct RankLayout {
+  Communicator* sp = nullptr;  // this rank's sequence-parallel group; nullptr without LASP
+  int replicas = 1, replica = 0;
+};
+
+RankLayout rank_layout(const Config& c, Communicator& world) {
+  const int sp_size = c.parallel.strategy == "lasp" ? static_cast<int>(c.parallel.lasp_sp_size) : 1;
+  if (world.size() % sp_size != 0)
+    throw_config_error("parallel.lasp.sp_size = {} does not divide the {} ranks of this run", sp_size, world.size());
+  RankLayout layout{nullptr, world.size() / sp_size, world.rank() / sp_size};
+  if (c.parallel.strategy == "lasp") layout.sp = world.split(layout.replica, world.rank());
+  return layout;
+}
+
+// One micro-batch as this rank runs it: the whole micro-batch, or under LASP this rank's contiguous token slice of
+// it (lasp_shard) together with the whole micro-batch's document boundaries.
+struct LocalBatch {
+  Batch tokens;
+  std::vector<int32_t> global_cu_seqlens;  // empty without sequence parallelism
+  GlobalBatch global;
+  TokenBatch view() {
+    TokenBatch v = trident::view(tokens);
+    if (global_cu_seqlens.empty()) return v;
+    global.cu_seqlens = global_cu_seqlens.data();
+    v.global = &global;
+    return v;
+  }
+};
+
+LocalBatch sp_slice(Batch micro, Communicator& sp) {
+  const LaspShard shard = lasp_shard(micro.cu_seqlens.data(), micro.num_sequences(), micro.num_tokens(), sp.size(),
+                                     sp.rank());
+  LocalBatch local;
+  auto range = [&](const std::vector<int32_t>& v) {
+    return std::vector<int32_t>(v.begin() + shard.begin, v.begin() + shard.end);
+  };
+  local.tokens.tokens = range(micro.tokens);
+  local.tokens.targets = range(micro.targets);
+  local.tokens.positions = range(micro.positions);
+  local.tokens.cu_seqlens = shard.n_pieces() > 0 ? shard.cu_seqlens : std::vector<int32_t>{0};
+  local.global.num_sequences = micro.num_sequences();
+  local.global.num_tokens = micro.num_tokens();
+  local.global_cu_seqlens = std::move(micro.cu_seqlens);
+  return local;
+}
+
+// This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
+// replicas) cut into micro-batches, empty ones dropped; under LASP each micro-batch is then cut into the group's
+// token slices. Every rank of a sequence-parallel group gets the same micro-batches, so they run their ops together.
+std::vector<LocalBatch> local_micro_batches(const Batch& global, const RankLayout& layout, int64_t micro_batches) {
+  const Batch mine = std::move(split_micro_batches(global, layout.replicas)[layout.replica]);
+  std::vector<LocalBatch> out;
+  for (Batch& mb : split_micro_batches(mine, static_cast<int>(micro_batches))) {
+    if (mb.num_tokens() == 0) continue;
+    out.push_back(layout.sp ? sp_slice(std::move(mb), *layout.sp) : LocalBatch{std::move(mb), {}, {}});
+  }
   return out;
 }
 
-std::vector<TokenBatch> views(const std::vector<Batch>& batches) {
+std::vector<TokenBatch> views(std::vector<LocalBatch>& batches) {
   std::vector<TokenBatch> out;
-  for (const Batch& b : batches) out.push_back(view(b));
+  for (LocalBatch& b : batches) out.push_back(b.view());
   return out;
 }
 
-double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, DataParallel& dp) {
+double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, const RankLayout& layout, DataParallel& dp) {
   double totals[2] = {0, 0};  // loss sum, target tokens
   for (int64_t i = 0; i < count; ++i) {
-    for (const Batch& mb : local_micro_batches(eval_batches.batch(i), dp, 1)) {
-      totals[0] += model.forward_loss(view(mb));
-      totals[1] += static_cast<double>(count_targets(view(mb)));
+    std::vector<LocalBatch> micro = local_micro_batches(eval_batches.batch(i), layout, 1);
+    for (const TokenBatch& mb : views(micro)) {
+      totals[0] += model.forward_loss(mb);
+      totals[1] += static_cast<double>(count_targets(mb));
     }
   }
   dp.sum(totals, 2);
@@ -145,6 +207,14 @@ void run_training(const Config& config) {
                        .resource = &backend.memory()});
   GPT model(config.model, config.train.batch_tokens, allocator, backend);
   AdamW optimizer(model.layout(), config.train, allocator, backend);
+  const RankLayout layout = rank_layout(config, world());
+  if (layout.sp) {
+    const LaspVariant variant = config.parallel.lasp_variant == "ring" ? LaspVariant::ring : LaspVariant::allgather;
+    const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);
+    model.set_linear_attention_ops([&](int) { return make_lasp_op(*layout.sp, backend, variant, H, D); });
+    spdlog::info("LASP: {} replica(s) x sequence-parallel groups of {} ranks, {}", layout.replicas,
+                 layout.sp->size(), lasp_variant_name(variant));
+  }
 
   int64_t start_step = 0;
   if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {
@@ -182,9 +252,10 @@ void run_training(const Config& config) {
     const auto start = clock::now();
     const int64_t comm_bytes_before = dp.comm().counters().total_bytes();
     const Batch batch = train_batches.batch(step);
-    const std::vector<Batch> micro = local_micro_batches(batch, dp, config.train.micro_batches);
+    std::vector<LocalBatch> micro = local_micro_batches(batch, layout, config.train.micro_batches);
     const double lr = learning_rate(config.train, step);
-    const StepStats stats = train_step(model, optimizer, views(micro), count_targets(view(batch)), lr, config.train, dp);
+    const StepStats stats =
+        train_step(model, optimizer, views(micro), count_targets(view(batch)), lr, config.train, dp);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     if (!stats.finite) {
       if (config.train.on_nonfinite == "stop")
@@ -205,13 +276,14 @@ void run_training(const Config& config) {
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", dp.size() > 1 ? "dp" : "single"},
+        {"strategy", layout.sp ? "lasp" : (dp.size() > 1 ? "dp" : "single")},
+        {"sp_size", layout.sp ? layout.sp->size() : 1},
         {"world_size", dp.size()},
         {"comm_bytes", dp.comm().counters().total_bytes() - comm_bytes_before},
     };
     const bool last = step + 1 == config.train.steps;
     if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
-      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, dp);
+      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, layout, dp);
       record["eval_loss"] = eval_loss;
       spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
     }
@@ -234,6 +306,7 @@ void run_training(const Config& config) {
   save_model(run_dir / "model_final.safetensors", model);
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
   if (config.sample.tokens > 0 && config.data.kind == "text") {
+    if (layout.sp) model.set_linear_attention_ops({});  // rank 0 samples alone: the local kernels, not its group's
     std::vector<int32_t> prompt;
     for (unsigned char c : config.sample.prompt) prompt.push_back(c);
     std::vector<int32_t> out = generate(model, prompt, config.sample.tokens, config.sample.temperature,

@@ -48,3 +48,26 @@ last_stderr_line() {
   [[ $last == "$prefix"* ]] || fail "last stderr line does not start with '$prefix'"
   for text in "$@"; do [[ $last == *"$text"* ]] || fail "last stderr line lacks '$text'"; done
 }
+
+# ---- under mpirun (oversubscribed, as root) -------------------------------------------------------------------
+# mpi NRANKS CODE ARGS...: `mpirun -np NRANKS trident ARGS` with the exit code checked (at most 120 s).
+mpi() {
+  local n=$1 expected=$2
+  shift 2
+  checks=$((checks + 1))
+  echo "check $checks: mpirun -np $n trident $* -> exit $expected"
+  timeout 120 mpirun -np "$n" "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  [[ $code == "$expected" ]] || fail "exit code $code, expected $expected"
+}
+
+# close A B TOL: two runs' losses agree step by step within relative TOL.
+close() {
+  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY' || fail "losses of $1 and $2 differ beyond $3"
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
+assert len(a) == len(b), (len(a), len(b))
+bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if abs(x - y) > float(sys.argv[3]) * abs(x)]
+assert not bad, bad
+PY
+}

@@ -15,31 +15,6 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversub
 tiny="$configs/tiny_train.yaml"
 base=(--set train.eval_every=0 --set checkpoint.keep=5 --set train.warmup_steps=2)
 
-# mpi NRANKS CODE ARGS...: `mpirun -np NRANKS trident ARGS` with the exit code checked (at most 120 s).
-mpi() {
-  local n=$1 expected=$2
-  shift 2
-  checks=$((checks + 1))
-  echo "check $checks: mpirun -np $n trident $* -> exit $expected"
-  timeout 120 mpirun -np "$n" "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
-  local code=$?
-  [[ $code == "$expected" ]] || fail "exit code $code, expected $expected"
-}
-
-# losses RUN_DIR: the run's losses, one per line, as written (full precision).
-losses() { /usr/bin/python3 -c 'import json,sys; [print(repr(json.loads(l)["loss"])) for l in open(sys.argv[1])]' "$1/metrics.jsonl"; }
-
-# close A B TOL: two runs' losses agree step by step within relative TOL.
-close() {
-  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY' || fail "losses of $1 and $2 differ beyond $3"
-import json, sys
-a, b = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
-assert len(a) == len(b), (len(a), len(b))
-bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if abs(x - y) > float(sys.argv[3]) * abs(x)]
-assert not bad, bad
-PY
-}
-
 # Same losses for 1, 2 and 4 ranks.
 for n in 1 2 4; do mpi "$n" 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/np$n"; done
 close "$tmp/np1" "$tmp/np2" 1e-5

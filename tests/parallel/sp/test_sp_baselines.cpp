@@ -1,0 +1,317 @@
+// The sequence-parallel baselines (DeepSpeed-Ulysses, Ring Attention) against the single-rank kernels on the whole
+// batch. Every rank builds the same global batch, runs the kernel on all of it, and compares its own token shard.
+// Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2 and 4 ranks. Checks use CHECK, never
+// REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/common/error.h"
+#include "kernels/cpu/attention_linear.h"
+#include "kernels/cpu/attention_softmax.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/sp/ring_attention.h"
+#include "parallel/sp/ring_block.h"
+#include "parallel/sp/ulysses.h"
+#include "support/assert_close.h"
+#include "support/random.h"
+
+using namespace trident;
+using namespace trident::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr double kTol = 1e-5;
+constexpr int kChunk = 16;  // linear attention chunk: several chunks per document
+
+// One global batch, identical on every rank, with the single-rank kernels' results on all of it.
+struct Problem {
+  std::string name;
+  std::vector<int32_t> cu;
+  int H, D;
+  std::vector<float> qkv, dout, slopes;
+  // references over the whole batch
+  std::vector<float> out, lse, dqkv;
+
+  int64_t N() const { return cu.back(); }
+  int64_t C() const { return int64_t(H) * D; }
+  SpBatch batch() const { return {cu.data(), int(cu.size()) - 1, N(), H, D}; }
+};
+
+enum class Attention { softmax, linear };
+
+Problem make_problem(const std::vector<int>& lengths, int H, int D, Attention kind) {
+  Problem p;
+  p.name = (kind == Attention::softmax ? "softmax docs {" : "linear docs {");
+  p.cu = {0};
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    p.cu.push_back(p.cu.back() + lengths[i]);
+    p.name += std::to_string(lengths[i]) + (i + 1 == lengths.size() ? "}" : ",");
+  }
+  p.name += " H=" + std::to_string(H) + " D=" + std::to_string(D);
+  p.H = H;
+  p.D = D;
+  const int64_t N = p.N(), C = p.C();
+  p.qkv = random_normal<float>(N * 3 * C, 11);
+  p.dout = random_normal<float>(N * C, 12);
+  p.slopes = random_uniform<float>(H, 13, 0.05, 1.0);
+  p.out.assign(N * C, 0.0f);
+  p.dqkv.assign(N * 3 * C, 0.0f);
+  const int n_seq = int(lengths.size());
+  if (kind == Attention::softmax) {
+    p.lse.assign(H * N, 0.0f);
+    cpu::attention_softmax_forward(p.out.data(), p.lse.data(), p.qkv.data(), p.cu.data(), n_seq, N, H, D);
+    cpu::attention_softmax_backward(p.dqkv.data(), p.dout.data(), p.qkv.data(), p.out.data(), p.lse.data(),
+                                    p.cu.data(), n_seq, N, H, D);
+  } else {
+    cpu::attention_linear_forward(p.out.data(), nullptr, p.qkv.data(), p.slopes.data(), nullptr, p.cu.data(), n_seq,
+                                  N, H, D, kChunk);
+    cpu::attention_linear_backward(p.dqkv.data(), nullptr, p.dout.data(), nullptr, p.qkv.data(), p.slopes.data(),
+                                   nullptr, p.cu.data(), n_seq, N, H, D, kChunk);
+  }
+  return p;
+}
+
+// Rows [begin, end) of a (rows, width) matrix.
+std::vector<float> rows(const std::vector<float>& x, int64_t width, int64_t begin, int64_t end) {
+  return {x.begin() + begin * width, x.begin() + end * width};
+}
+
+// Columns [begin, end) of an (H, N) matrix such as lse.
+std::vector<float> columns(const std::vector<float>& x, int H, int64_t N, int64_t begin, int64_t end) {
+  std::vector<float> y;
+  for (int h = 0; h < H; ++h) y.insert(y.end(), x.begin() + h * N + begin, x.begin() + h * N + end);
+  return y;
+}
+
+// check_close on this rank's shard, and the worst normalised error over the group printed by its rank 0 (every
+// rank calls this in the same order, so the allgather lines up).
+void check_shard(Communicator& comm, const std::string& name, const std::vector<float>& got,
+                 const std::vector<float>& ref) {
+  check_close(name, got, ref, kTol);
+  const double mine = got.size() == ref.size() ? compare(got.data(), ref.data(), got.size()).normalised : 1.0;
+  std::vector<double> all(comm.size());
+  comm.allgather(&mine, all.data(), 1, CommType::f64);
+  if (comm.rank() == 0)
+    std::printf("T=%d %-48s max normalised error %.2e\n", comm.size(), name.c_str(),
+                *std::max_element(all.begin(), all.end()));
+}
+
+// The shard of this rank: [begin, end).
+struct Shard {
+  int64_t begin, end;
+  int64_t n() const { return end - begin; }
+};
+Shard my_shard(Communicator& comm, int64_t N) {
+  return {shard_begin(N, comm.size(), comm.rank()), shard_begin(N, comm.size(), comm.rank() + 1)};
+}
+
+// {37, 1, 100, 5, 64}: documents span ranks at 2 and 4 ranks; one document over all ranks; and N = 3, which leaves
+// a rank with no tokens at 4 ranks.
+const std::vector<std::vector<int>> kPackings = {{37, 1, 100, 5, 64}, {203}, {2, 1}};
+
+void run_ulysses(Communicator& comm, const Problem& p, Attention kind) {
+  const Shard sh = my_shard(comm, p.N());
+  const int64_t C = p.C();
+  const std::vector<float> qkv = rows(p.qkv, 3 * C, sh.begin, sh.end), dout = rows(p.dout, C, sh.begin, sh.end);
+  std::vector<float> out(sh.n() * C), dqkv(sh.n() * 3 * C, 0.0f);
+  UlyssesCache cache;
+  if (kind == Attention::softmax) {
+    ulysses_softmax_forward(comm, out.data(), cache, qkv.data(), p.batch());
+    ulysses_softmax_backward(comm, dqkv.data(), dout.data(), cache, p.batch());
+  } else {
+    ulysses_linear_forward(comm, out.data(), cache, qkv.data(), p.slopes.data(), p.batch(), kChunk);
+    ulysses_linear_backward(comm, dqkv.data(), dout.data(), cache, p.slopes.data(), p.batch(), kChunk);
+  }
+  check_shard(comm, "ulysses " + p.name + " out", out, rows(p.out, C, sh.begin, sh.end));
+  check_shard(comm, "ulysses " + p.name + " dqkv", dqkv, rows(p.dqkv, 3 * C, sh.begin, sh.end));
+}
+
+void run_ring(Communicator& comm, const Problem& p) {
+  const Shard sh = my_shard(comm, p.N());
+  const int64_t C = p.C();
+  const std::vector<float> qkv = rows(p.qkv, 3 * C, sh.begin, sh.end), dout = rows(p.dout, C, sh.begin, sh.end);
+  std::vector<float> out(sh.n() * C), lse(p.H * sh.n()), dqkv(sh.n() * 3 * C, 0.0f);
+  ring_attention_forward(comm, out.data(), lse.data(), qkv.data(), p.batch());
+  ring_attention_backward(comm, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
+  check_shard(comm, "ring " + p.name + " out", out, rows(p.out, C, sh.begin, sh.end));
+  check_shard(comm, "ring " + p.name + " lse", lse, columns(p.lse, p.H, p.N(), sh.begin, sh.end));
+  check_shard(comm, "ring " + p.name + " dqkv", dqkv, rows(p.dqkv, 3 * C, sh.begin, sh.end));
+}
+
+}  // namespace
+
+TEST_CASE("Ulysses softmax attention equals the single-rank kernel", "[sp][mpi]") {
+  for (const auto& lengths : kPackings)
+    for (int D : {8, 16}) run_ulysses(world(), make_problem(lengths, 4, D, Attention::softmax), Attention::softmax);
+}
+
+TEST_CASE("Ulysses linear attention equals the single-rank kernel", "[sp][mpi]") {
+  for (const auto& lengths : kPackings)
+    for (int D : {8, 16}) run_ulysses(world(), make_problem(lengths, 4, D, Attention::linear), Attention::linear);
+}
+
+TEST_CASE("Ring Attention equals the single-rank softmax kernel", "[sp][mpi]") {
+  for (const auto& lengths : kPackings)
+    for (int D : {8, 16}) run_ring(world(), make_problem(lengths, 4, D, Attention::softmax));
+}
+
+TEST_CASE("both baselines use group-relative ranks (strided subgroups)", "[sp][mpi]") {
+  // Groups {0, 2, ...} and {1, 3, ...}: a ring over global rank +-1 would talk to the other group.
+  Communicator* group = world().split(world().rank() % 2, world().rank());
+  const Problem p = make_problem(kPackings[0], 4, 8, Attention::softmax);
+  run_ulysses(*group, p, Attention::softmax);
+  run_ring(*group, p);
+}
+
+TEST_CASE("Ulysses names H and T when the heads do not divide", "[sp][mpi]") {
+  Communicator& comm = world();
+  const Problem p = make_problem(kPackings[0], 3, 8, Attention::softmax);
+  if (3 % comm.size() == 0) {  // a 1-rank group takes any head count
+    run_ulysses(comm, p, Attention::softmax);
+    return;
+  }
+  const Shard sh = my_shard(comm, p.N());
+  std::vector<float> qkv = rows(p.qkv, 3 * p.C(), sh.begin, sh.end), out(sh.n() * p.C());
+  UlyssesCache cache;
+  const std::string t = "T=" + std::to_string(comm.size());
+  CHECK_THROWS_AS(ulysses_softmax_forward(comm, out.data(), cache, qkv.data(), p.batch()), RuntimeError);
+  CHECK_THROWS_WITH(ulysses_softmax_forward(comm, out.data(), cache, qkv.data(), p.batch()),
+                    Contains("H=3") && Contains(t));
+  CHECK_THROWS_WITH(ulysses_linear_forward(comm, out.data(), cache, qkv.data(), p.slopes.data(), p.batch(), kChunk),
+                    Contains("H=3") && Contains(t));
+}
+
+TEST_CASE("a 1-rank group equals the kernels bit for bit, accumulating into dqkv", "[sp][mpi]") {
+  Communicator* alone = world().split(world().rank(), 0);
+  REQUIRE(alone->size() == 1);
+  for (Attention kind : {Attention::softmax, Attention::linear}) {
+    const Problem p = make_problem(kPackings[0], 4, 16, kind);
+    const std::vector<float> seed = random_normal<float>(p.dqkv.size(), 21);  // backward must add to it
+    std::vector<float> ref_dqkv = seed;
+    const int n_seq = int(p.cu.size()) - 1;
+    if (kind == Attention::softmax)
+      cpu::attention_softmax_backward(ref_dqkv.data(), p.dout.data(), p.qkv.data(), p.out.data(), p.lse.data(),
+                                      p.cu.data(), n_seq, p.N(), p.H, p.D);
+    else
+      cpu::attention_linear_backward(ref_dqkv.data(), nullptr, p.dout.data(), nullptr, p.qkv.data(),
+                                     p.slopes.data(), nullptr, p.cu.data(), n_seq, p.N(), p.H, p.D, kChunk);
+
+    std::vector<float> out(p.out.size()), dqkv = seed;
+    UlyssesCache cache;
+    if (kind == Attention::softmax) {
+      ulysses_softmax_forward(*alone, out.data(), cache, p.qkv.data(), p.batch());
+      ulysses_softmax_backward(*alone, dqkv.data(), p.dout.data(), cache, p.batch());
+      CHECK(cache.lse == p.lse);
+    } else {
+      ulysses_linear_forward(*alone, out.data(), cache, p.qkv.data(), p.slopes.data(), p.batch(), kChunk);
+      ulysses_linear_backward(*alone, dqkv.data(), p.dout.data(), cache, p.slopes.data(), p.batch(), kChunk);
+    }
+    CHECK(out == p.out);
+    CHECK(dqkv == ref_dqkv);
+
+    if (kind == Attention::softmax) {
+      std::vector<float> lse(p.lse.size());
+      dqkv = seed;
+      ring_attention_forward(*alone, out.data(), lse.data(), p.qkv.data(), p.batch());
+      ring_attention_backward(*alone, dqkv.data(), p.dout.data(), p.qkv.data(), out.data(), lse.data(), p.batch());
+      CHECK(out == p.out);
+      CHECK(lse == p.lse);
+      CHECK(dqkv == ref_dqkv);
+    }
+  }
+}
+
+// The ring's block math without messages: three query shards, each folding in the key blocks of its own and earlier
+// shards (newest first, as the ring delivers them), and gradients summed per key block. This is the path a
+// multi-rank ring runs, checked here in a plain 1-rank build too.
+TEST_CASE("Ring Attention block math over a simulated 3-rank ring equals the kernel", "[sp]") {
+  for (const auto& lengths : kPackings) {
+    const Problem p = make_problem(lengths, 4, 8, Attention::softmax);
+    const int T = 3, H = p.H, D = p.D;
+    const int64_t N = p.N(), C = p.C();
+    const std::vector<int64_t> bounds = shard_bounds(N, T);
+    std::vector<std::vector<float>> kv(T), dkv(T);
+    for (int r = 0; r < T; ++r) {
+      for (int64_t i = bounds[r]; i < bounds[r + 1]; ++i)
+        kv[r].insert(kv[r].end(), p.qkv.begin() + i * 3 * C + C, p.qkv.begin() + (i + 1) * 3 * C);
+      dkv[r].assign(kv[r].size(), 0.0f);
+    }
+    std::vector<float> out(N * C), dqkv(N * 3 * C, 0.0f), lse_all(H * N);
+    for (int t = 0; t < T; ++t) {
+      const int64_t b = bounds[t], n = bounds[t + 1] - b;
+      const std::vector<int64_t> docs = document_begins(p.batch(), b, b + n);
+      const QueryRows q{p.qkv.data() + b * 3 * C, 3 * C, n, b, docs.data()};
+      OnlineSoftmaxRows state;
+      state.reset(n, H, D);
+      for (int o = t; o >= 0; --o)
+        ring_block_forward(state, q, {kv[o].data(), bounds[o + 1] - bounds[o], bounds[o]}, H, D);
+      std::vector<float> lse(H * n);
+      ring_block_finish(out.data() + b * C, lse.data(), state, n, H, D);
+      for (int h = 0; h < H; ++h)
+        std::copy(lse.begin() + h * n, lse.begin() + (h + 1) * n, lse_all.begin() + h * N + b);
+      const std::vector<float> delta = softmax_delta(out.data() + b * C, p.dout.data() + b * C, n, H, D);
+      for (int o = t; o >= 0; --o)
+        ring_block_backward(dqkv.data() + b * 3 * C, 3 * C, dkv[o].data(), q, p.dout.data() + b * C, lse.data(),
+                            delta.data(), {kv[o].data(), bounds[o + 1] - bounds[o], bounds[o]}, H, D);
+    }
+    for (int r = 0; r < T; ++r)
+      for (int64_t i = bounds[r]; i < bounds[r + 1]; ++i)
+        for (int64_t c = 0; c < 2 * C; ++c) dqkv[i * 3 * C + C + c] += dkv[r][(i - bounds[r]) * 2 * C + c];
+    check_close(p.name + " block out", out, p.out, kTol);
+    check_close(p.name + " block lse", lse_all, p.lse, kTol);
+    check_close(p.name + " block dqkv", dqkv, p.dqkv, kTol);
+  }
+}
+
+// Bytes per rank from the communicator's counters, equal to each method's formula, and doubling with N. The
+// numbers are printed for the record.
+TEST_CASE("bytes per rank: Ulysses and Ring both grow linearly with N", "[sp][mpi]") {
+  Communicator& comm = world();
+  const int T = comm.size(), t = comm.rank();
+  std::vector<SpTraffic> ulysses, ring;
+  for (int scale : {1, 2}) {  // N = 240 and 480: every shard is N/T tokens at T = 1, 2, 4
+    std::vector<int> lengths = {37, 1, 100, 5, 64, 33};
+    for (int& len : lengths) len *= scale;
+    const Problem p = make_problem(lengths, 4, 16, Attention::softmax);
+    const Shard sh = my_shard(comm, p.N());
+    const int64_t C = p.C();
+    const std::vector<float> qkv = rows(p.qkv, 3 * C, sh.begin, sh.end), dout = rows(p.dout, C, sh.begin, sh.end);
+    std::vector<float> out(sh.n() * C), lse(p.H * sh.n()), dqkv(sh.n() * 3 * C, 0.0f);
+
+    auto measure = [&](auto&& op) {
+      comm.barrier();
+      comm.reset_counters();
+      op();
+      return comm.counters().total_bytes();
+    };
+    UlyssesCache cache;
+    SpTraffic u, r;
+    u.forward = measure([&] { ulysses_softmax_forward(comm, out.data(), cache, qkv.data(), p.batch()); });
+    u.backward = measure([&] { ulysses_softmax_backward(comm, dqkv.data(), dout.data(), cache, p.batch()); });
+    r.forward = measure([&] { ring_attention_forward(comm, out.data(), lse.data(), qkv.data(), p.batch()); });
+    r.backward = measure([&] {
+      ring_attention_backward(comm, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
+    });
+    const SpTraffic u_want = ulysses_traffic(p.N(), T, t, p.H, p.D);
+    const SpTraffic r_want = ring_attention_traffic(p.N(), T, t, p.H, p.D);
+    CHECK(u.forward == u_want.forward);
+    CHECK(u.backward == u_want.backward);
+    CHECK(r.forward == r_want.forward);
+    CHECK(r.backward == r_want.backward);
+    if (t == 0)
+      std::printf("T=%d N=%lld C=%lld bytes/rank: ulysses fwd %lld bwd %lld; ring fwd %lld bwd %lld\n", T,
+                  (long long)p.N(), (long long)C, (long long)u.forward, (long long)u.backward, (long long)r.forward,
+                  (long long)r.backward);
+    ulysses.push_back(u);
+    ring.push_back(r);
+  }
+  CHECK(ulysses[1].forward == 2 * ulysses[0].forward);
+  CHECK(ulysses[1].backward == 2 * ulysses[0].backward);
+  CHECK(ring[1].forward == 2 * ring[0].forward);
+  CHECK(ring[1].backward == 2 * ring[0].backward);
+}
