@@ -2,8 +2,9 @@
 // LASP: sequence parallelism for causal linear attention with decay (papers.md §1–§2; README.md in this folder).
 //
 // An SP group of T ranks (a Communicator) jointly holds one packed batch of N tokens. The global cu_seqlens is the
-// same on every rank; rank t holds the contiguous tokens [lasp_split(N,T,t), lasp_split(N,T,t+1)), so it may hold
-// the tail of one document, whole documents and the head of another, and a document may span several ranks.
+// same on every rank; rank t holds the contiguous tokens [shard_begin(N,T,t), shard_begin(N,T,t+1)) (the layout
+// every sequence-parallel method shares, parallel/sp/shard.h), so it may hold the tail of one document, whole
+// documents and the head of another, and a document may span several ranks.
 // Each rank computes its tokens with the single-rank kernel from a zero state, then exchanges fp32 D x D states
 // (one per head) of the ONE document crossing each rank boundary: LASP-1 passes them along a ring (prev = rank-1,
 // next = rank+1, no wrap), LASP-2 allgathers every rank's boundary state and combines them locally. The result
@@ -25,9 +26,6 @@ namespace trident {
 
 enum class LaspVariant : uint8_t { ring, allgather };  // LASP-1, LASP-2
 const char* lasp_variant_name(LaspVariant variant);     // "lasp1_ring", "lasp2_allgather"
-
-// First global token of rank t of T (t = T gives N): floor(N * t / T), so shares differ by at most one token.
-int64_t lasp_split(int64_t N, int T, int t);
 
 // One rank's view of the packed batch.
 struct LaspShard {

@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "parallel/lasp/lasp.h"
+#include "parallel/sp/shard.h"
 
 namespace trident {
 
@@ -25,15 +26,14 @@ const char* lasp_variant_name(LaspVariant variant) {
   return variant == LaspVariant::ring ? "lasp1_ring" : "lasp2_allgather";
 }
 
-int64_t lasp_split(int64_t N, int T, int t) { return N * t / T; }
 
 LaspShard lasp_shard(const int32_t* cu_seqlens, int n_seq, int64_t N, int T, int rank) {
   TRIDENT_CHECK(T >= 1 && rank >= 0 && rank < T && n_seq >= 0, "T={} rank={} n_seq={}", T, rank, n_seq);
   TRIDENT_CHECK(cu_seqlens[0] == 0 && cu_seqlens[n_seq] == N, "cu_seqlens spans [{}, {}), N={}", cu_seqlens[0],
                 cu_seqlens[n_seq], N);
   LaspShard s;
-  s.begin = lasp_split(N, T, rank);
-  s.end = lasp_split(N, T, rank + 1);
+  s.begin = shard_begin(N, T, rank);
+  s.end = shard_begin(N, T, rank + 1);
   s.cu_seqlens = {0};
   for (int d = 0; d < n_seq; ++d) {
     const int64_t lo = std::max<int64_t>(cu_seqlens[d], s.begin), hi = std::min<int64_t>(cu_seqlens[d + 1], s.end);

@@ -14,6 +14,7 @@
 #include "kernels/shared/decay.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/lasp/lasp.h"
+#include "parallel/sp/shard.h"
 #include "support/assert_close.h"
 #include "support/random.h"
 
@@ -66,8 +67,8 @@ Result kernel_result(const Batch& b, int chunk) {
 std::vector<float> gather_rows(Communicator& sp, const std::vector<float>& mine, int64_t N, int64_t width) {
   std::vector<int64_t> counts(sp.size()), displs(sp.size());
   for (int r = 0; r < sp.size(); ++r) {
-    displs[r] = lasp_split(N, sp.size(), r) * width;
-    counts[r] = lasp_split(N, sp.size(), r + 1) * width - displs[r];
+    displs[r] = shard_begin(N, sp.size(), r) * width;
+    counts[r] = shard_begin(N, sp.size(), r + 1) * width - displs[r];
   }
   std::vector<float> all(N * width);
   sp.allgatherv(mine.data(), std::ssize(mine), all.data(), counts, displs, CommType::f32);
@@ -76,7 +77,7 @@ std::vector<float> gather_rows(Communicator& sp, const std::vector<float>& mine,
 
 // The op on this rank's tokens; returns the gathered global result. Counters of `sp` cover only the op.
 Result lasp_result(Communicator& sp, const Batch& b, int chunk, LaspVariant variant, CommCounters* traffic = nullptr) {
-  const int64_t begin = lasp_split(b.N(), sp.size(), sp.rank()), end = lasp_split(b.N(), sp.size(), sp.rank() + 1);
+  const int64_t begin = shard_begin(b.N(), sp.size(), sp.rank()), end = shard_begin(b.N(), sp.size(), sp.rank() + 1);
   const int64_t n = end - begin, C = b.C();
   std::vector<float> qkv(b.qkv.begin() + begin * 3 * C, b.qkv.begin() + end * 3 * C);
   std::vector<float> dout(b.dout.begin() + begin * C, b.dout.begin() + end * C);
