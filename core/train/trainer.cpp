@@ -205,9 +205,12 @@ void run_training(const Config& config) {
   Allocator allocator({.name = backend.name(),
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
-  GPT model(config.model, config.train.batch_tokens, allocator, backend);
-  AdamW optimizer(model.layout(), config.train, allocator, backend);
   const RankLayout layout = rank_layout(config, world());
+  // A micro-batch holds at most train.batch_tokens tokens; under LASP a rank holds at most 1/sp_size of one, so its
+  // activations (what bounds the longest sequence) shrink with the group.
+  const int64_t sp_size = layout.sp ? layout.sp->size() : 1;
+  GPT model(config.model, (config.train.batch_tokens + sp_size - 1) / sp_size, allocator, backend);
+  AdamW optimizer(model.layout(), config.train, allocator, backend);
   if (layout.sp) {
     const LaspVariant variant = config.parallel.lasp_variant == "ring" ? LaspVariant::ring : LaspVariant::allgather;
     const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);

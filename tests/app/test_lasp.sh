@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # LASP end to end under mpirun (oversubscribed): sequence-parallel training of a linear-attention model gives the
 # single-rank loss curve (sp = 4; dp 2 x sp 2; sp = 3 with LASP-2 and evaluation), resumes bit for bit from its own
-# checkpoint, and bad layouts are configuration errors.
+# checkpoint, fits a batch in a memory budget that one rank cannot, samples text at the end, and bad layouts are
+# configuration errors.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_lasp.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_lasp.sh CONFIG_DIR}
@@ -48,6 +49,14 @@ a = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1]))}
 b = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2]))}
 assert sorted(b) == list(range(10, 20)) and all(a[s] == b[s] for s in b), [(s, a[s], b[s]) for s in b]
 PY
+
+# Activations per rank shrink with the group: a 16K-token batch needs ~190 MiB on one rank, ~50 MiB per rank at
+# sp = 4, so a 0.1 GiB budget refuses the first (naming the budget) and trains the second.
+long=(--set train.batch_tokens=16384 --set model.max_seq_len=4096 --set train.steps=2 --set train.warmup_steps=1
+      --set device.memory_gb=0.1)
+run 1 train "$tiny" "${base[@]}" "${long[@]}" --set run.dir="$tmp/long1"
+grep -q "memory budget exceeded" "$tmp/err" || fail "one rank did not run out of its budget"
+mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${long[@]}" --set parallel.lasp.sp_size=4 --set run.dir="$tmp/long4"
 
 # Byte-level text with sampling at the end: rank 0 generates alone, with the local kernels instead of its group's.
 for i in $(seq 1 200); do printf 'the quick brown fox %d jumps over the lazy dog\n%%\n' "$i"; done >"$tmp/corpus.txt"
