@@ -96,9 +96,8 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
                  int world_size) {
   save_model(dir / "model.safetensors", model);
   test_delay_hook();
-  // AdamW has no const accessors; the moments are only read here.
-  AdamW& adam = const_cast<AdamW&>(optimizer);
-  const HostFloats m(adam.backend(), adam.m(), adam.size()), v(adam.backend(), adam.v(), adam.size());
+  const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
+  const HostFloats v(optimizer.backend(), optimizer.v(), optimizer.size());
   const int64_t adam_steps = optimizer.steps_taken();
   write_safetensors(dir / "optimizer.safetensors",
                     {{"m", StDType::F32, {optimizer.size()}, m.data()},

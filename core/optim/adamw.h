@@ -24,6 +24,8 @@ class AdamW {
   void set_steps_taken(int64_t steps) { steps_ = steps; }
   float* m() { return m_.data<float>(); }
   float* v() { return v_.data<float>(); }
+  const float* m() const { return m_.data<float>(); }
+  const float* v() const { return v_.data<float>(); }
   int64_t size() const { return m_.numel(); }
   Backend& backend() const { return *backend_; }
 
