@@ -1,4 +1,6 @@
-// trident bench gemm|kernels [--backend cpu|cuda]|step|comm [--json]: measurements printed as a table (or JSON lines).
+// trident bench gemm|kernels [--backend cpu|cuda]|step|comm|sp [--json]: measurements as a table (or JSON lines).
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +49,29 @@ void add_bench_command(CLI::App& app) {
   CLI::App* comm = cmd->add_subcommand(
       "comm", "Under mpirun: send/recv, allreduce, allgather and alltoall latency and bandwidth per group size");
   comm->fallthrough()->callback([options] { bench::run_comm(*options); });
+
+  CLI::App* sp = cmd->add_subcommand(
+      "sp", "Under mpirun: LASP-1, LASP-2, Ulysses and Ring Attention, one attention layer forward + backward per "
+            "group size T and length N: ms, tokens/s, bytes sent per rank");
+  auto lengths = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{4096, 8192, 16384, 32768, 65536});
+  auto max_case_seconds = std::make_shared<double>(2.0);
+  auto budget_gib = std::make_shared<double>(0.0);
+  sp->add_option("--lengths", *lengths, "Sequence lengths N, comma-separated (default 4096,8192,...,65536)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}));  // cu_seqlens are int32
+  sp->add_option("--max-case-seconds", *max_case_seconds,
+                 "Skip a method's longer lengths once a case (warm-up + 3 calls) is predicted to take longer "
+                 "(default 2)")
+      ->check(CLI::PositiveNumber);
+  sp->add_option("--max-length-budget", *budget_gib,
+                 "Instead of timing: the longest N per method and T whose one-layer buffers fit GIB per rank")
+      ->check(CLI::PositiveNumber);
+  sp->fallthrough()->callback([options, lengths, max_case_seconds, budget_gib] {
+    std::vector<int64_t> sorted = *lengths;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    bench::run_sp(*options, sorted, *max_case_seconds, *budget_gib);
+  });
 }
 
 }  // namespace trident::app

@@ -1,5 +1,6 @@
 #pragma once
 // Benchmarks: measured side by side in one run, printed as a table or JSON lines. Never used by tests.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ void run_kernels_cuda(const Options& options);
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides);
 // Under mpirun: communicator latency and bandwidth per group size (fixed iteration counts; --repeat is not used).
 void run_comm(const Options& options);
+// Under mpirun: sequence-parallel attention methods, one layer forward + backward per group size and length
+// (app/bench/sp.cpp); with max_length_budget_gib > 0, the longest length per method that fits that per-rank budget.
+void run_sp(const Options& options, const std::vector<int64_t>& lengths, double max_case_seconds,
+            double max_length_budget_gib);
 
 
 }  // namespace trident::bench

@@ -58,4 +58,10 @@ else
   stderr_line "trident: error: bench kernels --backend cuda:"
 fi
 
+# bench sp: a 1-rank world runs the T = 1 kernels only; a bad --lengths value is a usage error
+run 0 bench sp --lengths 256 --repeat 0.01
+stdout_has "sequence-parallel attention" "| kernel " "linear" "softmax"
+run 2 bench sp --lengths 256,abc
+stderr_line "trident: usage error:" "--lengths"
+
 echo "all $checks checks passed"

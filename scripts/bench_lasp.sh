@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Sequence-parallel attention side by side: runs `trident bench sp` under mpirun (LASP-1, LASP-2, Ulysses for
+# linear attention; Ulysses and Ring Attention for softmax; one attention layer forward + backward, group sizes T =
+# 1, 2, 4, 8 of the ranks) and `trident bench sp --max-length-budget`, then writes OUT/bench_lasp.md (bytes per rank
+# vs N at T = 4 and 8, tokens/s, longest N per T) and OUT/bench_lasp.png (bytes per rank vs N, log-log).
+#   bash scripts/bench_lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
+#                              [--out DIR]
+# Defaults: 8 ranks, N = 1K..64K (softmax needs the short ones), 1 GiB per rank, 2 s per case (warm-up + 3 calls;
+# a method's longer lengths are skipped past it), OUT = runs/bench_lasp; about 1 minute on 2 cores.
+# Builds nothing: TRIDENT names the binary (default build/trident). TIMEOUT_S bounds each mpirun (default 600).
+# Every rank runs 1 OpenMP thread; with more ranks than cores the times measure oversubscription, while the bytes
+# (communicator counters) and the longest lengths (allocations against a budget) do not depend on the machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+die() { echo "bench_lasp.sh: $*" >&2; exit 2; }
+is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
+is_positive() { [[ $1 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && [[ ! $1 =~ ^[0.]+$ ]]; }
+
+invocation=""
+if (($#)); then invocation=$(printf ' %q' "$@"); fi
+ranks=8
+lengths=1024,2048,4096,8192,16384,32768,65536
+budget=1
+max_case=2
+out=runs/bench_lasp
+while (($#)); do
+  case $1 in
+    --ranks) (($# >= 2)) || die "--ranks needs a number"; ranks=$2; shift 2 ;;
+    --lengths) (($# >= 2)) || die "--lengths needs a list, e.g. --lengths 4096,16384"; lengths=$2; shift 2 ;;
+    --budget) (($# >= 2)) || die "--budget needs GiB per rank"; budget=$2; shift 2 ;;
+    --max-case-seconds) (($# >= 2)) || die "--max-case-seconds needs seconds"; max_case=$2; shift 2 ;;
+    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+is_count "$ranks" || die "--ranks: '$ranks' is not a positive whole number"
+[[ $lengths =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths: '$lengths' is not a comma-separated list of positive whole numbers"
+is_positive "$budget" || die "--budget: '$budget' is not a positive number of GiB"
+is_positive "$max_case" || die "--max-case-seconds: '$max_case' is not a positive number of seconds"
+timeout_s=${TIMEOUT_S:-600}
+is_count "$timeout_s" || die "TIMEOUT_S: '$timeout_s' is not a positive whole number of seconds"
+trident=${TRIDENT:-build/trident}
+[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+command -v mpirun >/dev/null || die "mpirun not found (scripts/install-deps.sh installs Open MPI)"
+mkdir -p "$out"
+cores=$(nproc)  # before OMP_NUM_THREADS=1: GNU nproc honours it
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMP_NUM_THREADS=1
+# run NAME ARGS...: trident bench --json sp ARGS under mpirun; JSON lines to OUT/NAME.jsonl
+run() {
+  local name=$1 rc=0
+  shift
+  echo "bench_lasp.sh: mpirun -np $ranks trident bench --json sp $* -> $out/$name.jsonl" >&2
+  timeout "$timeout_s" mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+    "$trident" bench --json sp "$@" >"$out/$name.out" 2>"$out/$name.err" || rc=$?
+  if ((rc != 0)); then
+    tail -n 20 "$out/$name.err" >&2
+    ((rc == 124)) && echo "bench_lasp.sh: timed out after ${timeout_s}s (TIMEOUT_S)" >&2
+    echo "bench_lasp.sh: mpirun failed (exit $rc); output in $out/$name.out, $out/$name.err" >&2
+    exit 1
+  fi
+  grep '^{' "$out/$name.out" >"$out/$name.jsonl" || true
+}
+start=$EPOCHREALTIME
+run timing --lengths "$lengths" --max-case-seconds "$max_case"
+run max_length --max-length-budget "$budget"
+wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
+
+/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "bash scripts/bench_lasp.sh$invocation" <<'PY'
+import json, sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+out, ranks, cores, wall, budget, command = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
+    sys.argv[5], sys.argv[6]
+
+def load(name):
+    rows = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
+    if not rows:
+        sys.exit(f"bench_lasp.sh: {out}/{name}.jsonl is empty; see {out}/{name}.out")
+    for r in rows:
+        r["T"], r["N"] = int(r["T"]), int(r["N"])
+    return rows
+
+timing, longest = load("timing"), load("max_length")
+for r in timing:
+    r["bytes"] = int(r["bytes/rank"])
+label = lambda r: r["method"] if r["method"] != "ulysses" else f"ulysses ({r['attention']})"
+methods = list(dict.fromkeys(label(r) for r in timing if r["T"] > 1))
+lengths = sorted({r["N"] for r in timing})
+Ts = sorted({r["T"] for r in timing})
+by = {(label(r), r["T"], r["N"]): r for r in timing}
+dash = "—"
+
+md = [f"# Sequence-parallel attention: LASP-1, LASP-2, Ulysses, Ring Attention", "",
+      f"`{command}`: {ranks} ranks on {cores} core(s) (1 OpenMP thread each), {wall} s wall. One attention layer "
+      "forward + backward on one document of N tokens, H = 8, D = 64, chunk 64, fp32. Groups of T consecutive "
+      "ranks all run at once.", "",
+      f"**Timings are dominated by oversubscription** ({ranks} ranks on {cores} cores) and say little about the "
+      "methods; the bytes (communicator counters) and the longest lengths (allocations against a budget) are what "
+      "this machine measures honestly. A method's longer lengths are skipped (—) once a case is predicted to take "
+      "over --max-case-seconds.", ""]
+
+for T in [t for t in (4, 8) if t in Ts]:
+    md += [f"## Bytes sent per rank (forward + backward, one layer), T = {T}", "",
+           "| N | " + " | ".join(methods) + " | ulysses/lasp2 (linear) |",
+           "|---|" + "---|" * (len(methods) + 1)]
+    for N in lengths:
+        cells = [f"{by[(m, T, N)]['bytes']:,}" if (m, T, N) in by else dash for m in methods]
+        u, l = by.get(("ulysses (linear)", T, N)), by.get(("lasp2_allgather", T, N))
+        cells.append(f"{u['bytes'] / l['bytes']:.0f}x" if u and l and l["bytes"] else dash)
+        md.append(f"| {N} | " + " | ".join(cells) + " |")
+    for m in ("lasp1_ring", "lasp2_allgather"):
+        seen = sorted({by[k]["bytes"] for k in by if k[0] == m and k[1] == T})
+        verdict = "constant in N" if len(seen) == 1 else f"NOT constant in N: {seen}"
+        md.append(f"\n{m} at T = {T}: {verdict}.")
+    md.append("")
+
+md += ["## Tokens/s (N / median time of forward + backward, slowest rank)", "",
+       "| method | attention | T | " + " | ".join(str(N) for N in lengths) + " |",
+       "|---|---|---|" + "---|" * len(lengths)]
+for key in dict.fromkeys((r["method"], r["attention"], r["T"]) for r in timing):
+    row = {r["N"]: r for r in timing if (r["method"], r["attention"], r["T"]) == key}
+    cells = [f"{row[N]['tokens/s']:,.0f}" if N in row else dash for N in lengths]
+    md.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+md.append("")
+
+lT = sorted({r["T"] for r in longest})
+md += [f"## Longest N at {budget} GiB per rank (one layer's forward + backward buffers)", "",
+       "| method | attention | " + " | ".join(f"T = {T}" for T in lT) + f" | growth T = 1 -> {lT[-1]} |",
+       "|---|---|" + "---|" * (len(lT) + 1)]
+base = {r["attention"]: r["N"] for r in longest if r["T"] == 1}
+for key in dict.fromkeys((r["method"], r["attention"]) for r in longest if r["T"] > 1):
+    row = {r["T"]: r["N"] for r in longest if (r["method"], r["attention"]) == key}
+    row[1] = base[key[1]]  # T = 1 is the kernel
+    cells = [f"{row[T]:,}" if T in row else dash for T in lT]
+    growth = f"{row[lT[-1]] / row[1]:.2f}x" if lT[-1] in row and row[1] else dash
+    md.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {growth} |")
+md += ["", "T = 1 is the plain kernel. Counted per rank: qkv, out, dout, dqkv, and each method's own buffers at its "
+       "peak (LASP: D×D states and gathered states; Ulysses: head-sharded qkv/out/lse, dout/dqkv and all-to-all "
+       "buffers; Ring: K/V blocks in flight, dK/dV accumulators, lse, online-softmax state); the exact list is at "
+       "`Needs` in app/bench/sp.cpp. Weights, other layers' activations and O(tile) scratch are not counted.", ""]
+
+report = "\n".join(md)
+(out / "bench_lasp.md").write_text(report + "\n")
+print(report)
+
+fig, ax = plt.subplots(figsize=(8, 5))
+for T in sorted(({max(Ts), 4} & set(Ts)) - {1}, reverse=True):  # the largest T solid, T = 4 dashed
+    for i, m in enumerate(methods):
+        pts = [(N, by[(m, T, N)]["bytes"]) for N in lengths if (m, T, N) in by]
+        if pts:
+            ax.plot(*zip(*pts), "-" if T == max(Ts) else "--", marker="o", color=f"C{i}", label=f"{m}, T = {T}")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("sequence length N (tokens)")
+ax.set_ylabel("bytes sent per rank (forward + backward, one layer)")
+ax.set_title("Sequence-parallel attention traffic, H = 8, D = 64, fp32")
+ax.grid(alpha=0.3, which="both")
+ax.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(out / "bench_lasp.png", dpi=120)
+print(f"bench_lasp.sh: wrote {out}/bench_lasp.md and {out}/bench_lasp.png")
+PY
