@@ -68,7 +68,8 @@ struct DataConfig {
 
 struct ParallelConfig {
   std::string strategy = "auto";  // auto | lasp | flexsp | atom
-  int64_t lasp_sp_size = 1;             // parallel.lasp.sp_size: ranks per sequence-parallel group
+  std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy lasp runs)
+  int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
   std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2)
 
   bool operator==(const ParallelConfig&) const = default;

@@ -22,11 +22,14 @@ Attention::Attention(const ModelConfig& config, int layer, Backend& backend, All
 
 void Attention::forward(LayerActivations& l, const TokenBatch& b) const {
   if (!linear_) {
-    backend_->attention_softmax_forward(l.att, l.lse, l.qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
+    if (op_)
+      op_->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
+    else
+      backend_->attention_softmax_forward(l.att, l.lse, l.qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
     return;
   }
-  if (linear_op_)
-    linear_op_->forward(l.o, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
+  if (op_)
+    op_->forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
   else
     backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr, b.cu_seqlens,
                                        b.num_sequences, b.num_tokens, H_, D_, chunk_);
@@ -36,6 +39,10 @@ void Attention::forward(LayerActivations& l, const TokenBatch& b) const {
 void Attention::backward(float* dqkv, const float* datt, float* scratch, const LayerActivations& l,
                          const TokenBatch& b) const {
   if (!linear_) {
+    if (op_) {
+      op_->backward(dqkv, datt, l.qkv, l.att, l.lse);
+      return;
+    }
     backend_->attention_softmax_backward(dqkv, datt, l.qkv, l.att, l.lse, b.cu_seqlens, b.num_sequences, b.num_tokens,
                                          H_, D_);
     return;
@@ -43,8 +50,8 @@ void Attention::backward(float* dqkv, const float* datt, float* scratch, const L
   float* d_o = scratch;
   backend_->fill(d_o, b.num_tokens * H_ * D_, 0.0f);
   backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
-  if (linear_op_)
-    linear_op_->backward(dqkv, d_o, l.qkv);
+  if (op_)
+    op_->backward(dqkv, d_o, l.qkv, l.o, nullptr);
   else
     backend_->attention_linear_backward(dqkv, nullptr, d_o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr,
                                         b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_, chunk_);

@@ -13,15 +13,21 @@
 
 namespace trident {
 
-// A replacement for one layer's linear attention op (qkv -> o, before the per-head RMSNorm) that spans several
-// ranks: sequence parallelism (parallel/lasp) implements it. Backward follows the forward of the same batch.
-class LinearAttentionOp {
+// A replacement for one layer's attention kernel call that spans several ranks: sequence parallelism implements it
+// (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax).
+// Each op sees this rank's tokens only; batch.global describes the whole batch. Backward follows the forward of the
+// same batch, so an op may keep what it needs from that forward.
+class AttentionOp {
  public:
-  virtual ~LinearAttentionOp() = default;
-  // out (N, C) from qkv (N, 3C) of this rank's tokens; batch.global describes the whole batch.
-  virtual void forward(float* out, const float* qkv, const float* slopes, int chunk, const TokenBatch& batch) = 0;
-  // dqkv (N, 3C) += the gradient of the last forward's output applied to dout.
-  virtual void backward(float* dqkv, const float* dout, const float* qkv) = 0;
+  virtual ~AttentionOp() = default;
+  // out (N, C) from qkv (N, 3C). softmax: lse (H, N) of this rank's tokens, as the kernel saves it (an op that keeps
+  // its own may leave it unwritten), slopes nullptr. linear: out is before the per-head RMSNorm, lse nullptr, slopes
+  // (H) and chunk are the layer's.
+  virtual void forward(float* out, float* lse, const float* qkv, const float* slopes, int chunk,
+                       const TokenBatch& batch) = 0;
+  // dqkv (N, 3C) += the gradient of the last forward applied to dout; out and lse are that forward's (lse nullptr
+  // for linear attention).
+  virtual void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) = 0;
 };
 
 class Attention {
@@ -36,8 +42,8 @@ class Attention {
                 const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
-  // Runs linear attention through `op` instead of the local kernel (nullptr: back to the kernel).
-  void set_linear_op(std::unique_ptr<LinearAttentionOp> op) { linear_op_ = std::move(op); }
+  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel).
+  void set_op(std::unique_ptr<AttentionOp> op) { op_ = std::move(op); }
 
  private:
   Backend* backend_;
@@ -45,7 +51,7 @@ class Attention {
   int H_, D_, chunk_;
   std::vector<float> slopes_;
   Tensor slopes_on_backend_;
-  std::unique_ptr<LinearAttentionOp> linear_op_;
+  std::unique_ptr<AttentionOp> op_;
 };
 
 }  // namespace trident

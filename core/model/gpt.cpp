@@ -33,10 +33,8 @@ void GPT::init_weights(uint64_t seed) {
   backend_->upload(params(), p.data(), p.size() * sizeof(float));
 }
 
-void GPT::set_linear_attention_ops(const std::function<std::unique_ptr<LinearAttentionOp>(int layer)>& make_op) {
-  TRIDENT_CHECK(config_.attention == "linear", "sequence-parallel attention ops need linear attention, not {}",
-                config_.attention);
-  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_linear_op(make_op ? make_op(l) : nullptr);
+void GPT::set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op) {
+  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_op(make_op ? make_op(l) : nullptr);
 }
 
 void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }

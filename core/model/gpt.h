@@ -38,9 +38,9 @@ class GPT {
 
   // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
   // order: data parallelism starts reducing a range while backward goes on with the next. Empty: no calls.
-  // Sequence parallelism: each linear-attention layer runs through make_op(layer) instead of the local kernel
-  // (an empty function restores the kernel). Batches then carry `global`.
-  void set_linear_attention_ops(const std::function<std::unique_ptr<LinearAttentionOp>(int layer)>& make_op);
+  // Sequence parallelism: each layer's attention runs through make_op(layer) instead of the local kernel (an empty
+  // function restores the kernels). Batches then carry `global`.
+  void set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op);
 
   using GradReadyHook = std::function<void(int64_t offset, int64_t numel)>;
   void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }

@@ -30,6 +30,7 @@
 #include "kernels/backends.h"
 #include "parallel/dp/data_parallel.h"
 #include "parallel/lasp/model_op.h"
+#include "parallel/sp/model_op.h"
 
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -61,10 +62,20 @@ void check_supported(const Config& c) {
     throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (data parallelism) or 'lasp'",
                        c.parallel.strategy);
   if (c.parallel.strategy == "lasp") {
-    if (c.model.attention != "linear")
-      throw_config_error("parallel.strategy: 'lasp' parallelises linear attention, but model.attention is '{}' "
-                         "(use model.attention: linear, or parallel.strategy: auto)",
+    const std::string& method = c.parallel.sp_method;
+    if (method == "lasp" && c.model.attention != "linear")
+      throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
+                         "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
+                         "ring, or parallel.strategy: auto)",
                          c.model.attention);
+    if (method == "ring" && c.model.attention != "softmax")
+      throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
+                         "'{}' (use parallel.sp.method: lasp or ulysses)",
+                         c.model.attention);
+    if (method == "ulysses" && c.model.n_head % c.parallel.sp_size != 0)
+      throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
+                         "does not divide by parallel.sp.size = {}",
+                         c.model.n_head, c.parallel.sp_size);
     if (c.device.backend != "cpu")
       throw_config_error("parallel.strategy: 'lasp' runs on the cpu backend only so far (device.backend is '{}')",
                          c.device.backend);
@@ -72,23 +83,25 @@ void check_supported(const Config& c) {
 }
 
 // The ranks as this run lays them out: `replicas` data-parallel copies of a sequence-parallel group of `sp_size`
-// contiguous ranks (without LASP, groups of one: plain data parallelism). Gradients are summed over every rank.
+// contiguous ranks (without sequence parallelism, groups of one: plain data parallelism). Gradients are summed over
+// every rank.
 struct RankLayout {
-  Communicator* sp = nullptr;  // this rank's sequence-parallel group; nullptr without LASP
+  Communicator* sp = nullptr;  // this rank's sequence-parallel group; nullptr without sequence parallelism
   int replicas = 1, replica = 0;
 };
 
 RankLayout rank_layout(const Config& c, Communicator& world) {
-  const int sp_size = c.parallel.strategy == "lasp" ? static_cast<int>(c.parallel.lasp_sp_size) : 1;
+  const int sp_size = c.parallel.strategy == "lasp" ? static_cast<int>(c.parallel.sp_size) : 1;
   if (world.size() % sp_size != 0)
-    throw_config_error("parallel.lasp.sp_size = {} does not divide the {} ranks of this run", sp_size, world.size());
+    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world.size());
   RankLayout layout{nullptr, world.size() / sp_size, world.rank() / sp_size};
   if (c.parallel.strategy == "lasp") layout.sp = world.split(layout.replica, world.rank());
   return layout;
 }
 
-// One micro-batch as this rank runs it: the whole micro-batch, or under LASP this rank's contiguous token slice of
-// it (lasp_shard) together with the whole micro-batch's document boundaries.
+// One micro-batch as this rank runs it: the whole micro-batch, or under sequence parallelism this rank's contiguous
+// token slice of it (lasp_shard: the layout of parallel/sp/shard.h, shared by all three methods) together with the
+// whole micro-batch's document boundaries.
 struct LocalBatch {
   Batch tokens;
   std::vector<int32_t> global_cu_seqlens;  // empty without sequence parallelism
@@ -111,6 +124,8 @@ LocalBatch sp_slice(Batch micro, Communicator& sp) {
   };
   local.tokens.tokens = range(micro.tokens);
   local.tokens.targets = range(micro.targets);
+  // Each token's index inside its document, as in the whole micro-batch: a slice starting mid-document keeps its
+  // tokens' true positions (what learned position embeddings read), not its local piece offsets.
   local.tokens.positions = range(micro.positions);
   local.tokens.cu_seqlens = shard.n_pieces() > 0 ? shard.cu_seqlens : std::vector<int32_t>{0};
   local.global.num_sequences = micro.num_sequences();
@@ -120,8 +135,9 @@ LocalBatch sp_slice(Batch micro, Communicator& sp) {
 }
 
 // This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
-// replicas) cut into micro-batches, empty ones dropped; under LASP each micro-batch is then cut into the group's
-// token slices. Every rank of a sequence-parallel group gets the same micro-batches, so they run their ops together.
+// replicas) cut into micro-batches, empty ones dropped; under sequence parallelism each micro-batch is then cut into
+// the group's token slices. Every rank of a sequence-parallel group gets the same micro-batches, so they run their
+// ops together.
 std::vector<LocalBatch> local_micro_batches(const Batch& global, const RankLayout& layout, int64_t micro_batches) {
   const Batch mine = std::move(split_micro_batches(global, layout.replicas)[layout.replica]);
   std::vector<LocalBatch> out;
@@ -206,17 +222,23 @@ void run_training(const Config& config) {
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
   const RankLayout layout = rank_layout(config, world());
-  // A micro-batch holds at most train.batch_tokens tokens; under LASP a rank holds at most 1/sp_size of one, so its
-  // activations (what bounds the longest sequence) shrink with the group.
+  // A micro-batch holds at most train.batch_tokens tokens; under sequence parallelism a rank holds at most 1/sp_size
+  // of one, so its activations (what bounds the longest sequence) shrink with the group.
   const int64_t sp_size = layout.sp ? layout.sp->size() : 1;
   GPT model(config.model, (config.train.batch_tokens + sp_size - 1) / sp_size, allocator, backend);
   AdamW optimizer(model.layout(), config.train, allocator, backend);
   if (layout.sp) {
+    const std::string& method = config.parallel.sp_method;
     const LaspVariant variant = config.parallel.lasp_variant == "ring" ? LaspVariant::ring : LaspVariant::allgather;
+    const AttentionType type = config.model.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
     const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);
-    model.set_linear_attention_ops([&](int) { return make_lasp_op(*layout.sp, backend, variant, H, D); });
-    spdlog::info("LASP: {} replica(s) x sequence-parallel groups of {} ranks, {}", layout.replicas,
-                 layout.sp->size(), lasp_variant_name(variant));
+    model.set_attention_ops([&](int) {
+      if (method == "ulysses") return make_ulysses_op(*layout.sp, backend, type, H, D);
+      if (method == "ring") return make_ring_op(*layout.sp, backend, type, H, D);
+      return make_lasp_op(*layout.sp, backend, variant, H, D);
+    });
+    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}", layout.replicas,
+                 layout.sp->size(), method == "lasp" ? std::string(lasp_variant_name(variant)) : method);
   }
 
   int64_t start_step = 0;
@@ -281,6 +303,7 @@ void run_training(const Config& config) {
         {"grad_norm", stats.grad_norm},
         {"strategy", layout.sp ? "lasp" : (dp.size() > 1 ? "dp" : "single")},
         {"sp_size", layout.sp ? layout.sp->size() : 1},
+        {"sp_method", layout.sp ? config.parallel.sp_method : std::string("none")},
         {"world_size", dp.size()},
         {"comm_bytes", dp.comm().counters().total_bytes() - comm_bytes_before},
     };
@@ -309,7 +332,7 @@ void run_training(const Config& config) {
   save_model(run_dir / "model_final.safetensors", model);
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
   if (config.sample.tokens > 0 && config.data.kind == "text") {
-    if (layout.sp) model.set_linear_attention_ops({});  // rank 0 samples alone: the local kernels, not its group's
+    if (layout.sp) model.set_attention_ops({});  // rank 0 samples alone: the local kernels, not its group's
     std::vector<int32_t> prompt;
     for (unsigned char c : config.sample.prompt) prompt.push_back(c);
     std::vector<int32_t> out = generate(model, prompt, config.sample.tokens, config.sample.temperature,

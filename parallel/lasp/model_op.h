@@ -1,6 +1,6 @@
 #pragma once
-// LASP as the model sees it: one LinearAttentionOp per linear-attention layer (core/model/attention.h), each holding
-// its own LinearAttentionSP and so its own cached state, over the rank's sequence-parallel group.
+// LASP as the model sees it: one AttentionOp per linear-attention layer (core/model/attention.h), each holding its
+// own LinearAttentionSP and so its own cached state, over the rank's sequence-parallel group.
 #include <memory>
 
 #include "core/model/attention.h"
@@ -8,7 +8,6 @@
 
 namespace trident {
 
-std::unique_ptr<LinearAttentionOp> make_lasp_op(Communicator& sp, Backend& backend, LaspVariant variant, int H,
-                                                int D);
+std::unique_ptr<AttentionOp> make_lasp_op(Communicator& sp, Backend& backend, LaspVariant variant, int H, int D);
 
 }  // namespace trident

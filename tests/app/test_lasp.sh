@@ -17,15 +17,15 @@ lasp=(--set parallel.strategy=lasp)
 mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/single"
 
 # sp = 4 (LASP-1 ring), dp 2 x sp 2, and sp = 3 with LASP-2 (allgather): the single-rank losses to 1e-5.
-mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=4 --set train.steps=10 \
+mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=4 --set train.steps=10 \
   --set run.dir="$tmp/sp4"
 close "$tmp/single" "$tmp/sp4" 1e-5
 grep -q '"strategy":"lasp","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp with sp_size 4"
 grep -q "sequence-parallel groups of 4 ranks, lasp1_ring" "$tmp/sp4/trident.log" || fail "the log does not name LASP"
-mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=2 --set train.steps=10 \
+mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=10 \
   --set run.dir="$tmp/dp2sp2"
 close "$tmp/single" "$tmp/dp2sp2" 1e-5
-mpi 3 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=3 --set parallel.lasp.variant=allgather \
+mpi 3 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=3 --set parallel.lasp.variant=allgather \
   --set train.steps=10 --set train.eval_every=5 --set run.dir="$tmp/sp3"
 close "$tmp/single" "$tmp/sp3" 1e-5
 mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set train.eval_every=5 --set run.dir="$tmp/single_eval"
@@ -36,11 +36,11 @@ assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip
 PY
 
 # 20 steps straight vs 10 + resume for 10, both sp = 2: bit-identical losses.
-mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=2 --set train.steps=20 \
+mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=20 \
   --set checkpoint.every=10 --set run.dir="$tmp/straight"
 mkdir -p "$tmp/resumed/checkpoints"
 cp -r "$tmp/straight/checkpoints/step_00000010" "$tmp/resumed/checkpoints/"
-mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=2 --set train.steps=20 \
+mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=20 \
   --set run.dir="$tmp/resumed"
 grep -q "resuming from" "$tmp/resumed/trident.log" || fail "the LASP run did not resume"
 /usr/bin/python3 - "$tmp/straight/metrics.jsonl" "$tmp/resumed/metrics.jsonl" <<'PY' || fail "resumed LASP run diverged"
@@ -56,20 +56,20 @@ long=(--set train.batch_tokens=16384 --set model.max_seq_len=4096 --set train.st
       --set device.memory_gb=0.1)
 run 1 train "$tiny" "${base[@]}" "${long[@]}" --set run.dir="$tmp/long1"
 grep -q "memory budget exceeded" "$tmp/err" || fail "one rank did not run out of its budget"
-mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${long[@]}" --set parallel.lasp.sp_size=4 --set run.dir="$tmp/long4"
+mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${long[@]}" --set parallel.sp.size=4 --set run.dir="$tmp/long4"
 
 # Byte-level text with sampling at the end: rank 0 generates alone, with the local kernels instead of its group's.
 for i in $(seq 1 200); do printf 'the quick brown fox %d jumps over the lazy dog\n%%\n' "$i"; done >"$tmp/corpus.txt"
-mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=2 --set train.steps=3 \
+mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=3 \
   --set data.kind=text --set data.path="$tmp/corpus.txt" --set data.separator="\n%\n" --set model.vocab_size=256 \
   --set sample.tokens=20 --set run.dir="$tmp/text"
 grep -q "sample" "$tmp/text/trident.log" || fail "no sample after a LASP run"
 
 # Bad layouts: clear configuration errors (exit 2).
-mpi 4 2 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.sp_size=3 --set run.dir="$tmp/bad1"
-grep -q "parallel.lasp.sp_size = 3 does not divide the 4 ranks" "$tmp/err" || fail "no error naming sp_size"
+mpi 4 2 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=3 --set run.dir="$tmp/bad1"
+grep -q "parallel.sp.size = 3 does not divide the 4 ranks" "$tmp/err" || fail "no error naming parallel.sp.size"
 run 2 train "$tiny" "${lasp[@]}" --set run.dir="$tmp/bad2"
-last_stderr_line "trident: config error:" "parallel.strategy: 'lasp'" "model.attention is 'softmax'"
+last_stderr_line "trident: config error:" "parallel.sp.method: 'lasp'" "model.attention is 'softmax'"
 run 2 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.lasp.variant=tree --set run.dir="$tmp/bad3"
 last_stderr_line "trident: config error:" "parallel.lasp.variant"
 

@@ -1,0 +1,104 @@
+#include "parallel/sp/model_op.h"
+
+#include <vector>
+
+#include "core/common/error.h"
+#include "parallel/sp/ring_attention.h"
+#include "parallel/sp/ulysses.h"
+
+namespace trident {
+
+namespace {
+
+// The whole batch as the ops take it, with a copy of its boundaries: backward runs after the caller's forward
+// arguments may have gone, and needs the same batch.
+class GroupBatch {
+ public:
+  GroupBatch(Communicator& sp, int H, int D) : sp_(&sp), H_(H), D_(D) {}
+
+  const SpBatch& set(const TokenBatch& b) {
+    TRIDENT_CHECK(b.global != nullptr, "a sequence-parallel layer needs the whole batch's document boundaries");
+    const GlobalBatch& g = *b.global;
+    cu_seqlens_.assign(g.cu_seqlens, g.cu_seqlens + g.num_sequences + 1);
+    batch_ = {cu_seqlens_.data(), g.num_sequences, g.num_tokens, H_, D_};
+    const int64_t mine = shard_size(g.num_tokens, sp_->size(), sp_->rank());
+    TRIDENT_CHECK(mine == b.num_tokens, "rank holds {} tokens but its shard of the batch has {}", b.num_tokens, mine);
+    return batch_;
+  }
+  const SpBatch& get() const { return batch_; }
+
+ private:
+  Communicator* sp_;
+  int H_, D_;
+  std::vector<int32_t> cu_seqlens_;
+  SpBatch batch_{};
+};
+
+void check_cpu(Backend& backend) {
+  TRIDENT_CHECK(backend.device() == Device::cpu, "Ulysses and Ring Attention run on the cpu backend only");
+}
+
+class UlyssesOp final : public AttentionOp {
+ public:
+  UlyssesOp(Communicator& sp, AttentionType type, int H, int D) : sp_(sp), type_(type), batch_(sp, H, D) {}
+
+  // Softmax keeps its lse head-sharded in the cache; the layer's lse stays unwritten (only backward reads it).
+  void forward(float* out, float*, const float* qkv, const float* slopes, int chunk, const TokenBatch& b) override {
+    const SpBatch& batch = batch_.set(b);
+    if (type_ == AttentionType::softmax) {
+      ulysses_softmax_forward(sp_, out, cache_, qkv, batch);
+      return;
+    }
+    slopes_ = slopes;
+    chunk_ = chunk;
+    ulysses_linear_forward(sp_, out, cache_, qkv, slopes, batch, chunk);
+  }
+  void backward(float* dqkv, const float* dout, const float*, const float*, const float*) override {
+    if (type_ == AttentionType::softmax)
+      ulysses_softmax_backward(sp_, dqkv, dout, cache_, batch_.get());
+    else
+      ulysses_linear_backward(sp_, dqkv, dout, cache_, slopes_, batch_.get(), chunk_);
+  }
+
+ private:
+  Communicator& sp_;
+  AttentionType type_;
+  GroupBatch batch_;
+  UlyssesCache cache_;
+  const float* slopes_ = nullptr;  // the layer's, alive as long as the model
+  int chunk_ = 0;
+};
+
+// Ring Attention keeps nothing itself: backward recomputes from the layer's saved qkv, out and lse (H, n_local).
+class RingOp final : public AttentionOp {
+ public:
+  RingOp(Communicator& sp, int H, int D) : sp_(sp), batch_(sp, H, D) {}
+
+  void forward(float* out, float* lse, const float* qkv, const float*, int, const TokenBatch& b) override {
+    ring_attention_forward(sp_, out, lse, qkv, batch_.set(b));
+  }
+  void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) override {
+    ring_attention_backward(sp_, dqkv, dout, qkv, out, lse, batch_.get());
+  }
+
+ private:
+  Communicator& sp_;
+  GroupBatch batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
+  check_cpu(backend);
+  TRIDENT_CHECK(H % sp.size() == 0, "Ulysses needs the {} heads to divide by the {} ranks of the group", H,
+                sp.size());
+  return std::make_unique<UlyssesOp>(sp, type, H, D);
+}
+
+std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
+  check_cpu(backend);
+  TRIDENT_CHECK(type == AttentionType::softmax, "Ring Attention here is softmax-only");
+  return std::make_unique<RingOp>(sp, H, D);
+}
+
+}  // namespace trident

@@ -1,0 +1,19 @@
+#pragma once
+// Ulysses and Ring Attention as the model sees them: one AttentionOp per layer (core/model/attention.h) over the
+// rank's sequence-parallel group, each holding its own cache, so training can run either baseline where LASP runs.
+// The ops compute on host memory through cpu_backend(): the backend passed in must be the CPU one.
+#include <memory>
+
+#include "core/model/attention.h"
+#include "parallel/comm/communicator.h"
+
+namespace trident {
+
+enum class AttentionType { softmax, linear };
+
+// Either attention type; needs H % sp.size() == 0 (the trainer checks it as a configuration error first).
+std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D);
+// Softmax only: asking for linear attention throws.
+std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D);
+
+}  // namespace trident
