@@ -4,7 +4,8 @@
 # run.dir under OUT, then reads every metrics.jsonl and prints (and writes to OUT/dp_scaling.md) a markdown table:
 # median step time, tokens/s, speed-up over the first rank count, efficiency against the cores in use, gradient
 # traffic per rank per step, and the largest relative loss difference from the first run (DP should match it).
-#   bash scripts/bench_dp.sh [--config FILE] [--ranks "1 2 4"] [--steps N] [--warmup N] [--out DIR] [--set key=value ...]
+#   bash scripts/bench_dp.sh [--config FILE] [--ranks "1 2 4"] [--steps N] [--warmup N] [--out DIR]
+#                            [--set key=value ...]
 # Without --config it trains configs/quickstart.yaml's model on synthetic data (no corpus to prepare). Evaluation,
 # sampling and periodic checkpoints are off; --set overrides apply after the benchmark's own. TRIDENT names the
 # binary (default build/trident); TIMEOUT_S bounds each mpirun (default 600); THREADS_PER_RANK fixes the thread
@@ -16,7 +17,11 @@ die() { echo "bench_dp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 # CPU seconds: used by the whole machine (/proc/stat), and by this script's finished children (the mpirun trees)
 machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{print ($2+$3+$4+$7+$8+$9)/hz}' /proc/stat; }
-children_cpu() { times | awk 'NR==2{split($1,u,/[ms]/); split($2,s,/[ms]/); print u[1]*60+u[2]+s[1]*60+s[2]}'; }
+# (`times` must run in this shell, not in a $(...) subshell, which has no finished children of its own)
+children_cpu() {
+  times >"$out/.times"
+  awk 'NR==2{split($1,u,/[ms]/); split($2,s,/[ms]/); print u[1]*60+u[2]+s[1]*60+s[2]}' "$out/.times"
+}
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
@@ -35,7 +40,7 @@ while (($#)); do
     --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
     --set) (($# >= 2)) || die "--set needs key=value"; [[ $2 == *=* ]] || die "--set '$2': expected key=value"
            sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -46,7 +51,9 @@ for r in "${rank_list[@]}"; do is_count "$r" || die "--ranks: '$r' is not a posi
 is_count "$steps" || die "--steps: '$steps' is not a positive whole number"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup: '$warmup' is not a whole number"
 ((warmup < steps)) || die "--warmup ($warmup) must be below --steps ($steps): no step would be measured"
-[[ -z ${THREADS_PER_RANK:-} ]] || is_count "$THREADS_PER_RANK" || die "THREADS_PER_RANK: '$THREADS_PER_RANK' is not a positive whole number"
+if [[ -n ${THREADS_PER_RANK:-} ]] && ! is_count "$THREADS_PER_RANK"; then
+  die "THREADS_PER_RANK: '$THREADS_PER_RANK' is not a positive whole number"
+fi
 timeout_s=${TIMEOUT_S:-600}
 is_count "$timeout_s" || die "TIMEOUT_S: '$timeout_s' is not a positive whole number of seconds"
 trident=${TRIDENT:-build/trident}
@@ -76,7 +83,8 @@ for r in "${rank_list[@]}"; do
   threads=${THREADS_PER_RANK:-$((cores / r > 0 ? cores / r : 1))}
   dir=$out/np$r
   echo "bench_dp.sh: $r rank(s) x $threads thread(s), $steps steps -> $dir" >&2
-  start=$EPOCHREALTIME machine0=$(machine_cpu) ours0=$(children_cpu)
+  children_cpu >"$out/.ours0"
+  start=$EPOCHREALTIME machine0=$(machine_cpu)
   rc=0
   # --bind-to none: for np <= 2 Open MPI pins each rank to one core, which would confine a 1-rank run's OpenMP
   # threads to a single core and make the baseline look half as fast as it is
@@ -89,15 +97,19 @@ for r in "${rank_list[@]}"; do
     echo "bench_dp.sh: $r rank(s): mpirun failed (exit $rc); full output in $out/np$r.out" >&2
     exit 1
   fi
-  end=$EPOCHREALTIME machine1=$(machine_cpu) ours1=$(children_cpu)
+  end=$EPOCHREALTIME machine1=$(machine_cpu)
+  children_cpu >"$out/.ours1"
+  ours0=$(<"$out/.ours0") ours1=$(<"$out/.ours1")
   wall=$(/usr/bin/python3 -c "print(round($end - $start, 1))")
   # cores kept busy by other processes during the run: this machine is shared, and a build running next to the
   # benchmark halves its numbers without any other sign
-  other=$(/usr/bin/python3 -c "print(round(max(0.0, ($machine1 - $machine0) - ($ours1 - $ours0)) / ($end - $start), 2))")
+  other=$(/usr/bin/python3 -c \
+    "print(round(max(0.0, ($machine1 - $machine0) - ($ours1 - $ours0)) / ($end - $start), 2))")
   # the final checkpoint cannot be switched off; the benchmark needs only metrics.jsonl and trident.log
   rm -rf "$dir/checkpoints"
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$threads" "$wall" "$other" "$dir" >>"$out/runs.tsv"
 done
+rm -f "$out/.times" "$out/.ours0" "$out/.ours1"
 
 /usr/bin/python3 - "$out" "$cores" "$warmup" "$config" "bash scripts/bench_dp.sh$invocation" <<'PY'
 import json, re, statistics, sys
@@ -128,13 +140,12 @@ for line in (out / "runs.tsv").read_text().splitlines():
     found = re.search(r"(\d+) rank\(s\) x (\d+) thread\(s\)", log)
     threads = int(found.group(2)) if found else int(threads)
     measured = records[warmup:]
-    seconds = sum(r["step_ms"] for r in measured) / 1e3
     runs.append({
         "ranks": ranks, "threads": threads, "wall_s": float(wall), "other_load": float(other),
         "cores_used": min(ranks * threads, cores),
         "step_ms": statistics.median(r["step_ms"] for r in measured),
-        # over the measured steps as a whole, not a median of per-step rates
-        "tokens_per_s": sum(r["tokens"] for r in measured) / seconds,
+        # medians, not totals: on a shared machine a few disturbed steps should not decide the result
+        "tokens_per_s": statistics.median(r["tokens_per_s"] for r in measured),
         "comm_mb": statistics.median(r["comm_bytes"] for r in measured) / 1e6,
         "loss": {r["step"]: r["loss"] for r in records},
         "steps": len(records),
@@ -145,7 +156,8 @@ rows = []
 for run in runs:
     speedup = run["tokens_per_s"] / base["tokens_per_s"]
     efficiency = speedup / (run["cores_used"] / base["cores_used"])
-    common = [s for s in base["loss"] if s in run["loss"] and base["loss"][s] is not None and run["loss"][s] is not None]
+    common = [s for s in base["loss"]
+              if s in run["loss"] and base["loss"][s] is not None and run["loss"][s] is not None]
     if run is base:
         loss = "(reference)"
     elif len(common) != base["steps"] or len(common) != run["steps"]:
@@ -173,7 +185,8 @@ report = "\n".join([
     *rows,
     "",
     *warning,
-    f"- tokens/s: global-batch tokens over the summed step time of the measured steps (rank 0's clock).",
+    "- median step ms, tokens/s: medians over the measured steps of rank 0's step_ms and tokens_per_s (global-batch "
+    "tokens per second).",
     f"- efficiency vs cores used = speed-up / (cores used / cores used by {b} rank(s)); cores used = "
     f"min(ranks x threads, {cores}). With OMP_NUM_THREADS = cores / ranks every run uses the same cores (one rank "
     "already uses them all through OpenMP), so efficiency = speed-up: ideal is 1.00x, not ranks x.",
