@@ -75,6 +75,9 @@ fi
 # a previous benchmark is kept, not overwritten; every run starts in an empty run.dir
 if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi
 mkdir -p "$out"
+# every rank count runs the same binary, even if build/ is rebuilt while the benchmark runs
+cp "$trident" "$out/trident"
+trident=$out/trident
 
 cores=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -102,16 +105,17 @@ for r in "${rank_list[@]}"; do
   ours0=$(<"$out/.ours0") ours1=$(<"$out/.ours1")
   wall=$(/usr/bin/python3 -c "print(round($end - $start, 1))")
   # cores kept busy by other processes during the run: this machine is shared, and a build running next to the
-  # benchmark halves its numbers without any other sign
+  # benchmark can halve its numbers without any other sign
   other=$(/usr/bin/python3 -c \
     "print(round(max(0.0, ($machine1 - $machine0) - ($ours1 - $ours0)) / ($end - $start), 2))")
   # the final checkpoint cannot be switched off; the benchmark needs only metrics.jsonl and trident.log
   rm -rf "$dir/checkpoints"
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$threads" "$wall" "$other" "$dir" >>"$out/runs.tsv"
 done
-rm -f "$out/.times" "$out/.ours0" "$out/.ours1"
+rm -f "$out/.times" "$out/.ours0" "$out/.ours1" "$out/trident"
 
-/usr/bin/python3 - "$out" "$cores" "$warmup" "$config" "bash scripts/bench_dp.sh$invocation" <<'PY'
+command="${THREADS_PER_RANK:+THREADS_PER_RANK=$THREADS_PER_RANK }bash scripts/bench_dp.sh$invocation"
+/usr/bin/python3 - "$out" "$cores" "$warmup" "$config" "$command" <<'PY'
 import json, re, statistics, sys
 from pathlib import Path
 
