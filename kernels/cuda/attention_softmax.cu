@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/exp.h"
 #include "kernels/shared/online_softmax.h"
@@ -66,18 +67,6 @@ __device__ bool find_tile(const int32_t* cu_seqlens, int n_seq, int tile, int bl
   if (row0 >= len) return false;
   out = {first, len, row0, min(tile, len - row0)};
   return true;
-}
-
-__device__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;  // the butterfly leaves the same bits in every lane
-}
-
-__device__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
 }
 
 // dst (tile_rows x lds, fp32) <- `rows` rows of D values `ld` apart from src; rows past `rows` are zeroed, so the

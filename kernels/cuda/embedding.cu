@@ -4,15 +4,13 @@
 #include <climits>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 
 namespace trident::cuda {
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kWarpsPerBlock = kThreads / kWarp;
 constexpr int kScatterCols = 64;        // channels per warp in the backward: two coalesced strips of 32
 constexpr int kScatterMaxBlocks = 2048;  // the warps stride over the sorted entries beyond this
 

@@ -2,21 +2,14 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace trident::cuda {
 
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int64_t kNormItemsPerThread = 16;  // small buffers get few blocks
 constexpr int64_t kNormMaxBlocks = 1024;
-
-// Butterfly sum: every lane ends with the same bits.
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
 
 // Sum over a block of kThreads threads in a fixed order (warps, then the warps' sums); the result is in thread 0.
 __device__ double block_sum(double v) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/layernorm.h"
 
@@ -10,8 +10,6 @@ namespace trident::cuda {
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = kThreads / kWarp;  // row kernels: one warp per row
 
 // Parameter-gradient partials: a block covers kParamCols columns (one coalesced strip per row) of a fixed range of
 // rows, walked by kParamLanes rows at a time. The row range depends only on N, so the sums are reproducible.
@@ -19,18 +17,6 @@ constexpr int kParamCols = 32;
 constexpr int kParamLanes = 8;
 constexpr int64_t kParamMinRows = 128;    // rows per block at least: enough work per thread
 constexpr int64_t kParamMaxBlocks = 1024;  // row blocks at most: bounds the scratch and the final pass
-
-// Butterfly sum: every lane ends with the same bits (a + b == b + a in IEEE arithmetic).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// Rows are assigned to warps with a grid stride; the loop condition is uniform across a warp, so every lane takes
-// part in the shuffles.
-#define TRIDENT_WARP_PER_ROW_LOOP(t, rows)                                                                   \
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp; t < (rows);       \
-       t += static_cast<int64_t>(gridDim.x) * kRowsPerBlock)
 
 template <class T>
 __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const float* weight,
@@ -133,7 +119,7 @@ __global__ void layernorm_param_sum_kernel(float* dweight, float* dbias, const f
 }
 
 int row_kernel_blocks(int64_t rows) {
-  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   return static_cast<int>(std::min<int64_t>(blocks, 65535));
 }
 

@@ -2,28 +2,13 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/rmsnorm.h"
 
 namespace trident::cuda {
 
 namespace {
-
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = kThreads / kWarp;  // one warp per row
-
-// Butterfly sum: every lane ends with the same bits (a + b == b + a in IEEE arithmetic).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-// Rows are assigned to warps with a grid stride; the loop condition is uniform across a warp, so every lane takes
-// part in the shuffles.
-#define TRIDENT_WARP_PER_ROW_LOOP(r, rows)                                                                   \
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp; r < (rows);       \
-       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock)
 
 template <class T>
 __global__ void rmsnorm_forward_kernel(T* out, float* rrms, const T* inp, int64_t rows, int D) {
@@ -60,7 +45,7 @@ __global__ void rmsnorm_backward_kernel(T* dinp, const T* dout, const T* inp, co
 }
 
 int row_kernel_blocks(int64_t rows) {
-  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   return static_cast<int>(std::min<int64_t>(blocks, 65535));
 }
 
