@@ -70,21 +70,9 @@ Result run_cpu(const Problem& p, int chunk) {
 // T = float or bf16 storage of qkv, out, dout, dqkv; states stay fp32.
 template <class T>
 Result run_cuda(const Problem& p, int chunk) {
-  auto store = [](const std::vector<float>& x) {
-    if constexpr (std::is_same_v<T, float>)
-      return x;
-    else
-      return to_bf16(x);
-  };
-  auto load = [](const std::vector<T>& x) {
-    if constexpr (std::is_same_v<T, float>)
-      return x;
-    else
-      return to_f32(x);
-  };
   auto ptr = [](auto& dv, bool present) { return present ? dv.data() : nullptr; };
   DeviceVector<int32_t> cu(p.cu_seqlens);
-  DeviceVector<T> qkv(store(p.qkv)), dout(store(p.dout)), out(p.N() * p.C()), dqkv(store(p.dqkv_prefill));
+  DeviceVector<T> qkv(to_storage<T>(p.qkv)), dout(to_storage<T>(p.dout)), out(p.N() * p.C()), dqkv(to_storage<T>(p.dqkv_prefill));
   DeviceVector<float> slopes(p.slopes), state_in(p.state_in), dstate_out(p.dstate_out), state_out(p.state_size()),
       dstate_in(p.dstate_in_prefill);
   cuda::attention_linear_forward(out.data(), ptr(state_out, p.want_state_out), qkv.data(), slopes.data(),
@@ -94,7 +82,7 @@ Result run_cuda(const Problem& p, int chunk) {
                                   ptr(dstate_out, !p.dstate_out.empty()), qkv.data(), slopes.data(),
                                   ptr(state_in, !p.state_in.empty()), cu.data(), p.n_seq(), p.N(), p.H, p.D, chunk,
                                   nullptr);
-  return {load(out.to_host()), p.want_state_out ? state_out.to_host() : std::vector<float>{}, load(dqkv.to_host()),
+  return {from_storage(out.to_host()), p.want_state_out ? state_out.to_host() : std::vector<float>{}, from_storage(dqkv.to_host()),
           p.want_dstate_in ? dstate_in.to_host() : std::vector<float>{}};
 }
 

@@ -48,27 +48,15 @@ Result run_cpu(const std::vector<float>& qkv, const std::vector<float>& dout, co
 template <class T>
 Result run_cuda(const std::vector<float>& qkv, const std::vector<float>& dout, const std::vector<float>& prefill,
                 const std::vector<int32_t>& cu, int H, int D) {
-  auto store = [](const std::vector<float>& x) {
-    if constexpr (std::is_same_v<T, float>)
-      return x;
-    else
-      return to_bf16(x);
-  };
-  auto load = [](const std::vector<T>& x) {
-    if constexpr (std::is_same_v<T, float>)
-      return x;
-    else
-      return to_f32(x);
-  };
   const int n_seq = int(cu.size()) - 1;
   const int64_t N = cu.back();
   DeviceVector<int32_t> cu_d(cu);
-  DeviceVector<T> qkv_d(store(qkv)), dout_d(store(dout)), out_d(N * H * D), dqkv_d(store(prefill));
+  DeviceVector<T> qkv_d(to_storage<T>(qkv)), dout_d(to_storage<T>(dout)), out_d(N * H * D), dqkv_d(to_storage<T>(prefill));
   DeviceVector<float> lse_d(H * N);
   cuda::attention_softmax_forward(out_d.data(), lse_d.data(), qkv_d.data(), cu_d.data(), n_seq, N, H, D, nullptr);
   cuda::attention_softmax_backward(dqkv_d.data(), dout_d.data(), qkv_d.data(), out_d.data(), lse_d.data(),
                                    cu_d.data(), n_seq, N, H, D, nullptr);
-  return {load(out_d.to_host()), lse_d.to_host(), load(dqkv_d.to_host())};
+  return {from_storage(out_d.to_host()), lse_d.to_host(), from_storage(dqkv_d.to_host())};
 }
 
 void compare(const std::string& name, const Result& got, const Result& want, const std::vector<float>& prefill,
