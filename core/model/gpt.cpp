@@ -1,7 +1,6 @@
 #include "core/model/gpt.h"
 
 #include <algorithm>
-#include <cstring>
 #include <random>
 
 #include "core/common/error.h"
@@ -63,19 +62,19 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
 
 TokenBatch GPT::on_backend(const TokenBatch& b) {
   if (backend_->device() == Device::cpu) return b;
-  const int64_t N = b.num_tokens;
+  // One upload (each may wait for the device): [tokens | positions | cu_seqlens | targets], staged on the host.
+  const int64_t N = b.num_tokens, n_cu = b.num_sequences + 1;
+  host_indices_.assign(b.tokens, b.tokens + N);
+  host_indices_.insert(host_indices_.end(), b.positions, b.positions + N);
+  host_indices_.insert(host_indices_.end(), b.cu_seqlens, b.cu_seqlens + n_cu);
+  if (b.targets != nullptr) host_indices_.insert(host_indices_.end(), b.targets, b.targets + N);
   auto* base = static_cast<int32_t*>(index_buffer_.raw());
+  backend_->upload(base, host_indices_.data(), sizeof(int32_t) * host_indices_.size());
   TokenBatch d = b;
   d.tokens = base;
   d.positions = base + N;
   d.cu_seqlens = base + 2 * N;
-  backend_->upload(base, b.tokens, sizeof(int32_t) * N);
-  backend_->upload(base + N, b.positions, sizeof(int32_t) * N);
-  backend_->upload(base + 2 * N, b.cu_seqlens, sizeof(int32_t) * (b.num_sequences + 1));
-  if (b.targets != nullptr) {
-    d.targets = base + 3 * N + 1;
-    backend_->upload(base + 3 * N + 1, b.targets, sizeof(int32_t) * N);
-  }
+  if (b.targets != nullptr) d.targets = base + 2 * N + n_cu;
   return d;
 }
 

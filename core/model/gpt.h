@@ -36,12 +36,12 @@ class GPT {
   void init_weights(uint64_t seed);
   void zero_grads();
 
-  // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
-  // order: data parallelism starts reducing a range while backward goes on with the next. Empty: no calls.
   // Sequence parallelism: each layer's attention runs through make_op(layer) instead of the local kernel (an empty
   // function restores the kernels). Batches then carry `global`.
   void set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op);
 
+  // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
+  // order: data parallelism starts reducing a range while backward goes on with the next. Empty: no calls.
   using GradReadyHook = std::function<void(int64_t offset, int64_t numel)>;
   void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
 
@@ -74,7 +74,8 @@ class GPT {
   int64_t max_tokens_;
   Tensor params_, grads_;
   Activations acts_;
-  Tensor index_buffer_;  // tokens, targets, positions, cu_seqlens (int32) of one batch, off-host backends only
+  Tensor index_buffer_;  // tokens, positions, cu_seqlens, targets (int32) of one batch, off-host backends only
+  std::vector<int32_t> host_indices_;  // the same, staged on the host for one upload
   std::vector<float> host_losses_;
   std::vector<Attention> attention_;
   GradReadyHook grad_ready_;

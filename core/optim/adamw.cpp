@@ -23,7 +23,7 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale) 
                                 static_cast<float>(config_.eps),
                                 r.decay ? static_cast<float>(config_.weight_decay) : 0.0f};
     backend_->adamw_update(params + r.offset, grads + r.offset, m() + r.offset, v() + r.offset, r.numel,
-                      cpu::adamw_step(hyper, steps_), grad_scale);
+                           cpu::adamw_step(hyper, steps_), grad_scale);
   }
 }
 

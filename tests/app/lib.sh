@@ -50,6 +50,13 @@ last_stderr_line() {
 }
 
 # ---- under mpirun (oversubscribed, as root) -------------------------------------------------------------------
+# mpirun_env: what mpirun needs here: root allowed, more ranks than cores, one thread per rank, no CMA (the
+# seccomp profile of unprivileged containers blocks it).
+mpirun_env() {
+  export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+}
+
 # mpi NRANKS CODE ARGS...: `mpirun -np NRANKS trident ARGS` with the exit code checked (at most 120 s).
 mpi() {
   local n=$1 expected=$2

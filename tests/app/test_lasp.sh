@@ -7,8 +7,7 @@
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_lasp.sh CONFIG_DIR}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun_env
 tiny="$configs/tiny_train.yaml"
 base=(--set model.attention=linear --set train.eval_every=0 --set train.warmup_steps=2 --set checkpoint.keep=5)
 lasp=(--set parallel.strategy=lasp)

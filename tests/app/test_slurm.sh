@@ -16,8 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cluster="$root/scripts/slurm/local_cluster.sh"
 trap 'bash "$cluster" down --dir "$tmp/slurm" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun_env
 trident=$(realpath "$trident")
 export TRIDENT=$trident  # train.sbatch runs it
 tiny=$(realpath "$configs/tiny_train.yaml")
