@@ -5,6 +5,12 @@
 // backend's memory (memory()): host memory for cpu, device memory for cuda. Ops are ordered as called; the ones that
 // return a value to the host (squared_norm, download) wait for what came before.
 //
+// bf16: every op whose activations may be stored in bf16 (train.precision: bf16) has a second overload taking
+// bf16 pointers for them, with the same meaning; the arithmetic stays fp32 and norms' statistics, lse, states, slopes,
+// losses, parameters and parameter gradients stay fp32 (the storage rules of kernels/cuda/*.h). The CUDA backend runs
+// the bf16 kernels; the CPU backend emulates them (kernels/cpu/cpu_backend_bf16.cpp: inputs widened to fp32, the fp32
+// kernel, outputs rounded to bf16), so the bf16 model is testable everywhere.
+//
 // Implementations: CpuBackend (kernels/cpu/cpu_backend.cpp, OpenBLAS + OpenMP) and CudaBackend
 // (kernels/cuda/cuda_backend.cpp, cuBLAS + the .cu kernels on one compute stream); make_backend() in
 // kernels/backends.h picks one. Being an abstract class, a backend that lacks an op does not compile: the table is
@@ -15,6 +21,7 @@
 
 #include "core/tensor/memory_resource.h"
 #include "kernels/shared/adamw.h"
+#include "kernels/shared/bf16.h"
 #include "kernels/shared/trans.h"
 
 namespace trident {
@@ -30,51 +37,94 @@ class Backend {
   virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;  // complete on return
   virtual void fill(float* x, int64_t n, float value) = 0;
+  virtual void fill(bf16* x, int64_t n, float value) = 0;
+  // dst = src rounded to bf16 (the bf16 copy of the fp32 master weights).
+  virtual void convert(bf16* dst, const float* src, int64_t n) = 0;
   virtual void synchronize() = 0;
 
   // ---- GEMM (kernels/cpu/gemm.h) ----
   virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) = 0;
+  virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                    const bf16* B, int64_t ldb, float beta, bf16* C, int64_t ldc) = 0;
+  // bf16 operands, fp32 result: parameter gradients (dweight += inp^T @ dout) and logits read back to the host.
+  virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+                    const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) = 0;
 
-  // ---- layers (kernels/cpu/<op>.h), forward above backward ----
+  // ---- layers (kernels/cpu/<op>.h), forward above backward; fp32 then bf16 activations ----
   virtual void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                                 const float* wpe, int64_t N, int C) = 0;
+  virtual void embedding_forward(bf16* out, const int32_t* tokens, const int32_t* positions, const float* wte,
                                  const float* wpe, int64_t N, int C) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                                   const int32_t* positions, int64_t N, int C) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens,
+                                  const int32_t* positions, int64_t N, int C) = 0;
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int64_t N, int C) = 0;
+  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight,
                                  const float* bias, int64_t N, int C) = 0;
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                   const float* weight, const float* mean, const float* rstd, int64_t N, int C) = 0;
+  virtual void layernorm_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                                  const float* weight, const float* mean, const float* rstd, int64_t N, int C) = 0;
   virtual void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int C,
+                              int OC) = 0;
+  virtual void linear_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int64_t N, int C,
                               int OC) = 0;
   virtual void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                const float* weight, int64_t N, int C, int OC) = 0;
+  virtual void linear_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                               const bf16* weight, int64_t N, int C, int OC) = 0;
   virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
+  virtual void gelu_forward(bf16* out, const bf16* inp, int64_t n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;
+  virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
+  virtual void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) = 0;
   virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;
+  virtual void residual_backward(bf16* da, bf16* db, const bf16* dout, int64_t n) = 0;
   virtual void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) = 0;
+  virtual void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) = 0;
   virtual void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
+                                int D) = 0;
+  virtual void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
                                 int D) = 0;
 
   // ---- attention (kernels/cpu/attention_softmax.h, attention_linear.h) ----
   virtual void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens,
                                          int n_seq, int64_t N, int H, int D) = 0;
+  virtual void attention_softmax_forward(bf16* out, float* lse, const bf16* qkv, const int32_t* cu_seqlens,
+                                         int n_seq, int64_t N, int H, int D) = 0;
   virtual void attention_softmax_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
                                           const float* lse, const int32_t* cu_seqlens, int n_seq, int64_t N, int H,
                                           int D) = 0;
+  virtual void attention_softmax_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                                          const float* lse, const int32_t* cu_seqlens, int n_seq, int64_t N, int H,
+                                          int D) = 0;
   virtual void attention_linear_forward(float* out, float* state_out, const float* qkv, const float* slopes,
+                                        const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N,
+                                        int H, int D, int chunk) = 0;
+  virtual void attention_linear_forward(bf16* out, float* state_out, const bf16* qkv, const float* slopes,
                                         const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N,
                                         int H, int D, int chunk) = 0;
   virtual void attention_linear_backward(float* dqkv, float* dstate_in, const float* dout, const float* dstate_out,
                                          const float* qkv, const float* slopes, const float* state_in,
                                          const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
                                          int chunk) = 0;
+  virtual void attention_linear_backward(bf16* dqkv, float* dstate_in, const bf16* dout, const float* dstate_out,
+                                         const bf16* qkv, const float* slopes, const float* state_in,
+                                         const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                         int chunk) = 0;
 
   // ---- loss (kernels/cpu/crossentropy.h) ----
   virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
                                     int V) = 0;
+  virtual void crossentropy_forward(float* losses, const bf16* logits, const int32_t* targets, int64_t N,
+                                    int V) = 0;
   virtual void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
+                                           const float* weight, int64_t N, int V) = 0;
+  virtual void crossentropy_fused_backward(float* losses, bf16* logits_to_dlogits, const int32_t* targets,
                                            const float* weight, int64_t N, int V) = 0;
 
   // ---- optimizer (kernels/cpu/adamw.h, grad_norm.h) ----

@@ -42,4 +42,13 @@ Backend& backend_for(const std::string& name, int local_rank) {
 #endif
 }
 
+double device_peak_flops(const std::string& name, int local_rank, bool bf16, std::string* how) {
+#if TRIDENT_WITH_CUDA
+  if (name == "cuda") return cuda::dense_peak_flops(local_rank % cuda::device_count(nullptr), bf16, how);
+#endif
+  (void)local_rank, (void)bf16;
+  *how = fmt::format("no device peak for the {} backend", name);
+  return 0;
+}
+
 }  // namespace trident

@@ -21,4 +21,9 @@ BackendStatus backend_status(const std::string& name);
 // `local_rank % devices` (created on first use, then kept). Throws ConfigError saying what is missing.
 Backend& backend_for(const std::string& name, int local_rank);
 
+// The dense peak FLOP/s of the GPU backend_for(name, local_rank) runs on, for bf16 or fp32 matmuls
+// (kernels/cuda/device.h); 0 for the CPU (whose roof is measured: core/metrics/roof.h) or an unknown GPU. `how` says
+// where the number comes from.
+double device_peak_flops(const std::string& name, int local_rank, bool bf16, std::string* how);
+
 }  // namespace trident

@@ -588,23 +588,6 @@ std::vector<CudaBench> optimizer_benches() {
 
 // ---- roof, peak and the step estimate ----
 
-// Dense bf16 tensor-core peak in FLOP/s: FLOP/clk/SM (sm_80: 2048, sm_90: 4096) x SMs x the clock the device reports
-// (cudaDevAttrClockRate); 0 for other architectures. `how` says which.
-double bf16_peak(int device, std::string* how) {
-  int major = 0, minor = 0, sms = 0, clock_khz = 0;
-  TRIDENT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  TRIDENT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  TRIDENT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  TRIDENT_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
-  const int per_clock = major == 8 && minor == 0 ? 2048 : major == 9 && minor == 0 ? 4096 : 0;
-  if (per_clock == 0) {
-    *how = fmt::format("unknown for sm_{}{} (FLOP/clk/SM known for sm_80, sm_90)", major, minor);
-    return 0;
-  }
-  *how = fmt::format("sm_{}{}: {} FLOP/clk/SM x {} SMs x {:.3f} GHz", major, minor, per_clock, sms, clock_khz * 1e-6);
-  return double(per_clock) * sms * clock_khz * 1e3;
-}
-
 // cuBLAS at the mlp.c_fc shape (4096 x 3072 x 768), storage type T, fp32 accumulation (no TF32): FLOP/s.
 template <class T>
 double cublas_roof(cudaStream_t stream, double min_seconds, double* seconds) {
@@ -733,7 +716,7 @@ void run_kernels_cuda(const Options& options) {
   const double roof_bf16 = cublas_roof<bf16>(stream.get(), options.min_seconds, &sec_bf16);
   const double roof_fp32 = cublas_roof<float>(stream.get(), options.min_seconds, &sec_fp32);
   std::string how;
-  const double peak = bf16_peak(device, &how);
+  const double peak = cuda::dense_peak_flops(device, true, &how);
   roofs.add({{{"what", "cuBLAS gemm bf16 (fp32 accumulate)"}, {"detail", "4096x3072x768"}},
              {{"ms", sec_bf16 * 1e3}, {"TFLOP/s", roof_bf16 / 1e12}}});
   roofs.add({{{"what", "cuBLAS gemm fp32 (no TF32)"}, {"detail", "4096x3072x768"}},

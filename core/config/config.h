@@ -70,7 +70,7 @@ struct ParallelConfig {
   std::string strategy = "auto";  // auto | lasp | flexsp | atom
   std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy lasp runs)
   int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
-  std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2)
+  std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2) | auto
 
   bool operator==(const ParallelConfig&) const = default;
 };

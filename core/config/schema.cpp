@@ -92,8 +92,9 @@ const std::vector<Key>& schema() {
       {"parallel.sp.size", IntField{member(&C::parallel, &ParallelConfig::sp_size), 1},
        "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
       {"parallel.lasp.variant",
-       StringField{member(&C::parallel, &ParallelConfig::lasp_variant), {"ring", "allgather"}},
-       "LASP: ring (LASP-1, states passed rank to rank) or allgather (LASP-2, one allgather per layer)"},
+       StringField{member(&C::parallel, &ParallelConfig::lasp_variant), {"ring", "allgather", "auto"}},
+       "LASP: ring (LASP-1, states passed rank to rank), allgather (LASP-2, one allgather per layer) or auto (both "
+       "timed on each SP group at start-up, the faster runs)"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

@@ -4,55 +4,63 @@
 
 namespace trident {
 
-Activations allocate_activations(const ModelConfig& m, int64_t max_tokens, Allocator& allocator) {
+template <class T>
+Activations<T> allocate_activations(const ModelConfig& m, int64_t max_tokens, Allocator& allocator) {
   const int64_t N = max_tokens, C = m.n_embd, H = m.n_head, V = m.vocab_size;
   const bool linear = m.attention == "linear";
-  // Two passes over the same carving: the first counts floats, the second hands out pointers.
-  Activations a;
-  float* base = nullptr;
+  // Two passes over the same carving: the first counts bytes, the second hands out pointers. Every array starts on
+  // a 256-byte boundary (what device kernels' vector loads and cuBLAS prefer), whatever the element type before it.
+  Activations<T> a;
+  char* base = nullptr;
   int64_t used = 0;
-  auto take = [&](int64_t n) {
-    float* p = base ? base + used : nullptr;
-    used += n;
+  auto take = [&]<class E>(E*, int64_t n) {
+    used = (used + 255) / 256 * 256;
+    E* p = base ? reinterpret_cast<E*>(base + used) : nullptr;
+    used += n * static_cast<int64_t>(sizeof(E));
     return p;
   };
+  auto act = [&](int64_t n) { return take(static_cast<T*>(nullptr), n); };
+  auto stat = [&](int64_t n) { return take(static_cast<float*>(nullptr), n); };
   auto carve = [&] {
     used = 0;
-    a.encoded = take(N * C);
-    a.layers.assign(m.n_layer, LayerActivations{});
-    for (LayerActivations& l : a.layers) {
-      l.ln1 = take(N * C);
-      l.ln1_mean = take(N);
-      l.ln1_rstd = take(N);
-      l.qkv = take(3 * N * C);
-      l.att = take(N * C);
-      l.lse = linear ? nullptr : take(H * N);
-      l.o = linear ? take(N * C) : nullptr;
-      l.rrms = linear ? take(N * H) : nullptr;
-      l.res2 = take(N * C);
-      l.ln2 = take(N * C);
-      l.ln2_mean = take(N);
-      l.ln2_rstd = take(N);
-      l.fc = take(4 * N * C);
-      l.gelu = take(4 * N * C);
-      l.res3 = take(N * C);
+    a.encoded = act(N * C);
+    a.layers.assign(m.n_layer, LayerActivations<T>{});
+    for (LayerActivations<T>& l : a.layers) {
+      l.ln1 = act(N * C);
+      l.ln1_mean = stat(N);
+      l.ln1_rstd = stat(N);
+      l.qkv = act(3 * N * C);
+      l.att = act(N * C);
+      l.lse = linear ? nullptr : stat(H * N);
+      l.o = linear ? act(N * C) : nullptr;
+      l.rrms = linear ? stat(N * H) : nullptr;
+      l.res2 = act(N * C);
+      l.ln2 = act(N * C);
+      l.ln2_mean = stat(N);
+      l.ln2_rstd = stat(N);
+      l.fc = act(4 * N * C);
+      l.gelu = act(4 * N * C);
+      l.res3 = act(N * C);
     }
-    a.lnf = take(N * C);
-    a.lnf_mean = take(N);
-    a.lnf_rstd = take(N);
-    a.dres = take(N * C);
-    a.dnarrow = take(N * C);
-    a.dwide1 = take(4 * N * C);
-    a.dwide2 = take(4 * N * C);
-    a.logits = take(std::min(N, kHeadChunk) * V);
-    a.losses = take(N);
-    a.loss_weight = take(N);
+    a.lnf = act(N * C);
+    a.lnf_mean = stat(N);
+    a.lnf_rstd = stat(N);
+    a.dres = act(N * C);
+    a.dnarrow = act(N * C);
+    a.dwide1 = act(4 * N * C);
+    a.dwide2 = act(4 * N * C);
+    a.logits = act(std::min(N, kHeadChunk) * V);
+    a.losses = stat(N);
+    a.loss_weight = stat(N);
   };
   carve();
-  a.storage = Tensor::empty(allocator, {used});
-  base = a.storage.data<float>();
+  a.storage = Tensor::empty(allocator, {(used + 3) / 4});  // fp32 elements covering the bytes
+  base = static_cast<char*>(a.storage.raw());
   carve();
   return a;
 }
+
+template Activations<float> allocate_activations<float>(const ModelConfig&, int64_t, Allocator&);
+template Activations<bf16> allocate_activations<bf16>(const ModelConfig&, int64_t, Allocator&);
 
 }  // namespace trident

@@ -1,6 +1,8 @@
 #pragma once
 // Saved activations of a forward pass, sized for at most `max_tokens` tokens, carved from one allocation
 // (llm.c style: the whole activation memory can be read off this file). N below is the batch's token count.
+// T is the storage type of the activations (float, or bf16 with train.precision: bf16); norm statistics, lse, the
+// per-token losses and loss weights are always fp32.
 #include <cstdint>
 #include <vector>
 
@@ -9,37 +11,39 @@
 
 namespace trident {
 
+template <class T>
 struct LayerActivations {
-  float* ln1;        // (N, C)  ln_1 output
+  T* ln1;            // (N, C)  ln_1 output
   float* ln1_mean;   // (N)
   float* ln1_rstd;   // (N)
-  float* qkv;        // (N, 3C)
-  float* att;        // (N, C)  attention output fed to attn.c_proj
+  T* qkv;            // (N, 3C)
+  T* att;            // (N, C)  attention output fed to attn.c_proj
   float* lse;        // (H, N)  softmax: log-sum-exp per query row
-  float* o;          // (N, C)  linear: attention output before the per-head RMSNorm
+  T* o;              // (N, C)  linear: attention output before the per-head RMSNorm
   float* rrms;       // (N, H)  linear: 1/rms of each head's output
-  float* res2;       // (N, C)  residual stream after attention
-  float* ln2;        // (N, C)
+  T* res2;           // (N, C)  residual stream after attention
+  T* ln2;            // (N, C)
   float* ln2_mean;   // (N)
   float* ln2_rstd;   // (N)
-  float* fc;         // (N, 4C) mlp.c_fc output (GELU input)
-  float* gelu;       // (N, 4C)
-  float* res3;       // (N, C)  residual stream after the MLP: the next layer's input
+  T* fc;             // (N, 4C) mlp.c_fc output (GELU input)
+  T* gelu;           // (N, 4C)
+  T* res3;           // (N, C)  residual stream after the MLP: the next layer's input
 };
 
+template <class T>
 struct Activations {
-  float* encoded;    // (N, C)  embeddings: layer 0's input
-  std::vector<LayerActivations> layers;
-  float* lnf;        // (N, C)
+  T* encoded;        // (N, C)  embeddings: layer 0's input
+  std::vector<LayerActivations<T>> layers;
+  T* lnf;            // (N, C)
   float* lnf_mean;   // (N)
   float* lnf_rstd;   // (N)
   // Backward scratch, reused by every layer.
-  float* dres;       // (N, C)  gradient of the residual stream
-  float* dnarrow;    // (N, C)
-  float* dwide1;     // (N, 4C)
-  float* dwide2;     // (N, 4C)
+  T* dres;           // (N, C)  gradient of the residual stream
+  T* dnarrow;        // (N, C)
+  T* dwide1;         // (N, 4C)
+  T* dwide2;         // (N, 4C)
   // LM head: logits of one chunk of tokens at a time, and per-token losses and weights.
-  float* logits;     // (kHeadChunk, V)
+  T* logits;         // (kHeadChunk, V)
   float* losses;     // (N)
   float* loss_weight;// (N)
   Tensor storage;
@@ -47,6 +51,7 @@ struct Activations {
 
 constexpr int64_t kHeadChunk = 128;  // tokens per LM-head chunk: logits stay O(chunk x V), not O(N x V)
 
-Activations allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
+template <class T>
+Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
 
 }  // namespace trident

@@ -35,14 +35,16 @@ class Attention {
   // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`.
   Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator);
 
-  // Reads layer.qkv, writes layer.att (and layer.lse, or layer.o and layer.rrms).
-  void forward(LayerActivations& layer, const TokenBatch& batch) const;
+  // Reads layer.qkv, writes layer.att (and layer.lse, or layer.o and layer.rrms). T: the activations' storage type
+  // (float or bf16; an AttentionOp takes fp32 activations only).
+  template <class T>
+  void forward(LayerActivations<T>& layer, const TokenBatch& batch) const;
   // dqkv (N, 3C) += d att / d qkv applied to datt. `scratch` (N, C) is overwritten.
-  void backward(float* dqkv, const float* datt, float* scratch, const LayerActivations& layer,
-                const TokenBatch& batch) const;
+  template <class T>
+  void backward(T* dqkv, const T* datt, T* scratch, const LayerActivations<T>& layer, const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
-  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel).
+  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel). fp32 activations only.
   void set_op(std::unique_ptr<AttentionOp> op) { op_ = std::move(op); }
 
  private:

@@ -2,18 +2,34 @@
 
 #include <algorithm>
 #include <random>
+#include <type_traits>
 
 #include "core/common/error.h"
 
 namespace trident {
 
-GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend)
-    : config_(config), layout_(model_layout(config)), backend_(&backend), max_tokens_(max_tokens) {
+Precision precision_named(const std::string& name) {
+  if (name == "fp32") return Precision::fp32;
+  if (name == "bf16") return Precision::bf16;
+  throw_config_error("train.precision: '{}' is not one of fp32, bf16", name);
+}
+
+GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend, Precision precision)
+    : config_(config),
+      layout_(model_layout(config)),
+      backend_(&backend),
+      max_tokens_(max_tokens),
+      precision_(precision) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
   params_ = Tensor::zeros(allocator, {layout_.num_params});
   grads_ = Tensor::zeros(allocator, {layout_.num_params});
-  acts_ = allocate_activations(config, max_tokens, allocator);
+  if (precision == Precision::bf16) {
+    weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
+    acts16_ = allocate_activations<bf16>(config, max_tokens, allocator);
+  } else {
+    acts32_ = allocate_activations<float>(config, max_tokens, allocator);
+  }
   if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {4 * max_tokens + 1});
   for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator);
 }
@@ -33,6 +49,7 @@ void GPT::init_weights(uint64_t seed) {
 }
 
 void GPT::set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op) {
+  TRIDENT_CHECK(!make_op || precision_ == Precision::fp32, "sequence-parallel attention needs train.precision: fp32");
   for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_op(make_op ? make_op(l) : nullptr);
 }
 
@@ -78,11 +95,10 @@ TokenBatch GPT::on_backend(const TokenBatch& b) {
   return d;
 }
 
-double GPT::sum_losses(int64_t n) {
-  const float* losses = acts_.losses;
+double GPT::sum_losses(const float* losses, int64_t n) {
   if (backend_->device() != Device::cpu) {
     host_losses_.resize(static_cast<std::size_t>(n));
-    backend_->download(host_losses_.data(), acts_.losses, sizeof(float) * n);
+    backend_->download(host_losses_.data(), losses, sizeof(float) * n);
     losses = host_losses_.data();
   }
   double sum = 0;
@@ -90,105 +106,145 @@ double GPT::sum_losses(int64_t n) {
   return sum;
 }
 
-// ---- forward --------------------------------------------------------------------------------------------------
+namespace {
+
+// n values of a backend's array into fp32 host memory (bf16 widened on the host).
+void download_floats(Backend& backend, float* host, const float* x, int64_t n) {
+  backend.download(host, x, sizeof(float) * static_cast<std::size_t>(n));
+}
+void download_floats(Backend& backend, float* host, const bf16* x, int64_t n) {
+  std::vector<bf16> staged(static_cast<std::size_t>(n));
+  backend.download(staged.data(), x, sizeof(bf16) * staged.size());
+  std::transform(staged.begin(), staged.end(), host, bf16_to_float);
+}
+
+}  // namespace
+
+template <>
+Activations<float>& GPT::acts<float>() {
+  return acts32_;
+}
+template <>
+Activations<bf16>& GPT::acts<bf16>() {
+  return acts16_;
+}
+
+template <>
+const float* GPT::matmul_weights<float>() {
+  return master();
+}
+template <>
+const bf16* GPT::matmul_weights<bf16>() {
+  return weights16_.data<bf16>();
+}
+
+// ---- forward ----------------------------------------------------------------------------------------------------
+// Norms and embeddings read the fp32 master weights; the matmuls read matmul_weights<T>() (the same for fp32).
+template <class T>
 void GPT::forward_trunk(const TokenBatch& b) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
-  const float* p = params();
-  backend_->embedding_forward(acts_.encoded, b.tokens, b.positions, p + layout_.wte,
+  const float* p = master();
+  const T* w16 = matmul_weights<T>();
+  Activations<T>& acts = this->acts<T>();
+  backend_->embedding_forward(acts.encoded, b.tokens, b.positions, p + layout_.wte,
                               layout_.wpe >= 0 ? p + layout_.wpe : nullptr, N, C);
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockOffsets& w = layout_.blocks[l];
-    LayerActivations& a = acts_.layers[l];
-    const float* x = layer_input(l);
+    LayerActivations<T>& a = acts.layers[l];
+    const T* x = layer_input<T>(l);
     // x + attn(ln_1(x))
     backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p + w.ln1_w, p + w.ln1_b, N, C);
-    backend_->linear_forward(a.qkv, a.ln1, p + w.qkv_w, p + w.qkv_b, N, C, 3 * C);
+    backend_->linear_forward(a.qkv, a.ln1, w16 + w.qkv_w, w16 + w.qkv_b, N, C, 3 * C);
     attention_[l].forward(a, b);
-    backend_->linear_forward(a.res2, a.att, p + w.attproj_w, p + w.attproj_b, N, C, C);
+    backend_->linear_forward(a.res2, a.att, w16 + w.attproj_w, w16 + w.attproj_b, N, C, C);
     backend_->residual_forward(a.res2, a.res2, x, N * C);
     // + mlp(ln_2(.))
     backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + w.ln2_w, p + w.ln2_b, N, C);
-    backend_->linear_forward(a.fc, a.ln2, p + w.fc_w, p + w.fc_b, N, C, 4 * C);
+    backend_->linear_forward(a.fc, a.ln2, w16 + w.fc_w, w16 + w.fc_b, N, C, 4 * C);
     backend_->gelu_forward(a.gelu, a.fc, N * 4 * C);
-    backend_->linear_forward(a.res3, a.gelu, p + w.fcproj_w, p + w.fcproj_b, N, 4 * C, C);
+    backend_->linear_forward(a.res3, a.gelu, w16 + w.fcproj_w, w16 + w.fcproj_b, N, 4 * C, C);
     backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
   }
-  backend_->layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, layer_input(static_cast<int>(config_.n_layer)),
+  backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, layer_input<T>(static_cast<int>(config_.n_layer)),
                               p + layout_.lnf_w, p + layout_.lnf_b, N, C);
 }
 
 // ---- tied LM head + cross-entropy, a chunk of tokens at a time -----------------------------------------------------
-// logits = ln_f(x) @ wte^T; with a loss weight, also d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x), so
-// the (N, V) logits never exist at once.
-double GPT::forward_backward(const TokenBatch& host_batch, float loss_weight) {
-  check_batch(host_batch, true);
+// logits = ln_f(x) @ wte^T; training also does d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x) (fp32),
+// so the (N, V) logits never exist at once.
+template <class T>
+double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits) {
+  check_batch(host_batch, pass != Pass::logits);
   const TokenBatch b = on_backend(host_batch);
-  forward_trunk(b);
+  if constexpr (std::is_same_v<T, bf16>) backend_->convert(weights16_.data<bf16>(), master(), layout_.num_params);
+  forward_trunk<T>(b);
+  Activations<T>& acts = this->acts<T>();
   const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
-  const float* wte = params() + layout_.wte;
+  const T* wte = matmul_weights<T>() + layout_.wte;
   float* dwte = grads() + layout_.wte;
-  backend_->fill(acts_.loss_weight, N, loss_weight);
-  backend_->fill(acts_.dres, N * C, 0.0f);
+  if (pass == Pass::train) {
+    backend_->fill(acts.loss_weight, N, loss_weight);
+    backend_->fill(acts.dres, N * C, 0.0f);
+  }
   for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
     const int64_t n = std::min(kHeadChunk, N - t0);
-    const float* x = acts_.lnf + t0 * C;
-    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, x, C, wte, C, 0.0f, acts_.logits, V);
-    backend_->crossentropy_fused_backward(acts_.losses + t0, acts_.logits, b.targets + t0, acts_.loss_weight + t0, n,
-                                          V);
-    backend_->gemm(Trans::no, Trans::no, n, C, V, 1.0f, acts_.logits, V, wte, C, 1.0f, acts_.dres + t0 * C, C);
-    backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts_.logits, V, x, C, 1.0f, dwte, C);
+    const T* x = acts.lnf + t0 * C;
+    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, x, C, wte, C, 0.0f, acts.logits, V);
+    if (pass == Pass::logits) download_floats(*backend_, host_logits + t0 * V, acts.logits, n * V);
+    else if (pass == Pass::loss) {
+      backend_->crossentropy_forward(acts.losses + t0, acts.logits, b.targets + t0, n, V);
+    } else if (pass == Pass::train) {
+      backend_->crossentropy_fused_backward(acts.losses + t0, acts.logits, b.targets + t0, acts.loss_weight + t0, n,
+                                            V);
+      backend_->gemm(Trans::no, Trans::no, n, C, V, 1.0f, acts.logits, V, wte, C, 1.0f, acts.dres + t0 * C, C);
+      backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts.logits, V, x, C, 1.0f, dwte, C);
+    }
   }
-  const double loss_sum = sum_losses(N);
-  backward_trunk(b);
+  if (pass == Pass::logits) return 0;
+  const double loss_sum = sum_losses(acts.losses, N);
+  if (pass == Pass::train) backward_trunk<T>(b);
   return loss_sum;
 }
 
-double GPT::forward_loss(const TokenBatch& host_batch) {
-  check_batch(host_batch, true);
-  const TokenBatch b = on_backend(host_batch);
-  forward_trunk(b);
-  const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
-  for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
-    const int64_t n = std::min(kHeadChunk, N - t0);
-    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, acts_.lnf + t0 * C, C, params() + layout_.wte, C, 0.0f,
-                   acts_.logits, V);
-    backend_->crossentropy_forward(acts_.losses + t0, acts_.logits, b.targets + t0, n, V);
-  }
-  return sum_losses(N);
+double GPT::forward_backward(const TokenBatch& batch, float loss_weight) {
+  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr)
+                                       : run<float>(batch, Pass::train, loss_weight, nullptr);
 }
 
-// A chunk of logits at a time through acts_.logits, then to the caller's host buffer.
-void GPT::forward_logits(const TokenBatch& host_batch, float* logits) {
-  check_batch(host_batch, false);
-  const TokenBatch b = on_backend(host_batch);
-  forward_trunk(b);
-  const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
-  for (int64_t t0 = 0; t0 < N; t0 += kHeadChunk) {
-    const int64_t n = std::min(kHeadChunk, N - t0);
-    backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, acts_.lnf + t0 * C, C, params() + layout_.wte, C, 0.0f,
-                   acts_.logits, V);
-    backend_->download(logits + t0 * V, acts_.logits, sizeof(float) * n * V);
-  }
+double GPT::forward_loss(const TokenBatch& batch) {
+  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::loss, 0.0f, nullptr)
+                                       : run<float>(batch, Pass::loss, 0.0f, nullptr);
+}
+
+void GPT::forward_logits(const TokenBatch& batch, float* logits) {
+  if (precision_ == Precision::bf16)
+    run<bf16>(batch, Pass::logits, 0.0f, logits);
+  else
+    run<float>(batch, Pass::logits, 0.0f, logits);
 }
 
 // ---- backward ---------------------------------------------------------------------------------------------------
-// acts_.dres enters as the gradient at ln_f's output and carries the residual stream's gradient down the layers.
+// acts.dres enters as the gradient at ln_f's output and carries the residual stream's gradient down the layers.
+// Parameter gradients are fp32 whatever T is.
+template <class T>
 void GPT::backward_trunk(const TokenBatch& b) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
-  const float* p = params();
+  const float* p = master();
+  const T* w16 = matmul_weights<T>();
   float* g = grads();
-  float* dres = acts_.dres;
-  float* dnarrow = acts_.dnarrow;
-  float* dwide1 = acts_.dwide1;
-  float* dwide2 = acts_.dwide2;
+  Activations<T>& acts = this->acts<T>();
+  T* dres = acts.dres;
+  T* dnarrow = acts.dnarrow;
+  T* dwide1 = acts.dwide1;
+  T* dwide2 = acts.dwide2;
 
   // ln_f: dres currently holds d ln_f(x); turn it into d x in dnarrow, then swap roles.
   backend_->fill(dnarrow, N * C, 0.0f);
   backend_->layernorm_backward(dnarrow, g + layout_.lnf_w, g + layout_.lnf_b, dres,
-                               layer_input(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts_.lnf_mean,
-                               acts_.lnf_rstd, N, C);
+                               layer_input<T>(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts.lnf_mean,
+                               acts.lnf_rstd, N, C);
   std::swap(dres, dnarrow);
   const auto buckets = gradient_buckets(layout_);
   auto ready = [&](std::size_t bucket) {
@@ -198,24 +254,24 @@ void GPT::backward_trunk(const TokenBatch& b) {
 
   for (int l = static_cast<int>(config_.n_layer) - 1; l >= 0; --l) {
     const BlockOffsets& w = layout_.blocks[l];
-    const LayerActivations& a = acts_.layers[l];
-    const float* x = layer_input(l);
+    const LayerActivations<T>& a = acts.layers[l];
+    const T* x = layer_input<T>(l);
     // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
     backend_->fill(dwide1, N * 4 * C, 0.0f);
-    backend_->linear_backward(dwide1, g + w.fcproj_w, g + w.fcproj_b, dres, a.gelu, p + w.fcproj_w, N, 4 * C, C);
+    backend_->linear_backward(dwide1, g + w.fcproj_w, g + w.fcproj_b, dres, a.gelu, w16 + w.fcproj_w, N, 4 * C, C);
     backend_->fill(dwide2, N * 4 * C, 0.0f);
     backend_->gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
     backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, p + w.fc_w, N, C, 4 * C);
+    backend_->linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, w16 + w.fc_w, N, C, 4 * C);
     backend_->layernorm_backward(dres, g + w.ln2_w, g + w.ln2_b, dnarrow, a.res2, p + w.ln2_w, a.ln2_mean, a.ln2_rstd,
                                  N, C);
     // res2 = x + c_proj(attn(c_attn(ln_1(x))))
     backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, p + w.attproj_w, N, C, C);
+    backend_->linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, w16 + w.attproj_w, N, C, C);
     backend_->fill(dwide2, N * 3 * C, 0.0f);
     attention_[l].backward(dwide2, dnarrow, dwide1, a, b);
     backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, p + w.qkv_w, N, C, 3 * C);
+    backend_->linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, w16 + w.qkv_w, N, C, 3 * C);
     backend_->layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
     ready(static_cast<std::size_t>(config_.n_layer - l));
   }

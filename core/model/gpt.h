@@ -4,6 +4,7 @@
 // forward and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/config/config.h"
@@ -16,17 +17,26 @@
 
 namespace trident {
 
+// Storage of the activations and of the weights the matmuls read (train.precision). bf16 keeps the fp32 master
+// weights, gradients and optimizer state, and a bf16 copy of the weights for the forward and backward matmuls.
+enum class Precision { fp32, bf16 };
+Precision precision_named(const std::string& name);  // "fp32" | "bf16" (config values, validated by the schema)
+
 class GPT {
  public:
   // Activations are sized for batches of at most `max_tokens` tokens. Parameters, gradients and activations live
   // in the backend's memory, taken from `allocator` (whose device must be the backend's); batches and results
   // cross to and from the host through the backend.
-  GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend());
+  GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend(),
+      Precision precision = Precision::fp32);
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
   int64_t num_params() const { return layout_.num_params; }
   Backend& backend() const { return *backend_; }
+  Precision precision() const { return precision_; }
+  // The fp32 master weights. With bf16, every forward first rounds them into the bf16 copy the matmuls read (a pass
+  // over the parameters, small beside a step), so nothing that writes them needs to say so.
   float* params() { return params_.data<float>(); }
   const float* params() const { return params_.data<float>(); }
   float* grads() { return grads_.data<float>(); }
@@ -37,7 +47,7 @@ class GPT {
   void zero_grads();
 
   // Sequence parallelism: each layer's attention runs through make_op(layer) instead of the local kernel (an empty
-  // function restores the kernels). Batches then carry `global`.
+  // function restores the kernels). Batches then carry `global`. fp32 only.
   void set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op);
 
   // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
@@ -58,22 +68,41 @@ class GPT {
   double flops(const TokenBatch& batch) const;
 
  private:
+  enum class Pass { train, loss, logits };
+  // forward_backward, forward_loss and forward_logits for activations stored as T (float or bf16).
+  template <class T>
+  double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits);
+  template <class T>
+  void forward_trunk(const TokenBatch& batch);  // embeddings .. ln_f
+  template <class T>
+  void backward_trunk(const TokenBatch& batch);  // from dres (gradient at ln_f's output) to the embeddings
+  template <class T>
+  Activations<T>& acts();
+  // The weights the matmuls read: the master weights for fp32, their bf16 copy for bf16 (refreshed by run()).
+  template <class T>
+  const T* matmul_weights();
+  template <class T>
+  const T* layer_input(int l) {
+    return l == 0 ? acts<T>().encoded : acts<T>().layers[l - 1].res3;
+  }
+  const float* master() const { return params_.data<float>(); }
+
   void check_batch(const TokenBatch& batch, bool need_targets) const;
   // The batch with its index arrays where the backend's ops read them: the caller's host arrays on the CPU, copies
   // in index_buffer_ otherwise.
   TokenBatch on_backend(const TokenBatch& batch);
-  // The sum of acts_.losses over n tokens, read on the host.
-  double sum_losses(int64_t n);
-  void forward_trunk(const TokenBatch& batch);  // embeddings .. ln_f
-  void backward_trunk(const TokenBatch& batch);  // from acts_.dres (gradient at ln_f's output) to the embeddings
-  const float* layer_input(int l) const { return l == 0 ? acts_.encoded : acts_.layers[l - 1].res3; }
+  // The sum of the per-token losses over n tokens, read on the host.
+  double sum_losses(const float* losses, int64_t n);
 
   ModelConfig config_;
   ModelLayout layout_;
   Backend* backend_;
   int64_t max_tokens_;
+  Precision precision_;
   Tensor params_, grads_;
-  Activations acts_;
+  Tensor weights16_;  // bf16 copy of params_ (bf16 only)
+  Activations<float> acts32_;  // one of the two is allocated, by precision
+  Activations<bf16> acts16_;
   Tensor index_buffer_;  // tokens, positions, cu_seqlens, targets (int32) of one batch, off-host backends only
   std::vector<int32_t> host_indices_;  // the same, staged on the host for one upload
   std::vector<float> host_losses_;

@@ -29,6 +29,7 @@
 #include "core/train/step.h"
 #include "kernels/backends.h"
 #include "parallel/dp/data_parallel.h"
+#include "parallel/lasp/auto_variant.h"
 #include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
 
@@ -53,9 +54,9 @@ TokenBatch view(const Batch& b) {
 void check_supported(const Config& c) {
   if (const BackendStatus status = backend_status(c.device.backend); !status.built || !status.usable)
     throw_config_error("device.backend: '{}' is not available: {}", c.device.backend, status.detail);
-  if (c.train.precision == "bf16")
-    throw_config_error("train.precision: 'bf16' is not available yet: training runs in fp32 on both backends (the "
-                       "CUDA kernels take bf16, the model does not use them yet)");
+  if (c.train.precision == "bf16" && c.parallel.strategy == "lasp")
+    throw_config_error("train.precision: 'bf16' runs with data parallelism only so far; sequence parallelism "
+                       "(parallel.strategy: lasp) needs train.precision: fp32");
   if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
     throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
   if (c.parallel.strategy == "flexsp" || c.parallel.strategy == "atom")
@@ -80,6 +81,20 @@ void check_supported(const Config& c) {
       throw_config_error("parallel.strategy: 'lasp' runs on the cpu backend only so far (device.backend is '{}')",
                          c.device.backend);
   }
+}
+
+// parallel.lasp.variant; `auto` times both state exchanges on this SP group (parallel/lasp/auto_variant.h) and
+// takes the faster, which every rank of the group agrees on.
+LaspVariant lasp_variant(const Config& c, Communicator& sp) {
+  if (c.parallel.lasp_variant == "ring") return LaspVariant::ring;
+  if (c.parallel.lasp_variant == "allgather") return LaspVariant::allgather;
+  const int64_t D = c.model.n_embd / c.model.n_head, state_floats = c.model.n_head * D * D;
+  const LaspVariantTimes times = measure_lasp_variants(sp, state_floats);
+  spdlog::info("parallel.lasp.variant: auto chose {}: one forward's state exchange of {} KiB states, measured on "
+               "this group: ring chain {:.3f} ms, allgather {:.3f} ms",
+               lasp_variant_name(times.faster()), state_floats * 4 / 1024, times.ring_s * 1e3,
+               times.allgather_s * 1e3);
+  return times.faster();
 }
 
 // The ranks as this run lays them out: `replicas` data-parallel copies of a sequence-parallel group of `sp_size`
@@ -225,11 +240,15 @@ void run_training(const Config& config) {
   // A micro-batch holds at most train.batch_tokens tokens; under sequence parallelism a rank holds at most 1/sp_size
   // of one, so its activations (what bounds the longest sequence) shrink with the group.
   const int64_t sp_size = layout.sp ? layout.sp->size() : 1;
-  GPT model(config.model, (config.train.batch_tokens + sp_size - 1) / sp_size, allocator, backend);
+  const Precision precision = precision_named(config.train.precision);
+  GPT model(config.model, (config.train.batch_tokens + sp_size - 1) / sp_size, allocator, backend, precision);
+  if (precision == Precision::bf16 && backend.device() == Device::cpu)
+    spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
+                 "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
   AdamW optimizer(model.layout(), config.train, allocator, backend);
   if (layout.sp) {
     const std::string& method = config.parallel.sp_method;
-    const LaspVariant variant = config.parallel.lasp_variant == "ring" ? LaspVariant::ring : LaspVariant::allgather;
+    const LaspVariant variant = method == "lasp" ? lasp_variant(config, *layout.sp) : LaspVariant::ring;
     const AttentionType type = config.model.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
     const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);
     model.set_attention_ops([&](int) {
@@ -266,8 +285,17 @@ void run_training(const Config& config) {
     dp.comm().barrier();  // no rank runs ahead of (or exits before) a checkpoint
   };
 
-  // MFU is quoted against the CPU's sgemm roof measured here; the GPU's roof is not measured by the trainer yet.
-  const double roof_gflops = backend.device() == Device::cpu ? measure_sgemm_gflops(0.2) : 0.0;
+  // MFU is quoted against the CPU's sgemm roof measured here, or the GPU's dense peak for the matmuls' precision
+  // (null in metrics when that is unknown).
+  double roof_gflops = 0;
+  if (backend.device() == Device::cpu) {
+    roof_gflops = measure_sgemm_gflops(0.2);
+  } else {
+    std::string how;
+    roof_gflops = device_peak_flops(config.device.backend, world().node_group()->rank(),
+                                    precision == Precision::bf16, &how) / 1e9;
+    spdlog::info("MFU is quoted against the {}", how);
+  }
   std::optional<MetricsWriter> metrics;
   if (lead) metrics.emplace(run_dir / "metrics.jsonl");
   ProgressLine progress(config.train.steps, lead);

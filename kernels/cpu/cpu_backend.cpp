@@ -1,10 +1,12 @@
-// The CPU backend: the Backend table over the kernels of this folder. Host memory, nothing to wait for.
+// The CPU backend: the Backend table over the kernels of this folder. Host memory, nothing to wait for. The bf16
+// overloads emulate bf16 storage around the fp32 kernels (kernels/cpu/bf16_emulation.h).
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention_linear.h"
+#include "kernels/cpu/bf16_emulation.h"
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/embedding.h"
@@ -20,6 +22,10 @@ namespace trident {
 
 namespace {
 
+using cpu::Narrowed;
+using cpu::Widened;
+using cpu::matrix_extent;
+
 class CpuBackend final : public Backend {
  public:
   const char* name() const override { return "cpu"; }
@@ -28,6 +34,10 @@ class CpuBackend final : public Backend {
   void upload(void* dst, const void* host_src, std::size_t bytes) override { std::memcpy(dst, host_src, bytes); }
   void download(void* host_dst, const void* src, std::size_t bytes) override { std::memcpy(host_dst, src, bytes); }
   void fill(float* x, int64_t n, float value) override { std::fill(x, x + n, value); }
+  void fill(bf16* x, int64_t n, float value) override { std::fill(x, x + n, float_to_bf16(value)); }
+  void convert(bf16* dst, const float* src, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  }
   void synchronize() override {}
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -105,6 +115,114 @@ class CpuBackend final : public Backend {
   void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
                                    const float* weight, int64_t N, int V) override {
     cpu::crossentropy_fused_backward(losses, logits_to_dlogits, targets, weight, N, V);
+  }
+
+  // ---- bf16 storage, emulated: widen the inputs, run the fp32 kernel, round the outputs ----
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+            const bf16* B, int64_t ldb, float beta, bf16* C, int64_t ldc) override {
+    // Loaded even when beta == 0: the elements between rows (ldc > N) are written back and must keep their values.
+    Narrowed c(C, matrix_extent(M, N, ldc), Narrowed::accumulate);
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, static_cast<float*>(c), ldc);
+  }
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+            const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) override {
+    const bool a_plain = ta == Trans::no, b_plain = tb == Trans::no;
+    const Widened a(A, matrix_extent(a_plain ? M : K, a_plain ? K : M, lda));
+    const Widened b(B, matrix_extent(b_plain ? K : N, b_plain ? N : K, ldb));
+    cpu::gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, C, ldc);
+  }
+  void embedding_forward(bf16* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                         const float* wpe, int64_t N, int C) override {
+    Narrowed o(out, N * C, Narrowed::overwrite);
+    cpu::embedding_forward(o, tokens, positions, wte, wpe, N, C);
+  }
+  void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens,
+                          const int32_t* positions, int64_t N, int C) override {
+    cpu::embedding_backward(dwte, dwpe, Widened(dout, N * C), tokens, positions, N, C);
+  }
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight,
+                         const float* bias, int64_t N, int C) override {
+    Narrowed o(out, N * C, Narrowed::overwrite);
+    cpu::layernorm_forward(o, mean, rstd, Widened(inp, N * C), weight, bias, N, C);
+  }
+  void layernorm_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                          const float* weight, const float* mean, const float* rstd, int64_t N, int C) override {
+    Narrowed di(dinp, N * C, Narrowed::accumulate);
+    cpu::layernorm_backward(di, dweight, dbias, Widened(dout, N * C), Widened(inp, N * C), weight, mean, rstd, N, C);
+  }
+  void linear_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int64_t N, int C,
+                      int OC) override {
+    Narrowed o(out, N * OC, Narrowed::overwrite);
+    cpu::linear_forward(o, Widened(inp, N * C), Widened(weight, int64_t{C} * OC), Widened(bias, OC), N, C, OC);
+  }
+  void linear_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                       const bf16* weight, int64_t N, int C, int OC) override {
+    Narrowed di(dinp, N * C, Narrowed::accumulate);
+    cpu::linear_backward(di, dweight, dbias, Widened(dout, N * OC), Widened(inp, N * C),
+                         Widened(weight, int64_t{C} * OC), N, C, OC);
+  }
+  void gelu_forward(bf16* out, const bf16* inp, int64_t n) override {
+    Narrowed o(out, n, Narrowed::overwrite);
+    cpu::gelu_forward(o, Widened(inp, n), n);
+  }
+  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) override {
+    Narrowed di(dinp, n, Narrowed::accumulate);
+    cpu::gelu_backward(di, Widened(inp, n), Widened(dout, n), n);
+  }
+  void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) override {
+    const Widened wa(a, n), wb(b, n);  // widened before `out` (which may alias them) is written
+    Narrowed o(out, n, Narrowed::overwrite);
+    cpu::residual_forward(o, wa, wb, n);
+  }
+  void residual_backward(bf16* da, bf16* db, const bf16* dout, int64_t n) override {
+    Narrowed a(da, n, Narrowed::accumulate), b(db, n, Narrowed::accumulate);
+    cpu::residual_backward(a, b, Widened(dout, n), n);
+  }
+  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) override {
+    Narrowed o(out, rows * D, Narrowed::overwrite);
+    cpu::rmsnorm_forward(o, rrms, Widened(inp, rows * D), rows, D);
+  }
+  void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
+                        int D) override {
+    Narrowed di(dinp, rows * D, Narrowed::accumulate);
+    cpu::rmsnorm_backward(di, Widened(dout, rows * D), Widened(inp, rows * D), rrms, rows, D);
+  }
+  void attention_softmax_forward(bf16* out, float* lse, const bf16* qkv, const int32_t* cu_seqlens, int n_seq,
+                                 int64_t N, int H, int D) override {
+    const int64_t C = int64_t{H} * D;
+    Narrowed o(out, N * C, Narrowed::overwrite);
+    cpu::attention_softmax_forward(o, lse, Widened(qkv, 3 * N * C), cu_seqlens, n_seq, N, H, D);
+  }
+  void attention_softmax_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
+                                  const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D) override {
+    const int64_t C = int64_t{H} * D;
+    Narrowed d(dqkv, 3 * N * C, Narrowed::accumulate);
+    cpu::attention_softmax_backward(d, Widened(dout, N * C), Widened(qkv, 3 * N * C), Widened(out, N * C), lse,
+                                    cu_seqlens, n_seq, N, H, D);
+  }
+  void attention_linear_forward(bf16* out, float* state_out, const bf16* qkv, const float* slopes,
+                                const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                int chunk) override {
+    const int64_t C = int64_t{H} * D;
+    Narrowed o(out, N * C, Narrowed::overwrite);
+    cpu::attention_linear_forward(o, state_out, Widened(qkv, 3 * N * C), slopes, state_in, cu_seqlens, n_seq, N, H,
+                                  D, chunk);
+  }
+  void attention_linear_backward(bf16* dqkv, float* dstate_in, const bf16* dout, const float* dstate_out,
+                                 const bf16* qkv, const float* slopes, const float* state_in,
+                                 const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
+    const int64_t C = int64_t{H} * D;
+    Narrowed d(dqkv, 3 * N * C, Narrowed::accumulate);
+    cpu::attention_linear_backward(d, dstate_in, Widened(dout, N * C), dstate_out, Widened(qkv, 3 * N * C), slopes,
+                                   state_in, cu_seqlens, n_seq, N, H, D, chunk);
+  }
+  void crossentropy_forward(float* losses, const bf16* logits, const int32_t* targets, int64_t N, int V) override {
+    cpu::crossentropy_forward(losses, Widened(logits, N * V), targets, N, V);
+  }
+  void crossentropy_fused_backward(float* losses, bf16* logits_to_dlogits, const int32_t* targets,
+                                   const float* weight, int64_t N, int V) override {
+    Narrowed l(logits_to_dlogits, N * V, Narrowed::accumulate);  // the logits in, their gradient out
+    cpu::crossentropy_fused_backward(losses, l, targets, weight, N, V);
   }
 
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,

@@ -39,6 +39,8 @@ class CudaBackend final : public Backend {
     TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
   void fill(float* x, int64_t n, float value) override { cuda::fill(x, n, value, stream()); }
+  void fill(bf16* x, int64_t n, float value) override { cuda::fill(x, n, value, stream()); }
+  void convert(bf16* dst, const float* src, int64_t n) override { cuda::convert(dst, src, n, stream()); }
   void synchronize() override { streams_.compute.synchronize(); }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -119,6 +121,84 @@ class CudaBackend final : public Backend {
   void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
                                    const float* weight, int64_t N, int V) override {
     cuda::crossentropy_fused_backward<float>(losses, logits_to_dlogits, targets, weight, N, V, stream());
+  }
+
+  // ---- bf16 storage: the same kernels instantiated for bf16 ----
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+            const bf16* B, int64_t ldb, float beta, bf16* C, int64_t ldc) override {
+    cuda::gemm<bf16>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream());
+  }
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16* A, int64_t lda,
+            const bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) override {
+    cuda::gemm<bf16, float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream());
+  }
+  void embedding_forward(bf16* out, const int32_t* tokens, const int32_t* positions, const float* wte,
+                         const float* wpe, int64_t N, int C) override {
+    cuda::embedding_forward<bf16>(out, tokens, positions, wte, wpe, N, C, stream());
+  }
+  void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens,
+                          const int32_t* positions, int64_t N, int C) override {
+    cuda::embedding_backward<bf16>(dwte, dwpe, dout, tokens, positions, N, C, stream());
+  }
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight,
+                         const float* bias, int64_t N, int C) override {
+    cuda::layernorm_forward<bf16>(out, mean, rstd, inp, weight, bias, N, C, stream());
+  }
+  void layernorm_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                          const float* weight, const float* mean, const float* rstd, int64_t N, int C) override {
+    cuda::layernorm_backward<bf16>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, stream());
+  }
+  void linear_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int64_t N, int C,
+                      int OC) override {
+    cuda::linear_forward<bf16>(out, inp, weight, bias, N, C, OC, stream());
+  }
+  void linear_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                       const bf16* weight, int64_t N, int C, int OC) override {
+    cuda::linear_backward<bf16>(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
+  }
+  void gelu_forward(bf16* out, const bf16* inp, int64_t n) override { cuda::gelu_forward<bf16>(out, inp, n, stream()); }
+  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) override {
+    cuda::gelu_backward<bf16>(dinp, inp, dout, n, stream());
+  }
+  void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) override {
+    cuda::residual_forward<bf16>(out, a, b, n, stream());
+  }
+  void residual_backward(bf16* da, bf16* db, const bf16* dout, int64_t n) override {
+    cuda::residual_backward<bf16>(da, db, dout, n, stream());
+  }
+  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) override {
+    cuda::rmsnorm_forward<bf16>(out, rrms, inp, rows, D, stream());
+  }
+  void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
+                        int D) override {
+    cuda::rmsnorm_backward<bf16>(dinp, dout, inp, rrms, rows, D, stream());
+  }
+  void attention_softmax_forward(bf16* out, float* lse, const bf16* qkv, const int32_t* cu_seqlens, int n_seq,
+                                 int64_t N, int H, int D) override {
+    cuda::attention_softmax_forward<bf16>(out, lse, qkv, cu_seqlens, n_seq, N, H, D, stream());
+  }
+  void attention_softmax_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
+                                  const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D) override {
+    cuda::attention_softmax_backward<bf16>(dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, stream());
+  }
+  void attention_linear_forward(bf16* out, float* state_out, const bf16* qkv, const float* slopes,
+                                const float* state_in, const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
+                                int chunk) override {
+    cuda::attention_linear_forward<bf16>(out, state_out, qkv, slopes, state_in, cu_seqlens, n_seq, N, H, D, chunk,
+                                         stream());
+  }
+  void attention_linear_backward(bf16* dqkv, float* dstate_in, const bf16* dout, const float* dstate_out,
+                                 const bf16* qkv, const float* slopes, const float* state_in,
+                                 const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
+    cuda::attention_linear_backward<bf16>(dqkv, dstate_in, dout, dstate_out, qkv, slopes, state_in, cu_seqlens,
+                                          n_seq, N, H, D, chunk, stream());
+  }
+  void crossentropy_forward(float* losses, const bf16* logits, const int32_t* targets, int64_t N, int V) override {
+    cuda::crossentropy_forward<bf16>(losses, logits, targets, N, V, stream());
+  }
+  void crossentropy_fused_backward(float* losses, bf16* logits_to_dlogits, const int32_t* targets,
+                                   const float* weight, int64_t N, int V) override {
+    cuda::crossentropy_fused_backward<bf16>(losses, logits_to_dlogits, targets, weight, N, V, stream());
   }
 
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,

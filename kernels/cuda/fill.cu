@@ -5,17 +5,34 @@ namespace trident::cuda {
 
 namespace {
 
-__global__ void fill_kernel(float* x, int64_t n, float value) { TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] = value; }
+template <class T>
+__global__ void fill_kernel(T* x, int64_t n, T value) {
+  TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] = value;
+}
+
+__global__ void convert_kernel(bf16* dst, const float* src, int64_t n) {
+  TRIDENT_GRID_STRIDE_LOOP(i, n) dst[i] = float_to_bf16(src[i]);
+}
 
 }  // namespace
 
-void fill(float* x, int64_t n, float value, cudaStream_t stream) {
+template <class T>
+void fill(T* x, int64_t n, float value, cudaStream_t stream) {
   if (n == 0) return;
-  if (value == 0.0f) {  // all-zero bytes are +0.0f
-    TRIDENT_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * static_cast<std::size_t>(n), stream));
+  if (value == 0.0f) {  // all-zero bytes are +0.0 in fp32 and bf16
+    TRIDENT_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(T) * static_cast<std::size_t>(n), stream));
     return;
   }
-  fill_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, n, value);
+  fill_kernel<T><<<elementwise_blocks(n), kThreads, 0, stream>>>(x, n, from_float<T>(value));
+  TRIDENT_CUDA_CHECK_LAUNCH();
+}
+
+template void fill<float>(float*, int64_t, float, cudaStream_t);
+template void fill<bf16>(bf16*, int64_t, float, cudaStream_t);
+
+void convert(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  convert_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

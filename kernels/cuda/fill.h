@@ -1,11 +1,18 @@
 #pragma once
-// x[i] = value over n elements on the device (the loss weights of a batch; zeros go through cudaMemsetAsync).
+// Element-wise writes on the device. Every call is asynchronous on `stream`.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "kernels/shared/bf16.h"
+
 namespace trident::cuda {
 
-void fill(float* x, int64_t n, float value, cudaStream_t stream);
+// x[i] = value over n elements, T float or bf16 (loss weights, zeroed gradients; zeros go through cudaMemsetAsync).
+template <class T>
+void fill(T* x, int64_t n, float value, cudaStream_t stream);
+
+// dst[i] = src[i] rounded to bf16 (the bf16 copy of the fp32 master weights).
+void convert(bf16* dst, const float* src, int64_t n, cudaStream_t stream);
 
 }  // namespace trident::cuda

@@ -15,15 +15,18 @@ lasp=(--set parallel.strategy=lasp)
 # The reference: one rank, 10 steps.
 mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/single"
 
-# sp = 4 (LASP-1 ring), dp 2 x sp 2, and sp = 3 with LASP-2 (allgather): the single-rank losses to 1e-5.
+# sp = 4 (LASP-1 ring), dp 2 x sp 2 (variant auto: each group times both), and sp = 3 with LASP-2 (allgather):
+# the single-rank losses to 1e-5.
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=4 --set train.steps=10 \
   --set run.dir="$tmp/sp4"
 close "$tmp/single" "$tmp/sp4" 1e-5
 grep -q '"strategy":"lasp","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp with sp_size 4"
 grep -q "sequence-parallel groups of 4 ranks, lasp1_ring" "$tmp/sp4/trident.log" || fail "the log does not name LASP"
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=10 \
-  --set run.dir="$tmp/dp2sp2"
+  --set parallel.lasp.variant=auto --set run.dir="$tmp/dp2sp2"
 close "$tmp/single" "$tmp/dp2sp2" 1e-5
+grep -Eq "parallel.lasp.variant: auto chose lasp(1_ring|2_allgather).*ring chain [0-9.]+ ms, allgather [0-9.]+ ms" \
+  "$tmp/dp2sp2/trident.log" || fail "the log does not say which variant auto chose and why"
 mpi 3 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=3 --set parallel.lasp.variant=allgather \
   --set train.steps=10 --set train.eval_every=5 --set run.dir="$tmp/sp3"
 close "$tmp/single" "$tmp/sp3" 1e-5

@@ -162,3 +162,69 @@ TEST_CASE("backward reports every gradient range once, in gradient_buckets order
   CHECK(covered == model.num_params());
   CHECK(seen.back().first == 0);
 }
+
+// ---- train.precision: bf16 (activations and matmul weights in bf16, fp32 masters and gradients), run on the CPU
+// backend's bf16 emulation: the same model code the CUDA backend runs in bf16.
+
+TEST_CASE("the bf16 model tracks the fp32 model: loss, gradients and logits", "[core][model][bf16]") {
+  const std::string attention = GENERATE("softmax", "linear");
+  CAPTURE(attention);
+  const ModelConfig m = tiny_model(attention);
+  GPT fp32(m, 64, test_allocator()), bf16(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
+  fp32.init_weights(5);
+  bf16.init_weights(5);
+  const OwnedBatch b = make_batch({9, 1, 14}, 37, 4);
+  const float w = 1.0f / b.num_targets();
+  fp32.zero_grads();
+  bf16.zero_grads();
+  const double loss32 = fp32.forward_backward(b.view(), w), loss16 = bf16.forward_backward(b.view(), w);
+  // bf16 keeps 8 significant bits (relative rounding 2^-9 per store); the loss and gradients carry a few of those.
+  CHECK(loss16 != loss32);  // the activations really are bf16
+  CHECK(std::abs(loss16 - loss32) <= 5e-3 * std::abs(loss32));
+  for (const ParamEntry& e : fp32.layout().params) {
+    // rms error relative to the tensor's gradient: robust to a few elements near zero
+    const CloseReport r = compare(bf16.grads() + e.offset, fp32.grads() + e.offset, static_cast<std::size_t>(e.numel));
+    INFO(e.name << ": rms relative error " << r.rms_rel << ", normalised max error " << r.normalised);
+    CHECK(r.rms_rel <= 0.05);
+  }
+  std::vector<float> logits32(b.tokens.size() * 37), logits16(logits32.size());
+  fp32.forward_logits(b.view(), logits32.data());
+  bf16.forward_logits(b.view(), logits16.data());
+  check_close("bf16 logits", logits16, logits32, 2e-2);
+}
+
+TEST_CASE("a bf16 forward reads the master weights as they are now", "[core][model][bf16]") {
+  const ModelConfig m = tiny_model("softmax");
+  GPT model(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
+  model.init_weights(8);
+  const OwnedBatch b = make_batch({12, 5}, 37, 6);
+  const double before = model.forward_loss(b.view());
+  float* p = model.params();  // held across forwards, as an optimizer does
+  for (int64_t i = 0; i < model.num_params(); ++i) p[i] *= 1.5f;
+  const double after = model.forward_loss(b.view());
+  CHECK(after != before);
+  GPT fresh(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
+  std::copy(p, p + model.num_params(), fresh.params());
+  CHECK(fresh.forward_loss(b.view()) == after);  // bit for bit: the copy was refreshed, not reused
+}
+
+TEST_CASE("bf16 activations take half the memory of fp32 ones", "[core][model][bf16]") {
+  ModelConfig m = tiny_model("linear");
+  m.max_seq_len = 1024;
+  const int64_t tokens = 4096;  // activations dominate the parameters at this size
+  Allocator a32({.name = "cpu", .budget_bytes = std::size_t(1) << 30}), a16({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
+  GPT fp32(m, tokens, a32), bf16(m, tokens, a16, cpu_backend(), Precision::bf16);
+  const double params_bytes = 4.0 * static_cast<double>(fp32.num_params());
+  const double acts32 = static_cast<double>(a32.in_use()) - 2 * params_bytes;  // params + grads
+  const double acts16 = static_cast<double>(a16.in_use()) - 2.5 * params_bytes;  // + the bf16 weight copy
+  INFO("activation bytes: fp32 " << acts32 << ", bf16 " << acts16);
+  // Norm statistics, lse, losses and loss weights stay fp32, so slightly more than half.
+  CHECK(acts16 < 0.55 * acts32);
+  CHECK(acts16 > 0.45 * acts32);
+}
+
+TEST_CASE("sequence-parallel attention ops are refused with bf16 activations", "[core][model][bf16]") {
+  GPT model(tiny_model("linear"), 16, test_allocator(), cpu_backend(), Precision::bf16);
+  CHECK_THROWS_WITH(model.set_attention_ops([](int) { return std::unique_ptr<AttentionOp>(); }),
+                    Catch::Contains("needs train.precision: fp32"));
+}

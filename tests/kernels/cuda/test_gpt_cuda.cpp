@@ -92,3 +92,34 @@ TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, Adam
   on_gpu.forward_logits(batch.view(), logits_gpu.data());
   check_close("logits", logits_gpu, logits_cpu, 1e-4);
 }
+
+// train.precision: bf16 on the GPU against the CPU backend's bf16 emulation (the same storage rules, fp32 arithmetic).
+// The two round at the same points but sum in different orders, so a value can land on the neighbouring bf16: the
+// bounds are those of bf16 against fp32 on the CPU (tests/core/test_model.cpp), which measure 0.3-1.8% rms there.
+TEST_CASE("GPT in bf16 on the cuda backend tracks the cpu backend's bf16: loss, gradients, logits", "[cuda][model]") {
+  const std::string attention = GENERATE("softmax", "linear");
+  CAPTURE(attention);
+  std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
+  Allocator host_alloc({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
+  Allocator device_alloc({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->memory()});
+  const ModelConfig m = small_model(attention);
+  GPT on_cpu(m, 256, host_alloc, cpu_backend(), Precision::bf16), on_gpu(m, 256, device_alloc, *cuda, Precision::bf16);
+  on_cpu.init_weights(3);
+  on_gpu.init_weights(3);
+  const Batch batch = make_batch(static_cast<int>(m.vocab_size));
+  on_cpu.zero_grads();
+  on_gpu.zero_grads();
+  const double loss_cpu = on_cpu.forward_backward(batch.view(), 1.0f / 100);
+  const double loss_gpu = on_gpu.forward_backward(batch.view(), 1.0f / 100);
+  CHECK(std::abs(loss_gpu - loss_cpu) <= 5e-3 * std::abs(loss_cpu));
+  const std::vector<float> grads_gpu = download(*cuda, on_gpu.grads(), on_gpu.num_params());
+  for (const ParamEntry& e : on_cpu.layout().params) {
+    const CloseReport r = compare(grads_gpu.data() + e.offset, on_cpu.grads() + e.offset, std::size_t(e.numel));
+    INFO(e.name << ": rms relative error " << r.rms_rel);
+    CHECK(r.rms_rel <= 0.05);
+  }
+  std::vector<float> logits_cpu(batch.tokens.size() * m.vocab_size), logits_gpu(logits_cpu.size());
+  on_cpu.forward_logits(batch.view(), logits_cpu.data());
+  on_gpu.forward_logits(batch.view(), logits_gpu.data());
+  check_close("bf16 logits", logits_gpu, logits_cpu, 2e-2);
+}

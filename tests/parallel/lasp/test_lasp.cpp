@@ -13,6 +13,7 @@
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/shared/decay.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/lasp/auto_variant.h"
 #include "parallel/lasp/lasp.h"
 #include "parallel/sp/shard.h"
 #include "support/assert_close.h"
@@ -217,4 +218,25 @@ TEST_CASE("bytes sent per rank do not depend on N", "[lasp][mpi]") {
       fmt::print("[lasp] {} T={} rank 0 sent {} B for N=64 and {} B for N=640 (state {} B)\n",
                  lasp_variant_name(variant), T, small.total_bytes(), large.total_bytes(), state_bytes);
   }
+}
+
+TEST_CASE("variant auto: every rank of the group measures the same times and picks the same variant", "[lasp][mpi]") {
+  const LaspVariantTimes times = measure_lasp_variants(world(), 4 * 16 * 16, 3);
+  // Gather every rank's view: identical times (bit for bit), so an SP group can never split between variants.
+  const double mine[2] = {times.ring_s, times.allgather_s};
+  std::vector<double> all(2 * static_cast<std::size_t>(world().size()));
+  world().allgather(mine, all.data(), 2, CommType::f64);
+  for (int r = 0; r < world().size(); ++r) {
+    CHECK(all[2 * r] == times.ring_s);
+    CHECK(all[2 * r + 1] == times.allgather_s);
+  }
+  CHECK(times.ring_s > 0);
+  CHECK(times.allgather_s > 0);
+  CHECK(times.faster() == (times.ring_s < times.allgather_s ? LaspVariant::ring : LaspVariant::allgather));
+  // The probe leaves nothing in flight: LASP itself runs right after it on the same communicator.
+  check_against_kernel(world(), {37, 1, 100, 5, 64}, 3, 8, 7, 91);
+  // A 1-rank group has nothing to exchange.
+  const LaspVariantTimes alone = measure_lasp_variants(*world().subgroup({world().rank()}), 16, 3);
+  CHECK(alone.ring_s == 0);
+  CHECK(alone.allgather_s == 0);
 }
