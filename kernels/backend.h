@@ -117,6 +117,10 @@ class Backend {
                                          const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D,
                                          int chunk) = 0;
 
+  // ---- sequence parallelism (kernels/cpu/decay_rows.h): a neighbour's state folded into a rank's rows ----
+  virtual void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
+                          int sign) = 0;
+
   // ---- loss (kernels/cpu/crossentropy.h) ----
   virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
                                     int V) = 0;
@@ -152,6 +156,45 @@ class HostFloats {
  private:
   const float* data_;
   std::vector<float> copy_;
+};
+
+// A growable array of T in a backend's memory, with copies to and from the host: small per-op buffers (sequence
+// parallelism's states and scratch) that stay outside the device budget. On the CPU it is plain host memory, so
+// code written against it runs, and is tested, the same way on every backend.
+template <class T>
+class BackendArray {
+ public:
+  explicit BackendArray(Backend& backend) : backend_(&backend) {}
+  ~BackendArray() {
+    if (data_ != nullptr) backend_->memory().release(data_);
+  }
+  BackendArray(const BackendArray&) = delete;
+  BackendArray& operator=(const BackendArray&) = delete;
+
+  // At least n elements (contents undefined after growing).
+  T* data(int64_t n) {
+    if (n > capacity_) {
+      if (data_ != nullptr) backend_->memory().release(data_);
+      data_ = static_cast<T*>(backend_->memory().allocate(sizeof(T) * static_cast<std::size_t>(n)));
+      capacity_ = n;
+    }
+    return data_;
+  }
+  const T* data() const { return data_; }
+  // The first n elements := host[0, n); returns the array.
+  T* upload(const T* host, int64_t n) {
+    T* d = data(n);
+    backend_->upload(d, host, sizeof(T) * static_cast<std::size_t>(n));
+    return d;
+  }
+  void download(T* host, int64_t n) const {
+    backend_->download(host, data_, sizeof(T) * static_cast<std::size_t>(n));
+  }
+
+ private:
+  Backend* backend_;
+  T* data_ = nullptr;
+  int64_t capacity_ = 0;
 };
 
 }  // namespace trident

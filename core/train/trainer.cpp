@@ -77,9 +77,10 @@ void check_supported(const Config& c) {
       throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                          "does not divide by parallel.sp.size = {}",
                          c.model.n_head, c.parallel.sp_size);
-    if (c.device.backend != "cpu")
-      throw_config_error("parallel.strategy: 'lasp' runs on the cpu backend only so far (device.backend is '{}')",
-                         c.device.backend);
+    if (method != "lasp" && c.device.backend != "cpu")
+      throw_config_error("parallel.sp.method: '{}' runs on the cpu backend only so far (device.backend is '{}'; "
+                         "parallel.sp.method: lasp runs on both)",
+                         method, c.device.backend);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/cpu/bf16_emulation.h"
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/decay_rows.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
@@ -106,6 +107,11 @@ class CpuBackend final : public Backend {
                                  const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
     cpu::attention_linear_backward(dqkv, dstate_in, dout, dstate_out, qkv, slopes, state_in, cu_seqlens, n_seq, N, H,
                                    D, chunk);
+  }
+
+  void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
+                  int sign) override {
+    cpu::decay_rows(dst, src, ld, n, D, s, offset, sign);
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

@@ -6,6 +6,7 @@
 #include "kernels/cuda/attention_softmax.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/crossentropy.h"
+#include "kernels/cuda/decay_rows.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/fill.h"
 #include "kernels/cuda/gelu.h"
@@ -112,6 +113,11 @@ class CudaBackend final : public Backend {
                                  const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) override {
     cuda::attention_linear_backward<float>(dqkv, dstate_in, dout, dstate_out, qkv, slopes, state_in, cu_seqlens,
                                            n_seq, N, H, D, chunk, stream());
+  }
+
+  void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
+                  int sign) override {
+    cuda::decay_rows(dst, src, ld, n, D, s, offset, sign, stream());
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

@@ -30,6 +30,13 @@ TRIDENT_HD T block_decay(T s, int c) {
   return std::exp(-s * T(c));
 }
 
+// Row i of a block scaled by lambda^(offset + sign*i) (sign +1: rows read a state through i more steps; -1: rows
+// enter a state that lies offset - i steps ahead). The exponent must stay >= 0.
+template <class T>
+TRIDENT_HD T row_decay(T s, int64_t offset, int sign, int64_t i) {
+  return std::exp(-s * T(offset + sign * i));
+}
+
 // Causal mask times decay of the intra-chunk product, query i and key j: 0 above the diagonal (not -inf: no softmax).
 template <class T>
 TRIDENT_HD T diag_decay(T s, int i, int j) {

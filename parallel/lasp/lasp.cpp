@@ -8,12 +8,7 @@
 namespace trident {
 
 LinearAttentionSP::LinearAttentionSP(Communicator& sp, Backend& backend, LaspVariant variant)
-    : sp_(sp), backend_(backend), variant_(variant) {
-  if (backend.device() != Device::cpu)
-    throw_runtime_error("LASP runs on host buffers for now (its corrections scale rows on the host); got the {} "
-                        "backend",
-                        backend.name());
-}
+    : sp_(sp), backend_(backend), variant_(variant), cache_(backend) {}
 
 void LinearAttentionSP::forward(float* out, const float* qkv_local, const float* slopes, const int32_t* cu_seqlens,
                                 int n_seq, int64_t N, int H, int D, int chunk) {
@@ -22,7 +17,10 @@ void LinearAttentionSP::forward(float* out, const float* qkv_local, const float*
   cache_.H = H;
   cache_.D = D;
   cache_.chunk = chunk;
-  cache_.slopes.assign(slopes, slopes + H);
+  cache_.slopes.resize(H);
+  backend_.download(cache_.slopes.data(), slopes, sizeof(float) * H);
+  cache_.slopes_on_backend = slopes;
+  cache_.cu_on_backend.upload(cache_.shard.cu_seqlens.data(), std::ssize(cache_.shard.cu_seqlens));
   if (variant_ == LaspVariant::ring)
     lasp::ring_forward(sp_, backend_, out, qkv_local, cache_);
   else

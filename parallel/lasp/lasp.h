@@ -45,19 +45,28 @@ struct LaspShard {
 // The shard of group rank `rank` of T from the global cu_seqlens (n_seq documents, N tokens; empty documents allowed).
 LaspShard lasp_shard(const int32_t* cu_seqlens, int n_seq, int64_t N, int T, int rank);
 
-// What forward keeps for backward: the plan and the received state (the LASP "KV cache").
+// What forward keeps for backward: the plan and the received state (the LASP "KV cache"). States are combined
+// and sent from host memory (they are small: H*D*D fp32); the kernels read their inputs in the backend's memory.
 struct LaspCache {
+  explicit LaspCache(Backend& backend)
+      : cu_on_backend(backend), state_on_backend(backend), dstate_on_backend(backend), rows(backend) {}
   LaspShard shard;
   int H = 0, D = 0, chunk = 0;
-  std::vector<float> slopes;       // (H)
+  std::vector<float> slopes;       // (H) host copy
   std::vector<float> state_in;     // (H, D, D): state entering local piece 0 (zeros unless shard.from_prev)
   std::vector<float> transitions;  // (T, H) allgather only: per rank, lambda^n when it passes through, else 0
+  // In the backend's memory: the local cu_seqlens and the slopes (the caller's, which outlive the step), and staging
+  // for states and decayed rows, reused by every call.
+  BackendArray<int32_t> cu_on_backend;
+  const float* slopes_on_backend = nullptr;
+  mutable BackendArray<float> state_on_backend, dstate_on_backend, rows;
 };
 
 // The sequence-parallel op. Backward must follow a forward on the same batch (it reads the cache).
 class LinearAttentionSP {
  public:
-  // Host buffers: the inter-rank corrections scale rows on the host, so the backend must be the CPU one.
+  // qkv, out and their gradients, slopes and the kernels live in `backend` (cpu or cuda); states move through the
+  // host and `sp` (MPI).
   LinearAttentionSP(Communicator& sp, Backend& backend, LaspVariant variant);
 
   void forward(float* out, const float* qkv_local, const float* slopes, const int32_t* cu_seqlens, int n_seq,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
-# (gradients over NCCL) give the CPU's losses in fp32; bf16 follows the fp32 curve; MFU is written; a resumed run
-# continues bit for bit. Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
+# (gradients over NCCL) give the CPU's losses in fp32, and so does LASP at sp = 2; bf16 follows the fp32 curve; MFU
+# is written; a resumed run continues bit for bit. Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_cuda_train.sh CONFIG_DIR}
@@ -31,6 +31,13 @@ import json, sys
 for path in sys.argv[1:]:
     assert all(0 < json.loads(l)["mfu"] < 1 for l in open(path)), path
 PY
+
+# LASP (sp = 2) on the GPU: the 1-rank CPU losses of the linear-attention model.
+linear=(--set model.attention=linear)
+mpi 1 0 train "$tiny" "${base[@]}" "${linear[@]}" --set run.dir="$tmp/cpu_linear"
+mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.size=2 --set run.dir="$tmp/lasp"
+close "$tmp/cpu_linear" "$tmp/lasp" 1e-4
 
 # 20 steps straight vs 10 + resume for 10 on the GPU: bit-identical.
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set checkpoint.every=10 --set run.dir="$tmp/straight"

@@ -1,7 +1,10 @@
 // CUDA element-wise kernels against the CPU backend: fp32 to rounding, bf16 to bf16's precision.
 #include <catch2/catch.hpp>
 
+#include "kernels/cpu/decay_rows.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cuda/decay_rows.h"
+#include "kernels/cuda/fill.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
@@ -33,4 +36,24 @@ TEST_CASE("cuda gelu forward and backward equal the CPU kernel (fp32 and bf16)",
   DeviceVector<bf16> xb_d(to_bf16(x)), yb_d(n);
   cuda::gelu_forward(yb_d.data(), xb_d.data(), n, nullptr);
   check_close("gelu forward bf16", to_f32(yb_d.to_host()), yb, 4e-3);
+}
+
+TEST_CASE("cuda decay_rows and fill/convert equal the CPU", "[cuda][decay_rows]") {
+  const int64_t n = 1001, ld = 37;
+  const int D = 29;  // a block of columns of a wider matrix, as LASP reads q, k or v of one head
+  const auto src = random_normal<float>(n * ld, 3);
+  for (const auto& [offset, sign] : {std::pair<int64_t, int>{0, +1}, {n, -1}}) {
+    std::vector<float> want(n * D);
+    cpu::decay_rows(want.data(), src.data() + 5, ld, n, D, 0.0625f, offset, sign);
+    DeviceVector<float> src_d(src), got_d(n * D);
+    cuda::decay_rows(got_d.data(), src_d.data() + 5, ld, n, D, 0.0625f, offset, sign, nullptr);
+    check_close("decay_rows sign " + std::to_string(sign), got_d.to_host(), want, 1e-6);  // device expf: a few ulp
+  }
+  DeviceVector<bf16> weights_d(n);
+  DeviceVector<float> master_d(src);
+  cuda::convert(weights_d.data(), master_d.data(), n, nullptr);
+  const std::vector<bf16> got = weights_d.to_host(), want = to_bf16(std::vector<float>(src.begin(), src.begin() + n));
+  for (int64_t i = 0; i < n; ++i) REQUIRE(got[i].bits == want[i].bits);  // round to nearest even, exactly
+  cuda::fill(weights_d.data(), n, 1.5f, nullptr);
+  for (const bf16 x : weights_d.to_host()) REQUIRE(bf16_to_float(x) == 1.5f);
 }

@@ -230,12 +230,11 @@ TEST_CASE("variant auto: every rank of the group measures the same times and pic
     CHECK(all[2 * r] == times.ring_s);
     CHECK(all[2 * r + 1] == times.allgather_s);
   }
-  CHECK(times.ring_s > 0);
-  CHECK(times.allgather_s > 0);
+  CHECK((world().size() == 1 ? times.ring_s == 0 : times.ring_s > 0));  // a 1-rank group has nothing to exchange
+  CHECK((world().size() == 1 ? times.allgather_s == 0 : times.allgather_s > 0));
   CHECK(times.faster() == (times.ring_s < times.allgather_s ? LaspVariant::ring : LaspVariant::allgather));
   // The probe leaves nothing in flight: LASP itself runs right after it on the same communicator.
   check_against_kernel(world(), {37, 1, 100, 5, 64}, 3, 8, 7, 91);
-  // A 1-rank group has nothing to exchange.
   const LaspVariantTimes alone = measure_lasp_variants(*world().subgroup({world().rank()}), 16, 3);
   CHECK(alone.ring_s == 0);
   CHECK(alone.allgather_s == 0);

@@ -1,0 +1,102 @@
+// LASP on the CUDA backend: each rank's qkv, out and gradients in device memory, states through the host and MPI.
+// Outputs and input gradients of both variants against the CPU kernel on the whole batch, as the CPU tests do
+// (tests/parallel/lasp/test_lasp.cpp), within the CUDA linear-attention kernel's fp32 tolerance (2e-5). Runs under
+// mpirun with 1, 2 and 4 ranks, one device per rank; without a usable device every rank prints why and exits 77.
+#define CATCH_CONFIG_RUNNER
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "kernels/cpu/attention_linear.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device.h"
+#include "kernels/shared/decay.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/lasp/lasp.h"
+#include "parallel/sp/shard.h"
+#include "support/assert_close.h"
+#include "support/device_vector.h"
+#include "support/random.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+Backend* g_cuda = nullptr;  // this rank's device, made in main
+
+std::vector<float> rows(const std::vector<float>& all, int64_t begin, int64_t end, int64_t width) {
+  return {all.begin() + begin * width, all.begin() + end * width};
+}
+
+// Rows of every rank gathered in rank order.
+std::vector<float> gather_rows(Communicator& sp, const std::vector<float>& mine, int64_t N, int64_t width) {
+  std::vector<int64_t> counts(sp.size()), displs(sp.size());
+  for (int r = 0; r < sp.size(); ++r) {
+    displs[r] = shard_begin(N, sp.size(), r) * width;
+    counts[r] = shard_begin(N, sp.size(), r + 1) * width - displs[r];
+  }
+  std::vector<float> all(N * width);
+  sp.allgatherv(mine.data(), std::ssize(mine), all.data(), counts, displs, CommType::f32);
+  return all;
+}
+
+void check_against_kernel(Communicator& sp, const std::vector<int>& lengths, int H, int D, int chunk, uint64_t seed) {
+  std::vector<int32_t> cu{0};
+  for (int n : lengths) cu.push_back(cu.back() + n);
+  const int n_seq = static_cast<int>(lengths.size());
+  const int64_t N = cu.back(), C = int64_t(H) * D;
+  const std::vector<float> qkv = random_normal<float>(N * 3 * C, seed, 0.5), dout = random_normal<float>(N * C, seed + 1);
+  const std::vector<float> dqkv0 = random_normal<float>(N * 3 * C, seed + 2, 0.1);
+  const std::vector<float> slopes = linear_attention_slopes(H);
+
+  std::vector<float> want_out(N * C), want_dqkv = dqkv0;
+  cpu::attention_linear_forward(want_out.data(), nullptr, qkv.data(), slopes.data(), nullptr, cu.data(), n_seq, N, H,
+                                D, chunk);
+  cpu::attention_linear_backward(want_dqkv.data(), nullptr, dout.data(), nullptr, qkv.data(), slopes.data(), nullptr,
+                                 cu.data(), n_seq, N, H, D, chunk);
+
+  const int64_t begin = shard_begin(N, sp.size(), sp.rank()), end = shard_begin(N, sp.size(), sp.rank() + 1);
+  for (LaspVariant variant : {LaspVariant::ring, LaspVariant::allgather}) {
+    const DeviceVector<float> d_qkv(rows(qkv, begin, end, 3 * C)), d_dout(rows(dout, begin, end, C));
+    const DeviceVector<float> d_slopes(slopes);
+    DeviceVector<float> d_out(std::vector<float>((end - begin) * C, -1.0f)), d_dqkv(rows(dqkv0, begin, end, 3 * C));
+    LinearAttentionSP op(sp, *g_cuda, variant);
+    op.forward(d_out.data(), d_qkv.data(), d_slopes.data(), cu.data(), n_seq, N, H, D, chunk);
+    op.backward(d_dqkv.data(), d_dout.data(), d_qkv.data());
+    const std::string name =
+        fmt::format("cuda {} T={} N={} H={} D={} chunk={}", lasp_variant_name(variant), sp.size(), N, H, D, chunk);
+    check_close(name + " out", gather_rows(sp, d_out.to_host(), N, C), want_out, 2e-5);
+    check_close(name + " dqkv", gather_rows(sp, d_dqkv.to_host(), N, 3 * C), want_dqkv, 2e-5);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("LASP on the cuda backend equals the kernel on the whole batch", "[lasp][cuda]") {
+  for (int chunk : {1, 7, 64}) check_against_kernel(world(), {37, 1, 100, 5, 64}, 3, 8, chunk, 11);
+  check_against_kernel(world(), {203}, 3, 16, 7, 21);                          // one document over every rank
+  check_against_kernel(world(), {3, 2, 1, 4, 2, 3, 1, 5, 2, 1, 3}, 3, 8, 7, 31);  // documents shorter than a share
+  check_against_kernel(world(), {2}, 3, 8, 1, 41);                              // fewer tokens than ranks
+}
+
+int main(int argc, char** argv) {
+  Catch::Session session;
+  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  if (session.config().listTestNamesOnly() || session.config().listTests()) return session.run();
+  std::string why;
+  const int devices = cuda::device_count(&why);
+  if (devices == 0) {
+    if (world().rank() == 0) std::printf("skipped: no usable CUDA device (%s)\n", why.c_str());
+    return 77;
+  }
+  std::unique_ptr<Backend> backend = cuda::make_cuda_backend(world().node_group()->rank() % devices);
+  g_cuda = backend.get();
+  const int result = session.run();
+  g_cuda = nullptr;
+  return result;
+}
