@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -28,6 +29,7 @@
 #include "core/train/signals.h"
 #include "core/train/step.h"
 #include "kernels/backends.h"
+#include "parallel/comm/node_layout.h"
 #include "parallel/dp/data_parallel.h"
 #include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
@@ -83,8 +85,9 @@ void check_supported(const Config& c) {
 }
 
 // The ranks as this run lays them out: `replicas` data-parallel copies of a sequence-parallel group of `sp_size`
-// contiguous ranks (without sequence parallelism, groups of one: plain data parallelism). Gradients are summed over
-// every rank.
+// ranks (without sequence parallelism, groups of one: plain data parallelism). Gradients are summed over every rank.
+// Groups are consecutive ranks in node-major order, so a group stays on one node (shared memory) whenever sp_size
+// divides each node's rank count, however mpirun placed the ranks.
 struct RankLayout {
   Communicator* sp = nullptr;  // this rank's sequence-parallel group; nullptr without sequence parallelism
   int replicas = 1, replica = 0;
@@ -95,7 +98,11 @@ RankLayout rank_layout(const Config& c, Communicator& world) {
   if (world.size() % sp_size != 0)
     throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world.size());
   RankLayout layout{nullptr, world.size() / sp_size, world.rank() / sp_size};
-  if (c.parallel.strategy == "lasp") layout.sp = world.split(layout.replica, world.rank());
+  if (c.parallel.strategy != "lasp") return layout;
+  const std::vector<int> order = node_layout(world).node_major();
+  const int position = static_cast<int>(std::find(order.begin(), order.end(), world.rank()) - order.begin());
+  layout.replica = position / sp_size;
+  layout.sp = world.split(layout.replica, position);
   return layout;
 }
 
