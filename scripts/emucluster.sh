@@ -63,12 +63,12 @@ dir=${dir:-/tmp/$name}
 config=$dir/config
 subnet=10.99.0
 
-# bits_per_s RATE: RATE in bits per second (tc's bit units only), or nothing when RATE is not one.
+# bits_per_s RATE: RATE in bits per second (tc's bit units only), or nothing when RATE is not a positive one.
 bits_per_s() {
   [[ $1 =~ ^([0-9]+|[0-9]*\.[0-9]+)(|k|m|g|t)bit$ ]] || return 0
   local scale
   case ${BASH_REMATCH[2]} in "") scale=1 ;; k) scale=1e3 ;; m) scale=1e6 ;; g) scale=1e9 ;; t) scale=1e12 ;; esac
-  awk -v v="${BASH_REMATCH[1]}" -v s="$scale" 'BEGIN { printf "%.0f", v * s }'
+  awk -v v="${BASH_REMATCH[1]}" -v s="$scale" 'BEGIN { if (v * s >= 1) printf "%.0f", v * s }'
 }
 
 # namespaces: this cluster's namespaces that exist now (head last, so nodes go before their bridge).
