@@ -8,12 +8,13 @@
 #   scripts/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
 #                                [--node-bw nodeI=RATE]...
 #   scripts/emucluster.sh status [--dir DIR] [--name NAME]    # layout, links and processes; exit 1 when down
-#   scripts/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] -- PROGRAM [ARGS...]
+#   scripts/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
 #   scripts/emucluster.sh down   [--dir DIR] [--name NAME]    # safe to repeat, also after a failed up or a killed job
 #
 # RATE is tc's notation in bits per second: 100mbit, 1gbit, 2.5gbit, 500kbit. `run` starts N ranks (default
-# nodes x ranks-per-node; node0 gets ranks 0..R-1, node1 the next R, ...) through mpirun, which runs in the
-# namespace NAME-head that owns the bridge; its launch agent starts each node's ranks inside NAME-nodeI.
+# nodes x ranks-per-node) through mpirun, which runs in the namespace NAME-head that owns the bridge; its launch
+# agent starts each node's ranks inside NAME-nodeI. --map-by slot (default) fills node0 with ranks 0..R-1, then
+# node1; --map-by node deals ranks round robin (rank 0 on node0, rank 1 on node1, ...).
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
 #
 # Everything lives in the namespaces NAME-head and NAME-node0.. (addresses 10.99.0.0/24 exist only there; the
@@ -27,7 +28,7 @@ usage() {
   cat >&2 <<EOF
 usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE [--node-bw nodeI=RATE]...
        $0 status [--dir DIR] [--name NAME]
-       $0 run    [--dir DIR] [--name NAME] [--np N] -- PROGRAM [ARGS...]
+       $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
        $0 down   [--dir DIR] [--name NAME]
 EOF
   exit 2
@@ -40,7 +41,7 @@ action=$1
 shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
-name=trident-emu dir= nodes= ranks= inter_bw= np=
+name=trident-emu dir= nodes= ranks= inter_bw= np= map_by=slot
 node_bw=()
 program=()
 need() { [[ $# -ge 2 && -n $2 ]] || bad "$1 needs a value"; }
@@ -53,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --inter-bw) [[ $action == up ]] || bad "--inter-bw belongs to 'up'"; need "$@"; inter_bw=$2; shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
+    --map-by) [[ $action == run ]] || bad "--map-by belongs to 'run'"; need "$@"; map_by=$2; shift 2 ;;
     --) [[ $action == run ]] || bad "'--' belongs to 'run'"; shift; program=("$@"); break ;;
     *) bad "unknown argument '$1'" ;;
   esac
@@ -224,11 +226,12 @@ status() {
 
 run() {
   local state=
+  [[ ${#program[@]} -gt 0 ]] || bad "run needs -- PROGRAM [ARGS...]"
+  [[ -z $np || $np =~ ^[1-9][0-9]*$ ]] || bad "--np: '$np' is not a positive whole number"
+  [[ $map_by == slot || $map_by == node ]] || bad "--map-by: '$map_by' is not slot or node"
   read_config
   [[ $state == up ]] || die "$name in $dir is not up (state $state)"
-  [[ ${#program[@]} -gt 0 ]] || bad "run needs -- PROGRAM [ARGS...]"
   np=${np:-$((nodes * ranks))}
-  [[ $np =~ ^[1-9][0-9]*$ ]] || bad "--np: '$np' is not a positive whole number"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # Defaults the caller's environment may override: shared memory inside a node, TCP across; idle ranks yield the
   # core (ranks outnumber cores here, and a spinning rank slows the one that transfers).
@@ -237,7 +240,7 @@ run() {
   # this script stops the job. More ranks than slots are allowed.
   exec ip netns exec "$name-head" unshare --uts --mount sh -c \
     'hostname head && mount --bind "$0/hosts" /etc/hosts && exec "$@"' "$dir" \
-    mpirun -np "$np" --hostfile "$dir/hostfile" --map-by slot --oversubscribe \
+    mpirun -np "$np" --hostfile "$dir/hostfile" --map-by "$map_by" --oversubscribe \
     --mca plm_rsh_agent "$dir/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
     "${program[@]}"

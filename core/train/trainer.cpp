@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -244,8 +245,10 @@ void run_training(const Config& config) {
       if (method == "ring") return make_ring_op(*layout.sp, backend, type, H, D);
       return make_lasp_op(*layout.sp, backend, variant, H, D);
     });
-    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}", layout.replicas,
-                 layout.sp->size(), method == "lasp" ? std::string(lasp_variant_name(variant)) : method);
+    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "
+                 "group: ranks {}",
+                 layout.replicas, layout.sp->size(),
+                 method == "lasp" ? std::string(lasp_variant_name(variant)) : method, layout.sp->members());
   }
 
   int64_t start_step = 0;

@@ -5,12 +5,13 @@
 #    process behind;
 #  - ranks start on their nodes (hostnames node0/node1), and ranks on one node reach each other over shared memory
 #    alone;
-#  - a 2-node x 2-rank cluster trains the quickstart model with the losses of 4 local ranks;
+#  - a 2-node x 2-rank cluster trains the quickstart model with the losses of 4 local ranks, and with ranks placed
+#    round robin, sequence-parallel groups still stay on one node (and the losses still match);
 #  - trident bench comm measures the configured rate of a 100mbit link within 15%;
 #  - --profile writes a network section that parses as YAML, into a new file or merged into an existing one.
 # Each cluster gets a name of its own, so a cluster a user has up is never touched. Every command has a deadline
 # and the EXIT trap takes the cluster down, also when a check fails. Needs root and `ip netns` (else skipped, 77).
-# Usage: TRIDENT=/path/to/trident bash tests/app/test_emucluster.sh
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_emucluster.sh tests/app/configs
 set -u
 if [[ $(id -u) != 0 ]]; then echo "skipped: network namespaces need root"; exit 77; fi
 for tool in ip tc unshare mpirun; do
@@ -19,6 +20,7 @@ done
 probe=trident-probe-$$
 if ! ip netns add "$probe" 2>/dev/null; then echo "skipped: cannot create network namespaces here"; exit 77; fi
 ip netns del "$probe"
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_emucluster.sh CONFIG_DIR}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 emu="$root/scripts/emucluster.sh"
@@ -57,6 +59,8 @@ grep -q "node2" "$tmp/err" || fail "the --node-bw error does not name node2"
 emu 2 up --nodes 2 --inter-bw 1gbit; grep -q -- "--ranks-per-node" "$tmp/err" || fail "no missing --ranks-per-node error"
 emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit --bogus; grep -q -- "'--bogus'" "$tmp/err" || fail "no unknown-argument error"
 emu 2 sideways; grep -q "'sideways'" "$tmp/err" || fail "no unknown-command error"
+emu 2 run --map-by board -- true; grep -q -- "--map-by: 'board'" "$tmp/err" || fail "no --map-by error"
+emu 2 run --np 4; grep -q -- "-- PROGRAM" "$tmp/err" || fail "run without a program does not say so"
 emu 1 run -- true; grep -q "no emulated cluster" "$tmp/err" || fail "run without up does not say so"
 nothing_left
 
@@ -87,6 +91,16 @@ emu 0 run -- "$trident" train "$root/configs/quickstart.yaml" "${quick[@]}" --se
 mpi 4 0 train "$root/configs/quickstart.yaml" "${quick[@]}" --set run.dir="$tmp/local_run"
 grep -q '"world_size":4' "$tmp/emu_run/metrics.jsonl" || fail "the emulated run is not a 4-rank world"
 close "$tmp/emu_run" "$tmp/local_run" 1e-5
+
+check "sequence-parallel groups stay on a node when ranks are placed round robin, with the losses of local ranks"
+lasp=("$configs/tiny_train.yaml" --set model.attention=linear --set parallel.strategy=lasp --set parallel.sp.size=2
+      --set train.steps=4 --set train.warmup_steps=1 --set train.eval_every=0 --set checkpoint.every=0)
+emu 0 run --map-by node -- "$trident" train "${lasp[@]}" --set run.dir="$tmp/emu_lasp"
+mpi 4 0 train "${lasp[@]}" --set run.dir="$tmp/local_lasp"
+grep -q "\[rank 0\].*this rank's group: ranks \[0, 2\]" "$tmp/emu_lasp/trident.log" ||
+  fail "rank 0 (node0 with rank 2) is not grouped with rank 2: $(grep "group:" "$tmp/emu_lasp/trident.log")"
+grep -q "\[rank 1\].*this rank's group: ranks \[1, 3\]" "$tmp/emu_lasp/trident.log" || fail "rank 1 not grouped with 3"
+close "$tmp/emu_lasp" "$tmp/local_lasp" 1e-5
 
 check "bench comm --profile writes a new profile: cluster and network sections"
 emu 0 run -- "$trident" bench comm --max-bytes 65536 --repeat 0.05 --profile "$tmp/new.yaml"
