@@ -62,6 +62,9 @@ emu 2 sideways; grep -q "'sideways'" "$tmp/err" || fail "no unknown-command erro
 emu 2 run --map-by board -- true; grep -q -- "--map-by: 'board'" "$tmp/err" || fail "no --map-by error"
 emu 2 run --np 4; grep -q -- "-- PROGRAM" "$tmp/err" || fail "run without a program does not say so"
 emu 1 run -- true; grep -q "no emulated cluster" "$tmp/err" || fail "run without up does not say so"
+run 2 bench comm --max-bytes 2
+run 2 bench comm --profile "$tmp/one_rank.yaml"  # one rank measures no link
+stderr_line "trident: config error:" "--profile" "1-rank world"
 nothing_left
 
 check "an up that fails half-way (tc breaks) leaves nothing behind"
