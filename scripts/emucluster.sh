@@ -61,7 +61,8 @@ while [[ $# -gt 0 ]]; do
 done
 # The name prefixes namespace names (and nothing in the machine's own namespace).
 [[ $name =~ ^[a-z][a-z0-9-]{0,23}$ ]] || bad "--name: '$name' is not 1-24 characters of a-z, 0-9 and '-' starting with a letter"
-dir=${dir:-/tmp/$name}
+dir=$(realpath -m "${dir:-/tmp/$name}")  # absolute: mpirun runs the agent, and the agent mounts DIR/hosts, elsewhere
+[[ $dir != *[[:space:]\'\"\\]* ]] || bad "--dir: '$dir' has a space, quote or backslash (the launch agent embeds it)"
 config=$dir/config
 subnet=10.99.0
 

@@ -106,19 +106,18 @@ grep -q "\[rank 1\].*this rank's group: ranks \[1, 3\]" "$tmp/emu_lasp/trident.l
 close "$tmp/emu_lasp" "$tmp/local_lasp" 1e-5
 
 check "bench comm --profile writes a new profile: cluster and network sections"
-emu 0 run -- "$trident" bench comm --max-bytes 65536 --repeat 0.05 --profile "$tmp/new.yaml"
+emu 0 run -- "$trident" bench comm "$root/configs/quickstart.yaml" --max-bytes 65536 --repeat 0.05 --profile "$tmp/new.yaml"
 /usr/bin/python3 - "$tmp/new.yaml" <<'PY' || fail "$tmp/new.yaml is not the expected profile: $(cat "$tmp/new.yaml")"
 import sys, yaml
 p = yaml.safe_load(open(sys.argv[1]))
 assert set(p) == {"cluster", "network"}, p
 assert p["cluster"]["nodes"] == 2 and p["cluster"]["devices_per_node"] == 2, p["cluster"]
 assert set(p["cluster"]) == {"name", "nodes", "devices_per_node", "device_memory_gb"}, p["cluster"]
+assert p["cluster"]["device_memory_gb"] == 4.0, p["cluster"]  # quickstart.yaml's device.memory_gb
 net = p["network"]
 for link in ("intra_node", "inter_node"):
     assert set(net[link]) == {"bandwidth_gb_per_s", "latency_us"}, net[link]
     assert all(isinstance(v, float) and v > 0 for v in net[link].values()), net[link]
-# shared memory is faster than a 1gbit link
-assert net["intra_node"]["bandwidth_gb_per_s"] > net["inter_node"]["bandwidth_gb_per_s"], net
 spans = {(a["group_size"], a["nodes"]) for a in net["alltoall"]}
 assert spans == {(2, 1), (2, 2), (4, 2)}, spans
 assert all(isinstance(a["bandwidth_gb_per_s"], float) for a in net["alltoall"]), net["alltoall"]
