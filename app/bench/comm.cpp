@@ -151,9 +151,9 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
     // Before the measurement, so a bad request fails at once.
     if (layout.groups_within_nodes(2).empty() || layout.nodes < 2)
       throw_config_error("bench comm --profile: the profile needs a pair of ranks on one node and a pair on two "
-                         "nodes, but the {} ranks run on {} node(s) with as few as {} per node; run at least 2 ranks "
-                         "on each of 2 nodes (e.g. scripts/emucluster.sh up --nodes 2 --ranks-per-node 2 ...)",
-                         world_size, layout.nodes, layout.ranks_on(layout.node[0]));
+                         "nodes, but the {} ranks run on {} node(s), {} on the first; run at least 2 ranks on each "
+                         "of 2 nodes (e.g. scripts/emucluster.sh up --nodes 2 --ranks-per-node 2 ...)",
+                         world_size, layout.nodes, layout.ranks_on(0));
     check_profile_file(comm_options.profile);
   }
   const int64_t max_bytes = comm_options.max_bytes;
