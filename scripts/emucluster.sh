@@ -117,10 +117,6 @@ read_config() {
 }
 
 up() {
-  command -v ip >/dev/null && command -v tc >/dev/null && command -v unshare >/dev/null ||
-    die "needs ip, tc (iproute2) and unshare (util-linux)"
-  command -v mpirun >/dev/null || die "mpirun not found; run scripts/install-deps.sh"
-  [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
   [[ -n $nodes ]] || bad "up needs --nodes N"
   [[ -n $ranks ]] || bad "up needs --ranks-per-node R"
   [[ -n $inter_bw ]] || bad "up needs --inter-bw RATE (e.g. 1gbit)"
@@ -137,6 +133,10 @@ up() {
     [[ -n $(bits_per_s "$rate") ]] || bad "--node-bw: '$spec': '$rate' is not a rate like 100mbit or 1gbit"
     rates[node]=$rate
   done
+  command -v ip >/dev/null && command -v tc >/dev/null && command -v unshare >/dev/null ||
+    die "needs ip, tc (iproute2) and unshare (util-linux)"
+  command -v mpirun >/dev/null || die "mpirun not found; run scripts/install-deps.sh"
+  [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
 
   local wanted="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]}"
   if [[ -f $config ]]; then
