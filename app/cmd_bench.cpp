@@ -47,8 +47,20 @@ void add_bench_command(CLI::App& app) {
   });
 
   CLI::App* comm = cmd->add_subcommand(
-      "comm", "Under mpirun: send/recv, allreduce, allgather and alltoall latency and bandwidth per group size");
-  comm->fallthrough()->callback([options] { bench::run_comm(*options); });
+      "comm", "Under mpirun: send/recv, allreduce, allgather and alltoall latency and bandwidth per group size, on "
+              "one node and across nodes");
+  auto comm_options = std::make_shared<bench::CommOptions>();
+  comm->add_option("--max-bytes", comm_options->max_bytes,
+                   "Largest message of the sweep 4 B, 16 B, ... (default 67108864 = 64 MiB; less for slow links)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 30));
+  comm->add_option("--profile", comm_options->profile,
+                   "Write the cluster profile's network section to FILE (other sections of an existing FILE are "
+                   "kept); needs ranks on at least 2 nodes, 2 of them on one node");
+  auto comm_config = add_config_args(comm, /*optional=*/true);  // only device.memory_gb, for a new profile
+  comm->fallthrough()->callback([options, comm_options, comm_config] {
+    if (!comm_config->path.empty()) comm_options->device_memory_gb = comm_config->load().device.memory_gb;
+    bench::run_comm(*options, *comm_options);
+  });
 
   CLI::App* sp = cmd->add_subcommand(
       "sp", "Under mpirun: LASP-1, LASP-2, Ulysses and Ring Attention, one attention layer forward + backward per "

@@ -22,8 +22,14 @@ void run_kernels(const Options& options);
 void run_kernels_cuda(const Options& options);
 // CONFIG may be empty: then GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50304) and the quickstart shape.
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides);
-// Under mpirun: communicator latency and bandwidth per group size (fixed iteration counts; --repeat is not used).
-void run_comm(const Options& options);
+struct CommOptions {
+  int64_t max_bytes = int64_t{64} << 20;  // largest message of the sweep (4 B, 16 B, ... up to this)
+  std::string profile;                    // write the cluster profile's network section here ("" = no)
+  double device_memory_gb = 0;            // for a new profile's cluster section (0 = unknown)
+};
+// Under mpirun: communicator latency and bandwidth per group size, for groups on one node and across nodes (up to
+// 20 calls per point, no more than fit in --repeat seconds on a slow link).
+void run_comm(const Options& options, const CommOptions& comm_options);
 // Under mpirun: sequence-parallel attention methods, one layer forward + backward per group size and length
 // (app/bench/sp.cpp); with max_length_budget_gib > 0, the longest length per method that fits that per-rank budget.
 void run_sp(const Options& options, const std::vector<int64_t>& lengths, double max_case_seconds,

@@ -2,12 +2,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -28,6 +30,7 @@
 #include "core/train/signals.h"
 #include "core/train/step.h"
 #include "kernels/backends.h"
+#include "parallel/comm/node_layout.h"
 #include "parallel/dp/data_parallel.h"
 #include "parallel/lasp/auto_variant.h"
 #include "parallel/lasp/model_op.h"
@@ -99,8 +102,9 @@ LaspVariant lasp_variant(const Config& c, Communicator& sp) {
 }
 
 // The ranks as this run lays them out: `replicas` data-parallel copies of a sequence-parallel group of `sp_size`
-// contiguous ranks (without sequence parallelism, groups of one: plain data parallelism). Gradients are summed over
-// every rank.
+// ranks (without sequence parallelism, groups of one: plain data parallelism). Gradients are summed over every rank.
+// Groups are consecutive ranks in node-major order, so a group stays on one node (shared memory) whenever sp_size
+// divides each node's rank count, however mpirun placed the ranks.
 struct RankLayout {
   Communicator* sp = nullptr;  // this rank's sequence-parallel group; nullptr without sequence parallelism
   int replicas = 1, replica = 0;
@@ -111,7 +115,11 @@ RankLayout rank_layout(const Config& c, Communicator& world) {
   if (world.size() % sp_size != 0)
     throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world.size());
   RankLayout layout{nullptr, world.size() / sp_size, world.rank() / sp_size};
-  if (c.parallel.strategy == "lasp") layout.sp = world.split(layout.replica, world.rank());
+  if (c.parallel.strategy != "lasp") return layout;
+  const std::vector<int> order = node_layout(world).node_major();
+  const int position = static_cast<int>(std::find(order.begin(), order.end(), world.rank()) - order.begin());
+  layout.replica = position / sp_size;
+  layout.sp = world.split(layout.replica, position);
   return layout;
 }
 
@@ -257,8 +265,10 @@ void run_training(const Config& config) {
       if (method == "ring") return make_ring_op(*layout.sp, backend, type, H, D);
       return make_lasp_op(*layout.sp, backend, variant, H, D);
     });
-    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}", layout.replicas,
-                 layout.sp->size(), method == "lasp" ? std::string(lasp_variant_name(variant)) : method);
+    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "
+                 "group: ranks {}",
+                 layout.replicas, layout.sp->size(),
+                 method == "lasp" ? std::string(lasp_variant_name(variant)) : method, layout.sp->members());
   }
 
   int64_t start_step = 0;

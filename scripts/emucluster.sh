@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# An emulated multi-node cluster on this machine, built from the kernel's own pieces: one network namespace per
+# node (with its own hostname), a veth link from each node to a bridge, and a `tc tbf` rate limit on both ends of
+# every link. Ranks on one node talk over shared memory; ranks on different nodes cross two rate-limited links
+# (the sender's and the receiver's), so a pair gets the slower of the two rates. Latency is not emulated: the
+# kernels here have no `netem`. Needs root, `ip` (iproute2), `tc` and `unshare` (util-linux).
+#
+#   scripts/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
+#                                [--node-bw nodeI=RATE]...
+#   scripts/emucluster.sh status [--dir DIR] [--name NAME]    # layout, links and processes; exit 1 when down
+#   scripts/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
+#   scripts/emucluster.sh down   [--dir DIR] [--name NAME]    # safe to repeat, also after a failed up or a killed job
+#
+# RATE is tc's notation in bits per second: 100mbit, 1gbit, 2.5gbit, 500kbit. `run` starts N ranks (default
+# nodes x ranks-per-node) through mpirun, which runs in the namespace NAME-head that owns the bridge; its launch
+# agent starts each node's ranks inside NAME-nodeI. --map-by slot (default) fills node0 with ranks 0..R-1, then
+# node1; --map-by node deals ranks round robin (rank 0 on node0, rank 1 on node1, ...).
+# The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
+#
+# Everything lives in the namespaces NAME-head and NAME-node0.. (addresses 10.99.0.0/24 exist only there; the
+# machine's own network, hostname and /etc/hosts are untouched) and in DIR (config, hostfile, hosts, agent).
+# NAME defaults to trident-emu, DIR to /tmp/NAME. `up` of the layout that is already up does nothing and exits 0;
+# `up` of a different layout while one is up is an error (run `down` first).
+set -euo pipefail
+
+prog=emucluster
+usage() {
+  cat >&2 <<EOF
+usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE [--node-bw nodeI=RATE]...
+       $0 status [--dir DIR] [--name NAME]
+       $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
+       $0 down   [--dir DIR] [--name NAME]
+EOF
+  exit 2
+}
+bad() { echo "$prog: $*" >&2; exit 2; }   # usage errors
+die() { echo "$prog: $*" >&2; exit 1; }   # runtime failures
+
+[[ $# -ge 1 ]] || usage
+action=$1
+shift
+case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
+
+name=trident-emu dir= nodes= ranks= inter_bw= np= map_by=slot
+node_bw=()
+program=()
+need() { [[ $# -ge 2 && -n $2 ]] || bad "$1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --dir) need "$@"; dir=$2; shift 2 ;;
+    --name) need "$@"; name=$2; shift 2 ;;
+    --nodes) [[ $action == up ]] || bad "--nodes belongs to 'up'"; need "$@"; nodes=$2; shift 2 ;;
+    --ranks-per-node) [[ $action == up ]] || bad "--ranks-per-node belongs to 'up'"; need "$@"; ranks=$2; shift 2 ;;
+    --inter-bw) [[ $action == up ]] || bad "--inter-bw belongs to 'up'"; need "$@"; inter_bw=$2; shift 2 ;;
+    --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
+    --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
+    --map-by) [[ $action == run ]] || bad "--map-by belongs to 'run'"; need "$@"; map_by=$2; shift 2 ;;
+    --) [[ $action == run ]] || bad "'--' belongs to 'run'"; shift; program=("$@"); break ;;
+    *) bad "unknown argument '$1'" ;;
+  esac
+done
+# The name prefixes namespace names (and nothing in the machine's own namespace).
+[[ $name =~ ^[a-z][a-z0-9-]{0,23}$ ]] || bad "--name: '$name' is not 1-24 characters of a-z, 0-9 and '-' starting with a letter"
+dir=$(realpath -m "${dir:-/tmp/$name}")  # absolute: mpirun runs the agent, and the agent mounts DIR/hosts, elsewhere
+[[ $dir != *[[:space:]\'\"\\]* ]] || bad "--dir: '$dir' has a space, quote or backslash (the launch agent embeds it)"
+config=$dir/config
+subnet=10.99.0
+
+# bits_per_s RATE: RATE in bits per second (tc's bit units only), or nothing when RATE is not a positive one.
+bits_per_s() {
+  [[ $1 =~ ^([0-9]+|[0-9]*\.[0-9]+)(|k|m|g|t)bit$ ]] || return 0
+  local scale
+  case ${BASH_REMATCH[2]} in "") scale=1 ;; k) scale=1e3 ;; m) scale=1e6 ;; g) scale=1e9 ;; t) scale=1e12 ;; esac
+  awk -v v="${BASH_REMATCH[1]}" -v s="$scale" 'BEGIN { if (v * s >= 1) printf "%.0f", v * s }'
+}
+
+# namespaces: this cluster's namespaces that exist now (head last, so nodes go before their bridge).
+namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-node[0-9]+$" || true
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -Fx "$name-head" || true
+}
+
+# pids_in NS...: processes running in the namespaces.
+pids_in() { local ns; for ns in "$@"; do ip netns pids "$ns" 2>/dev/null || true; done; }
+
+down() {
+  [[ -f $config ]] && name=$(sed -n 's/^name=//p' "$config")
+  local nss pids sig
+  nss=$(namespaces)
+  # Stop what still runs in the nodes (ranks and orteds of a killed job): TERM, then KILL after 3 s. A namespace
+  # with processes in it outlives `ip netns del`.
+  for sig in TERM KILL; do
+    pids=$(pids_in $nss)
+    [[ -z $pids ]] && break
+    kill -"$sig" $pids 2>/dev/null || true
+    for _ in $(seq 1 30); do [[ -z $(pids_in $nss) ]] && break; sleep 0.1; done
+  done
+  [[ -z $(pids_in $nss) ]] || die "processes $(pids_in $nss | tr '\n' ' ')survive KILL in $name's namespaces"
+  # Deleting a namespace deletes the veth ends and the bridge inside it.
+  local ns
+  for ns in $nss; do ip netns del "$ns"; done
+  rm -f "$config" "$dir/hostfile" "$dir/hosts" "$dir/agent"
+  rmdir "$dir" 2>/dev/null || true
+  if [[ -n $nss ]]; then echo "$prog: $name is down"; else echo "$prog: $name was not up"; fi
+}
+
+# read_config: the layout of the cluster that is up (or half up) into shell variables.
+read_config() {
+  [[ -f $config ]] || die "no emulated cluster in $dir (run '$0 up' first, with the same --dir)"
+  local key value
+  while IFS='=' read -r key value; do
+    case $key in
+      name) name=$value ;; nodes) nodes=$value ;; ranks_per_node) ranks=$value ;; state) state=$value ;;
+      rates) read -r -a rates <<<"$value" ;;
+    esac
+  done <"$config"
+}
+
+up() {
+  [[ -n $nodes ]] || bad "up needs --nodes N"
+  [[ -n $ranks ]] || bad "up needs --ranks-per-node R"
+  [[ -n $inter_bw ]] || bad "up needs --inter-bw RATE (e.g. 1gbit)"
+  [[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 200 ]] || bad "--nodes: '$nodes' is not a whole number from 1 to 200"
+  [[ $ranks =~ ^[1-9][0-9]*$ ]] || bad "--ranks-per-node: '$ranks' is not a positive whole number"
+  [[ -n $(bits_per_s "$inter_bw") ]] || bad "--inter-bw: '$inter_bw' is not a rate like 100mbit, 1gbit or 2.5gbit"
+  local i spec node rate
+  rates=()
+  for ((i = 0; i < nodes; i++)); do rates+=("$inter_bw"); done
+  for spec in ${node_bw[@]+"${node_bw[@]}"}; do
+    [[ $spec =~ ^node([0-9]+)=(.*)$ ]] || bad "--node-bw: '$spec' is not nodeI=RATE (e.g. node1=100mbit)"
+    node=$((10#${BASH_REMATCH[1]})) rate=${BASH_REMATCH[2]}
+    ((node < nodes)) || bad "--node-bw: '$spec' names node$node, but the nodes are node0..node$((nodes - 1))"
+    [[ -n $(bits_per_s "$rate") ]] || bad "--node-bw: '$spec': '$rate' is not a rate like 100mbit or 1gbit"
+    rates[node]=$rate
+  done
+  command -v ip >/dev/null && command -v tc >/dev/null && command -v unshare >/dev/null ||
+    die "needs ip, tc (iproute2) and unshare (util-linux)"
+  command -v mpirun >/dev/null || die "mpirun not found; run scripts/install-deps.sh"
+  [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
+
+  local wanted="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]}"
+  if [[ -f $config ]]; then
+    local want_rates=("${rates[@]}") want_nodes=$nodes want_ranks=$ranks state=
+    read_config
+    if [[ $state == up && -n $(namespaces) ]]; then
+      local have="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]}"
+      [[ $have == "$wanted" ]] || die "$name is already up in $dir with $have (asked for $wanted); run '$0 down --dir $dir' first"
+      echo "$prog: $name is already up ($have)"
+      return
+    fi
+    nodes=$want_nodes ranks=$want_ranks rates=("${want_rates[@]}")
+    down >/dev/null  # the leftovers of an up that failed half-way
+  elif [[ -n $(namespaces) ]]; then
+    die "namespaces $(namespaces | tr '\n' ' ')exist but $dir does not record them; another cluster named $name? (--name picks another prefix; '$0 down --name $name' removes them)"
+  fi
+
+  mkdir -p "$dir"
+  # Written first, so that `down` finds what to remove whatever step below fails.
+  printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nsubnet=%s.0/24\nstate=starting\n' \
+    "$name" "$nodes" "$ranks" "${rates[*]}" "$subnet" >"$config"
+  trap 'echo "$prog: up failed; cleaning up" >&2; down >/dev/null 2>&1 || true' ERR
+
+  local head=$name-head
+  ip netns add "$head"
+  ip -n "$head" link set lo up
+  ip -n "$head" link add br0 type bridge
+  ip -n "$head" addr add "$subnet.1/24" dev br0
+  ip -n "$head" link set br0 up
+  printf '127.0.0.1 localhost\n%s.1 head\n' "$subnet" >"$dir/hosts"
+  : >"$dir/hostfile"
+  local ns ip4 burst
+  for ((i = 0; i < nodes; i++)); do
+    ns=$name-node$i ip4=$subnet.$((10 + i))
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    # The node's link: eth0 inside the node, n$i on the bridge (both ends are created inside the namespaces).
+    ip link add "n$i" netns "$head" type veth peer name eth0 netns "$ns"
+    ip -n "$ns" addr add "$ip4/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$head" link set "n$i" master br0 up
+    # Both directions: tbf on the egress of each end. The bucket holds 4 ms of traffic, at least 64 KiB: smaller
+    # buckets cannot keep a 1gbit link busy on a 2-core machine (it delivered ~750 Mbit/s with 256 KiB).
+    burst=$(awk -v b="$(bits_per_s "${rates[i]}")" 'BEGIN { x = b / 8 * 0.004; printf "%.0f", (x > 65536 ? x : 65536) }')
+    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${rates[i]}" burst "$burst" latency 500ms
+    ip netns exec "$head" tc qdisc add dev "n$i" root tbf rate "${rates[i]}" burst "$burst" latency 500ms
+    echo "$ip4 node$i" >>"$dir/hosts"
+    echo "node$i slots=$ranks" >>"$dir/hostfile"
+  done
+
+  # mpirun's "ssh": AGENT [ssh options] HOST COMMAND... runs the joined COMMAND (as ssh would) in HOST's
+  # namespace, with the hostname HOST (a private UTS namespace: MPI_Get_processor_name and the logs say nodeI) and
+  # a private /etc/hosts naming the nodes.
+  cat >"$dir/agent" <<EOF
+#!/bin/sh
+# Launch agent of the emulated cluster $name (written by scripts/emucluster.sh up).
+while [ "\${1#-}" != "\$1" ]; do shift; done
+host=\$1
+shift
+exec ip netns exec "$name-\$host" unshare --uts --mount sh -c \\
+  'hostname "\$0" && mount --bind "$dir/hosts" /etc/hosts && eval "\$*"' "\$host" "\$@"
+EOF
+  chmod 755 "$dir/agent"
+  sed -i 's/^state=starting$/state=up/' "$config"
+  trap - ERR
+  echo "$prog: $name is up: $nodes nodes x $ranks ranks, links ${rates[*]} (state in $dir)"
+}
+
+status() {
+  local state=
+  if [[ ! -f $config ]]; then
+    [[ -z $(namespaces) ]] || { echo "$prog: namespaces $(namespaces | tr '\n' ' ')exist without a record in $dir"; exit 1; }
+    echo "$prog: $name is down"
+    exit 1
+  fi
+  read_config
+  echo "$prog: $name ($state) in $dir: $nodes nodes x $ranks ranks"
+  local i ns rate procs
+  for ((i = 0; i < nodes; i++)); do
+    ns=$name-node$i
+    if ! ip netns list | awk '{print $1}' | grep -qFx "$ns"; then echo "  node$i: namespace $ns missing"; continue; fi
+    rate=$(ip netns exec "$ns" tc qdisc show dev eth0 2>/dev/null | grep -oE 'rate [^ ]+' || echo "no limit")
+    procs=$(pids_in "$ns" | wc -l)
+    echo "  node$i: $subnet.$((10 + i)) $rate (configured ${rates[i]}), $procs processes"
+  done
+  [[ $state == up && $(namespaces | wc -l) == $((nodes + 1)) ]] || exit 1
+}
+
+run() {
+  local state=
+  [[ ${#program[@]} -gt 0 ]] || bad "run needs -- PROGRAM [ARGS...]"
+  [[ -z $np || $np =~ ^[1-9][0-9]*$ ]] || bad "--np: '$np' is not a positive whole number"
+  [[ $map_by == slot || $map_by == node ]] || bad "--map-by: '$map_by' is not slot or node"
+  read_config
+  [[ $state == up ]] || die "$name in $dir is not up (state $state)"
+  np=${np:-$((nodes * ranks))}
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # Defaults the caller's environment may override: shared memory inside a node, TCP across; idle ranks yield the
+  # core (ranks outnumber cores here, and a spinning rank slows the one that transfers).
+  export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+  # mpirun runs in the head namespace (only it reaches the nodes); exec keeps this PID mpirun's, so a signal to
+  # this script stops the job. More ranks than slots are allowed.
+  exec ip netns exec "$name-head" unshare --uts --mount sh -c \
+    'hostname head && mount --bind "$0/hosts" /etc/hosts && exec "$@"' "$dir" \
+    mpirun -np "$np" --hostfile "$dir/hostfile" --map-by "$map_by" --oversubscribe \
+    --mca plm_rsh_agent "$dir/agent" --mca plm_rsh_no_tree_spawn 1 \
+    --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
+    "${program[@]}"
+}
+
+case $action in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  run) run ;;
+esac

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The emulated cluster (scripts/emucluster.sh) end to end, on real network namespaces, veth links and tc tbf:
+#  - bad arguments are usage errors naming the argument;
+#  - up/down are idempotent, a failed up and a killed job are cleaned up, and down leaves no namespace, link or
+#    process behind;
+#  - ranks start on their nodes (hostnames node0/node1), and ranks on one node reach each other over shared memory
+#    alone;
+#  - a 2-node x 2-rank cluster trains the quickstart model with the losses of 4 local ranks, and with ranks placed
+#    round robin, sequence-parallel groups still stay on one node (and the losses still match);
+#  - trident bench comm measures the configured rate of a 100mbit link within 15%;
+#  - --profile writes a network section that parses as YAML, into a new file or merged into an existing one.
+# Each cluster gets a name of its own, so a cluster a user has up is never touched. Every command has a deadline
+# and the EXIT trap takes the cluster down, also when a check fails. Needs root and `ip netns` (else skipped, 77).
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_emucluster.sh tests/app/configs
+set -u
+if [[ $(id -u) != 0 ]]; then echo "skipped: network namespaces need root"; exit 77; fi
+for tool in ip tc unshare mpirun; do
+  command -v "$tool" >/dev/null || { echo "skipped: $tool not found"; exit 77; }
+done
+probe=trident-probe-$$
+if ! ip netns add "$probe" 2>/dev/null; then echo "skipped: cannot create network namespaces here"; exit 77; fi
+ip netns del "$probe"
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_emucluster.sh CONFIG_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+emu="$root/scripts/emucluster.sh"
+name=emutest-$$
+cl=(--name "$name" --dir "$tmp/cluster")
+trap 'timeout 60 bash "$emu" down "${cl[@]}" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+mpirun_env
+trident=$(realpath "$trident")
+
+# check DESCRIPTION: numbers and prints the next check.
+check() { checks=$((checks + 1)); echo "check $checks: $*"; }
+# emu CODE ARGS...: scripts/emucluster.sh ARGS with this test's cluster, at most 180 s, exit code checked.
+emu() {
+  local expected=$1 action=$2
+  shift 2
+  timeout 180 bash "$emu" "$action" "${cl[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  [[ $code == "$expected" ]] || fail "emucluster.sh $action $*: exit code $code, expected $expected"
+}
+# nothing_left: no namespace, link or state of this cluster remains.
+nothing_left() {
+  ! ip netns list | grep -q "^$name-" || fail "namespaces left: $(ip netns list | grep "^$name-" | tr '\n' ' ')"
+  [[ $(ip -o link show type veth | wc -l) == "$veths" ]] || fail "veth links left in the machine's namespace"
+  [[ ! -e $tmp/cluster ]] || fail "state directory $tmp/cluster left"
+}
+veths=$(ip -o link show type veth | wc -l)
+quick=(--set data.kind=synthetic --set data.preset=wikipedia --set data.synthetic_documents=2000
+       --set train.steps=3 --set train.batch_tokens=2048 --set train.warmup_steps=1 --set train.eval_every=0
+       --set sample.tokens=0 --set checkpoint.every=0 --set train.resume=never)
+
+check "bad arguments: exit 2 naming the argument"
+emu 2 up --nodes 0 --ranks-per-node 2 --inter-bw 1gbit; grep -q -- "--nodes: '0'" "$tmp/err" || fail "no --nodes error"
+emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw fast; grep -q -- "--inter-bw: 'fast'" "$tmp/err" || fail "no rate error"
+emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit --node-bw node2=1gbit
+grep -q "node2" "$tmp/err" || fail "the --node-bw error does not name node2"
+emu 2 up --nodes 2 --inter-bw 1gbit; grep -q -- "--ranks-per-node" "$tmp/err" || fail "no missing --ranks-per-node error"
+emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit --bogus; grep -q -- "'--bogus'" "$tmp/err" || fail "no unknown-argument error"
+emu 2 sideways; grep -q "'sideways'" "$tmp/err" || fail "no unknown-command error"
+emu 2 run --map-by board -- true; grep -q -- "--map-by: 'board'" "$tmp/err" || fail "no --map-by error"
+emu 2 run --np 4; grep -q -- "-- PROGRAM" "$tmp/err" || fail "run without a program does not say so"
+emu 1 run -- true; grep -q "no emulated cluster" "$tmp/err" || fail "run without up does not say so"
+run 2 bench comm --max-bytes 2
+run 2 bench comm --profile "$tmp/one_rank.yaml"  # one rank measures no link
+stderr_line "trident: config error:" "--profile" "1-rank world"
+nothing_left
+
+check "an up that fails half-way (tc breaks) leaves nothing behind"
+mkdir -p "$tmp/badbin" && printf '#!/bin/sh\nexit 1\n' >"$tmp/badbin/tc" && chmod +x "$tmp/badbin/tc"
+PATH="$tmp/badbin:$PATH" emu 1 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit
+nothing_left
+emu 0 down
+nothing_left
+
+check "up 2 nodes x 2 ranks; up again is a no-op; a different layout is refused"
+emu 0 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit
+[[ $(ip netns list | grep -c "^$name-") == 3 ]] || fail "expected namespaces $name-head, -node0, -node1"
+emu 0 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit; grep -q "already up" "$tmp/out" || fail "second up not a no-op"
+emu 1 up --nodes 3 --ranks-per-node 2 --inter-bw 1gbit; grep -q "already up" "$tmp/err" || fail "no already-up error"
+emu 0 status
+
+check "ranks start on their nodes: node0 node0 node1 node1"
+emu 0 run -- sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"'
+[[ $(sort "$tmp/out" | cut -d' ' -f2 | tr '\n' ' ') == "node0 node0 node1 node1 " ]] || fail "ranks on the wrong nodes"
+
+check "shared memory alone (no TCP) connects the two ranks of a node"
+OMPI_MCA_btl=self,vader emu 0 run --np 2 -- "$trident" bench comm --max-bytes 4096 --json
+grep -q '"ranks":"2","nodes":"1","groups":"1"' "$tmp/out" || fail "no measurement of a pair on one node"
+
+check "2 nodes x 2 ranks train the quickstart model with the losses of 4 local ranks"
+emu 0 run -- "$trident" train "$root/configs/quickstart.yaml" "${quick[@]}" --set run.dir="$tmp/emu_run"
+mpi 4 0 train "$root/configs/quickstart.yaml" "${quick[@]}" --set run.dir="$tmp/local_run"
+grep -q '"world_size":4' "$tmp/emu_run/metrics.jsonl" || fail "the emulated run is not a 4-rank world"
+close "$tmp/emu_run" "$tmp/local_run" 1e-5
+
+check "sequence-parallel groups stay on a node when ranks are placed round robin, with the losses of local ranks"
+lasp=("$configs/tiny_train.yaml" --set model.attention=linear --set parallel.strategy=lasp --set parallel.sp.size=2
+      --set train.steps=4 --set train.warmup_steps=1 --set train.eval_every=0 --set checkpoint.every=0)
+emu 0 run --map-by node -- "$trident" train "${lasp[@]}" --set run.dir="$tmp/emu_lasp"
+mpi 4 0 train "${lasp[@]}" --set run.dir="$tmp/local_lasp"
+grep -q "\[rank 0\].*this rank's group: ranks \[0, 2\]" "$tmp/emu_lasp/trident.log" ||
+  fail "rank 0 (node0 with rank 2) is not grouped with rank 2: $(grep "group:" "$tmp/emu_lasp/trident.log")"
+grep -q "\[rank 1\].*this rank's group: ranks \[1, 3\]" "$tmp/emu_lasp/trident.log" || fail "rank 1 not grouped with 3"
+close "$tmp/emu_lasp" "$tmp/local_lasp" 1e-5
+
+check "bench comm --profile writes a new profile: cluster and network sections"
+emu 0 run -- "$trident" bench comm "$root/configs/quickstart.yaml" --max-bytes 65536 --repeat 0.05 --profile "$tmp/new.yaml"
+/usr/bin/python3 - "$tmp/new.yaml" <<'PY' || fail "$tmp/new.yaml is not the expected profile: $(cat "$tmp/new.yaml")"
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+assert set(p) == {"cluster", "network"}, p
+assert p["cluster"]["nodes"] == 2 and p["cluster"]["devices_per_node"] == 2, p["cluster"]
+assert set(p["cluster"]) == {"name", "nodes", "devices_per_node", "device_memory_gb"}, p["cluster"]
+assert p["cluster"]["device_memory_gb"] == 4.0, p["cluster"]  # quickstart.yaml's device.memory_gb
+net = p["network"]
+for link in ("intra_node", "inter_node"):
+    assert set(net[link]) == {"bandwidth_gb_per_s", "latency_us"}, net[link]
+    assert all(isinstance(v, float) and v > 0 for v in net[link].values()), net[link]
+spans = {(a["group_size"], a["nodes"]) for a in net["alltoall"]}
+assert spans == {(2, 1), (2, 2), (4, 2)}, spans
+assert all(isinstance(a["bandwidth_gb_per_s"], float) for a in net["alltoall"]), net["alltoall"]
+PY
+
+check "bench comm --profile into an existing file replaces network and keeps the other sections"
+printf 'cluster: {name: mine, nodes: 8, devices_per_node: 8, device_memory_gb: 40}\nnetwork: {old: 1}\ncompute: {beta1_s: 0.002}\n' >"$tmp/old.yaml"
+emu 0 run -- "$trident" bench comm --max-bytes 4096 --repeat 0.05 --profile "$tmp/old.yaml"
+/usr/bin/python3 - "$tmp/old.yaml" <<'PY' || fail "$tmp/old.yaml was not merged: $(cat "$tmp/old.yaml")"
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+assert list(p) == ["cluster", "network", "compute"], list(p)
+assert p["cluster"] == {"name": "mine", "nodes": 8, "devices_per_node": 8, "device_memory_gb": 40}, p["cluster"]
+assert p["compute"] == {"beta1_s": 0.002}, p["compute"]
+assert "old" not in p["network"] and "inter_node" in p["network"], p["network"]
+PY
+printf 'network: [unclosed\n' >"$tmp/broken.yaml"
+emu 2 run -- "$trident" bench comm --max-bytes 4096 --profile "$tmp/broken.yaml"
+grep -q "broken.yaml" "$tmp/err" || fail "the error does not name the broken profile"
+
+check "a killed job: down stops its ranks and removes everything"
+timeout 120 bash "$emu" run "${cl[@]}" -- "$trident" train "$root/configs/quickstart.yaml" "${quick[@]}" \
+  --set train.steps=100000 --set run.dir="$tmp/killed" >/dev/null 2>&1 &
+job=$!
+disown "$job"  # no "Killed" notice from the shell
+for _ in $(seq 1 300); do [[ -s $tmp/killed/metrics.jsonl ]] && break; sleep 0.1; done
+[[ -s $tmp/killed/metrics.jsonl ]] || fail "the job logged no step within 30 s"
+ranks=$(ip netns pids "$name-head"; ip netns pids "$name-node0"; ip netns pids "$name-node1")
+[[ -n $ranks ]] || fail "no process runs in the nodes"
+kill -KILL "$job" 2>/dev/null  # timeout itself: mpirun, orteds and ranks are left without their parent
+emu 0 down
+for pid in $ranks; do  # a zombie waiting for init to reap it has left the namespaces and runs nothing
+  [[ ! -e /proc/$pid ]] || [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == Z ]] || fail "process $pid survived down"
+done
+nothing_left
+emu 0 down
+grep -q "was not up" "$tmp/out" || fail "a second down does not say there was nothing to do"
+
+check "bench comm measures a 100mbit link within 15% (node0 1gbit, node1 100mbit: the slower link counts)"
+emu 0 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --node-bw node1=100mbit
+emu 0 run -- "$trident" bench comm --max-bytes 1048576 --repeat 0.05 --json
+/usr/bin/python3 - "$tmp/out" 100e6 <<'PY' || fail "measured bandwidth is not within 15% of the configured rate"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+row = next(r for r in rows if r["bench"].startswith("sendrecv") and r["nodes"] == "2" and r["bytes"] == "1048576")
+measured = row["busbw GB/s"] * 8e9  # bits per second
+print(f"sendrecv 1 MiB across nodes: {measured / 1e6:.1f} Mbit/s, configured {float(sys.argv[2]) / 1e6:.0f}")
+assert abs(measured / float(sys.argv[2]) - 1) <= 0.15, measured
+PY
+emu 0 down
+nothing_left
+
+echo "all $checks checks passed"
