@@ -55,18 +55,31 @@ std::vector<float> download(Backend& backend, const float* x, int64_t n) {
   return host;
 }
 
+// One model on both backends from the same initial weights.
+struct SideBySide {
+  SideBySide(const std::string& attention, Precision precision)
+      : cuda(cuda::make_cuda_backend(0)),
+        host_alloc({.name = "cpu", .budget_bytes = std::size_t(1) << 30}),
+        device_alloc({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->memory()}),
+        m(small_model(attention)),
+        on_cpu(m, 256, host_alloc, cpu_backend(), precision),
+        on_gpu(m, 256, device_alloc, *cuda, precision) {
+    on_cpu.init_weights(3);
+    on_gpu.init_weights(3);
+  }
+  std::unique_ptr<Backend> cuda;
+  Allocator host_alloc, device_alloc;
+  ModelConfig m;
+  GPT on_cpu, on_gpu;
+};
+
 }  // namespace
 
 TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, AdamW steps", "[cuda][model]") {
   const std::string attention = GENERATE("softmax", "linear");
   CAPTURE(attention);
-  std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
-  Allocator host_alloc({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-  Allocator device_alloc({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->memory()});
-  const ModelConfig m = small_model(attention);
-  GPT on_cpu(m, 256, host_alloc), on_gpu(m, 256, device_alloc, *cuda);
-  on_cpu.init_weights(3);
-  on_gpu.init_weights(3);
+  SideBySide both(attention, Precision::fp32);
+  auto& [cuda, host_alloc, device_alloc, m, on_cpu, on_gpu] = both;
   TrainConfig t;
   AdamW opt_cpu(on_cpu.layout(), t, host_alloc), opt_gpu(on_gpu.layout(), t, device_alloc, *cuda);
   const Batch batch = make_batch(static_cast<int>(m.vocab_size));
@@ -99,13 +112,8 @@ TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, Adam
 TEST_CASE("GPT in bf16 on the cuda backend tracks the cpu backend's bf16: loss, gradients, logits", "[cuda][model]") {
   const std::string attention = GENERATE("softmax", "linear");
   CAPTURE(attention);
-  std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
-  Allocator host_alloc({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-  Allocator device_alloc({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->memory()});
-  const ModelConfig m = small_model(attention);
-  GPT on_cpu(m, 256, host_alloc, cpu_backend(), Precision::bf16), on_gpu(m, 256, device_alloc, *cuda, Precision::bf16);
-  on_cpu.init_weights(3);
-  on_gpu.init_weights(3);
+  SideBySide both(attention, Precision::bf16);
+  auto& [cuda, host_alloc, device_alloc, m, on_cpu, on_gpu] = both;
   const Batch batch = make_batch(static_cast<int>(m.vocab_size));
   on_cpu.zero_grads();
   on_gpu.zero_grads();

@@ -18,6 +18,7 @@
 #include "parallel/sp/shard.h"
 #include "support/assert_close.h"
 #include "support/random.h"
+#include "support/sp_rows.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -62,18 +63,6 @@ Result kernel_result(const Batch& b, int chunk) {
   cpu::attention_linear_backward(r.dqkv.data(), nullptr, b.dout.data(), nullptr, b.qkv.data(), b.slopes.data(),
                                  nullptr, b.cu.data(), b.n_seq(), b.N(), b.H, b.D, chunk);
   return r;
-}
-
-// Rows [begin, end) of every rank's block of `width` floats, gathered in rank order.
-std::vector<float> gather_rows(Communicator& sp, const std::vector<float>& mine, int64_t N, int64_t width) {
-  std::vector<int64_t> counts(sp.size()), displs(sp.size());
-  for (int r = 0; r < sp.size(); ++r) {
-    displs[r] = shard_begin(N, sp.size(), r) * width;
-    counts[r] = shard_begin(N, sp.size(), r + 1) * width - displs[r];
-  }
-  std::vector<float> all(N * width);
-  sp.allgatherv(mine.data(), std::ssize(mine), all.data(), counts, displs, CommType::f32);
-  return all;
 }
 
 // The op on this rank's tokens; returns the gathered global result. Counters of `sp` cover only the op.

@@ -21,6 +21,7 @@
 #include "support/assert_close.h"
 #include "support/device_vector.h"
 #include "support/random.h"
+#include "support/sp_rows.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -31,18 +32,6 @@ Backend* g_cuda = nullptr;  // this rank's device, made in main
 
 std::vector<float> rows(const std::vector<float>& all, int64_t begin, int64_t end, int64_t width) {
   return {all.begin() + begin * width, all.begin() + end * width};
-}
-
-// Rows of every rank gathered in rank order.
-std::vector<float> gather_rows(Communicator& sp, const std::vector<float>& mine, int64_t N, int64_t width) {
-  std::vector<int64_t> counts(sp.size()), displs(sp.size());
-  for (int r = 0; r < sp.size(); ++r) {
-    displs[r] = shard_begin(N, sp.size(), r) * width;
-    counts[r] = shard_begin(N, sp.size(), r + 1) * width - displs[r];
-  }
-  std::vector<float> all(N * width);
-  sp.allgatherv(mine.data(), std::ssize(mine), all.data(), counts, displs, CommType::f32);
-  return all;
 }
 
 void check_against_kernel(Communicator& sp, const std::vector<int>& lengths, int H, int D, int chunk, uint64_t seed) {
