@@ -1,8 +1,11 @@
 // trident bench step [CONFIG]: a whole training step (forward, backward, AdamW) timed on packed batches of documents,
-// reported as ms/step, tokens/s and MFU = model FLOPs/s over the sgemm roof measured in the same run. Softmax and
-// linear attention run side by side at each sequence length.
+// reported as ms/step, tokens/s and MFU = model FLOPs/s over the roof: on the CPU the sgemm rate measured in the
+// same run, on a GPU its dense peak for the matmuls' precision. Softmax and linear attention run side by side at each
+// sequence length. A CONFIG's device.backend and train.precision apply (e.g. --set device.backend=cuda --set
+// train.precision=bf16 on a GPU).
 #include <omp.h>
 
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -16,6 +19,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "core/train/step.h"
+#include "kernels/backends.h"
 
 namespace trident::bench {
 
@@ -38,11 +42,11 @@ ModelConfig gpt2_small(const std::string& attention, int64_t max_seq_len) {
   return m;
 }
 
-Row measure(const Case& c, double roof, double min_seconds) {
-  Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(20)});
-  GPT model(c.model, c.tokens, allocator);
+Row measure(const Case& c, Backend& backend, Precision precision, double roof, double min_seconds) {
+  Allocator allocator({.name = backend.name(), .budget_bytes = gib_to_bytes(20), .resource = &backend.memory()});
+  GPT model(c.model, c.tokens, allocator, backend, precision);
   model.init_weights(1);
-  AdamW optimizer(model.layout(), TrainConfig{}, allocator);
+  AdamW optimizer(model.layout(), TrainConfig{}, allocator, backend);
   std::vector<int32_t> tokens(c.tokens), targets(c.tokens), positions(c.tokens), cu_seqlens = {0};
   std::mt19937_64 rng(2);
   for (int64_t t = 0; t < c.tokens; ++t) {
@@ -64,15 +68,18 @@ Row measure(const Case& c, double roof, double min_seconds) {
   return {{{"model", c.name}, {"attention", c.model.attention},
            {"batch", fmt::format("{} x {}", c.tokens / c.seq_len, c.seq_len)}},
           {{"ms/step", sec * 1e3}, {"tokens/s", tokens_per_s}, {"GFLOP/s", flops / sec / 1e9},
-           {"MFU", flops / sec / 1e9 / roof}}};
+           {"MFU", roof > 0 ? flops / sec / 1e9 / roof : std::numeric_limits<double>::quiet_NaN()}}};
 }
 
 }  // namespace
 
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides) {
   std::vector<Case> cases;
+  std::string backend_name = "cpu", precision_name = "fp32";
   if (!config_path.empty()) {
     Config config = load_config(config_path, overrides);
+    backend_name = config.device.backend;
+    precision_name = config.train.precision;
     const int64_t T = config.model.max_seq_len;
     cases.push_back({config.run.name, config.model, T, std::max(T, config.train.batch_tokens / T * T)});
   } else {
@@ -86,10 +93,21 @@ void run_step(const Options& options, const std::string& config_path, const std:
       cases.push_back({"small-4x256", m, m.max_seq_len, 8192});
     }
   }
-  const double roof = measure_sgemm_gflops(options.min_seconds);
-  Report report(fmt::format("training step, fp32, {} threads, sgemm roof {:.0f} GFLOP/s", omp_get_max_threads(), roof),
-                options.json);
-  for (const Case& c : cases) report.add(measure(c, roof, options.min_seconds));
+  Backend& backend = backend_for(backend_name, world().node_group()->rank());
+  const Precision precision = precision_named(precision_name);
+  std::string title;
+  double roof = 0;
+  if (backend.device() == Device::cpu) {
+    roof = measure_sgemm_gflops(options.min_seconds);
+    title = fmt::format("training step, {} on the cpu ({}), {} threads, sgemm roof {:.0f} GFLOP/s", precision_name,
+                        precision == Precision::bf16 ? "bf16 emulated" : "native", omp_get_max_threads(), roof);
+  } else {
+    std::string how;
+    roof = device_peak_flops(backend_name, world().node_group()->rank(), precision == Precision::bf16, &how) / 1e9;
+    title = fmt::format("training step, {} on {}, MFU against the {}", precision_name, backend_name, how);
+  }
+  Report report(title, options.json);
+  for (const Case& c : cases) report.add(measure(c, backend, precision, roof, options.min_seconds));
   report.print();
 }
 
