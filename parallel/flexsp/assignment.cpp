@@ -1,7 +1,9 @@
 #include "parallel/flexsp/assignment.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <queue>
 
 namespace trident::flexsp {
 
@@ -41,17 +43,44 @@ void remove(Slot& slot, int64_t k, int64_t s) {
 }  // namespace
 
 bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a) {
+  // Slots of one degree differ only in what they hold, and the one with the least time finishes earliest with any
+  // sequence; so keep one min-heap of slots by time per degree and look at each degree's top.
+  using Entry = std::pair<double, size_t>;  // (time, slot)
+  using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<>>;
+  std::vector<std::pair<int64_t, Heap>> by_degree;  // (degree, heap), one per degree present
+  std::vector<size_t> heap_of(a.slots.size());
+  for (size_t i = 0; i < a.slots.size(); ++i) {
+    size_t h = 0;
+    while (h < by_degree.size() && by_degree[h].first != a.slots[i].degree) ++h;
+    if (h == by_degree.size()) by_degree.emplace_back(a.slots[i].degree, Heap());
+    by_degree[h].second.push({a.slots[i].time, i});
+    heap_of[i] = h;
+  }
   for (int64_t k : order) {
     const int64_t s = lengths[k];
-    Slot* best = nullptr;
+    size_t best = a.slots.size();
     double best_time = std::numeric_limits<double>::infinity();
-    for (Slot& slot : a.slots) {
-      if (slot.tokens + s > slot.capacity) continue;
-      const double t = slot.time_with(s, +1);
-      if (t < best_time) best_time = t, best = &slot;
+    for (auto& [degree, heap] : by_degree) {
+      size_t candidate = heap.top().second;
+      if (a.slots[candidate].tokens + s > a.slots[candidate].capacity) {  // rare: the least loaded is full; scan
+        candidate = a.slots.size();
+        for (size_t i = 0; i < a.slots.size(); ++i) {
+          const Slot& slot = a.slots[i];
+          if (slot.degree == degree && slot.tokens + s <= slot.capacity &&
+              (candidate == a.slots.size() || slot.time < a.slots[candidate].time))
+            candidate = i;
+        }
+        if (candidate == a.slots.size()) continue;
+      }
+      const double t = a.slots[candidate].time_with(s, +1);
+      if (t < best_time) best_time = t, best = candidate;
     }
-    if (!best) return false;
-    add(*best, k, s);
+    if (best == a.slots.size()) return false;
+    add(a.slots[best], k, s);
+    // re-key the slot: drop its old heap entry (lazily: entries whose time no longer matches are skipped)
+    Heap& heap = by_degree[heap_of[best]].second;
+    heap.push({a.slots[best].time, best});
+    while (heap.top().first != a.slots[heap.top().second].time) heap.pop();
   }
   return true;
 }

@@ -36,6 +36,19 @@ std::vector<Piece> apply_length_policy(std::span<const int64_t> lengths, int64_t
   return pieces;
 }
 
+void check_batch_plan(const BatchPlan& plan, const cost::CostModel& cost) {
+  std::vector<int> placed(plan.lengths.size(), 0);
+  for (const MicroBatchPlan& mb : plan.micro_batches) {
+    std::vector<int64_t> own;
+    for (const Group& g : mb.groups) own.insert(own.end(), g.sequences.begin(), g.sequences.end());
+    if (own.empty()) throw_runtime_error("plan: an empty micro-batch");
+    check_micro_batch(mb, plan.lengths, cost, own);
+    for (int64_t k : own) ++placed[static_cast<size_t>(k)];
+  }
+  for (size_t k = 0; k < placed.size(); ++k)
+    if (placed[k] != 1) throw_runtime_error("plan: sequence {} is placed {} times in the batch", k, placed[k]);
+}
+
 namespace {
 
 struct Attempt {

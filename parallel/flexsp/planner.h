@@ -39,6 +39,10 @@ struct BatchPlan {
   double time_s = 0;  // sum of the micro-batches' makespans
 };
 
+// Throws RuntimeError unless every micro-batch passes check_micro_batch and every sequence of the batch is placed
+// exactly once over all micro-batches.
+void check_batch_plan(const BatchPlan& plan, const cost::CostModel& cost);
+
 // Plans `lengths` (each must fit a group of all devices: apply_length_policy first). RuntimeError if no plan.
 BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
                      const MicroBatchSolver* refine = nullptr, int64_t extra_micro_batches = 4);
