@@ -1,4 +1,4 @@
-// trident bench gemm|kernels [--backend cpu|cuda]|step|comm|sp [--json]: measurements as a table (or JSON lines).
+// trident bench gemm|kernels [--backend cpu|cuda]|step|profile|comm|sp [--json]: measurements as a table (or JSON lines).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -44,6 +44,16 @@ void add_bench_command(CLI::App& app) {
   auto step_config = add_config_args(step, /*optional=*/true);
   step->fallthrough()->callback([options, step_config] {
     bench::run_step(*options, step_config->path, step_config->overrides);
+  });
+
+  CLI::App* profile = cmd->add_subcommand(
+      "profile", "Fit the FlexSP cost model's compute and memory coefficients for CONFIG's model on this machine and "
+                 "write them into a cluster profile file (other sections kept)");
+  auto profile_config = add_config_args(profile);
+  auto profile_out = std::make_shared<std::string>();
+  profile->add_option("--out", *profile_out, "Profile file to write (created, or merged into)")->required();
+  profile->fallthrough()->callback([options, profile_config, profile_out] {
+    bench::run_profile(*options, profile_config->path, profile_config->overrides, *profile_out);
   });
 
   CLI::App* comm = cmd->add_subcommand(

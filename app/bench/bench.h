@@ -29,5 +29,8 @@ void run_comm(const Options& options);
 void run_sp(const Options& options, const std::vector<int64_t>& lengths, double max_case_seconds,
             double max_length_budget_gib);
 
-
+// The cost model's compute and memory coefficients for CONFIG's model on this machine, merged into the profile
+// file `out` (app/bench/profile.cpp).
+void run_profile(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
+                 const std::string& out);
 }  // namespace trident::bench
