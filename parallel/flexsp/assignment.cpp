@@ -10,8 +10,8 @@ namespace trident::flexsp {
 double Slot::time_with(int64_t s, int sign) const {
   const double x = static_cast<double>(s);
   const double delta = cost.per_token2 * x * x + cost.per_token * x;
-  if (sign > 0) return (sequences.empty() ? cost.overhead : time) + delta;
-  return sequences.size() == 1 ? 0.0 : time - delta;
+  if (sign > 0) return (count == 0 ? cost.overhead : time) + delta;
+  return count == 1 ? 0.0 : time - delta;
 }
 
 double Assignment::makespan() const {
@@ -24,25 +24,28 @@ Assignment empty_assignment(std::span<const int64_t> counts, const cost::CostMod
   Assignment a;
   for (size_t l = 0; l < counts.size(); ++l) {
     const int64_t d = int64_t{1} << l;
-    for (int64_t i = 0; i < counts[l]; ++i) a.slots.push_back({d, cost.token_capacity(d), cost.degree_cost(d), {}, 0, 0});
+    for (int64_t i = 0; i < counts[l]; ++i) a.slots.push_back({d, cost.token_capacity(d), cost.degree_cost(d), {}, 0, 0, 0});
   }
   return a;
 }
 
 namespace {
-void add(Slot& slot, int64_t k, int64_t s) {
+void add(Slot& slot, int64_t k, int64_t s, bool record = true) {
   slot.time = slot.time_with(s, +1);
   slot.tokens += s;
-  slot.sequences.push_back(k);
+  slot.count += 1;
+  if (record) slot.sequences.push_back(k);
 }
 void remove(Slot& slot, int64_t k, int64_t s) {
   slot.time = slot.time_with(s, -1);
   slot.tokens -= s;
+  slot.count -= 1;
   std::erase(slot.sequences, k);
 }
 }  // namespace
 
-bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a) {
+bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a,
+                          bool record) {
   // Slots of one degree differ only in what they hold, and the one with the least time finishes earliest with any
   // sequence; so keep one min-heap of slots by time per degree and look at each degree's top.
   using Entry = std::pair<double, size_t>;  // (time, slot)
@@ -76,11 +79,26 @@ bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int6
       if (t < best_time) best_time = t, best = candidate;
     }
     if (best == a.slots.size()) return false;
-    add(a.slots[best], k, s);
+    add(a.slots[best], k, s, record);
     // re-key the slot: drop its old heap entry (lazily: entries whose time no longer matches are skipped)
     Heap& heap = by_degree[heap_of[best]].second;
     heap.push({a.slots[best].time, best});
     while (heap.top().first != a.slots[heap.top().second].time) heap.pop();
+  }
+  return true;
+}
+
+bool assign_to_target(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a, double target,
+                      bool record) {
+  for (int64_t k : order) {
+    const int64_t s = lengths[k];
+    Slot* best = nullptr;
+    for (Slot& slot : a.slots) {
+      if (slot.tokens + s > slot.capacity || slot.time_with(s, +1) > target) continue;
+      if (!best || slot.degree < best->degree || (slot.degree == best->degree && slot.time > best->time)) best = &slot;
+    }
+    if (!best) return false;
+    add(*best, k, s, record);
   }
   return true;
 }

@@ -13,7 +13,8 @@ struct Slot {
   int64_t degree = 0;
   int64_t capacity = 0;  // tokens
   cost::DegreeCost cost;
-  std::vector<int64_t> sequences;
+  std::vector<int64_t> sequences;  // filled only when the assignment records them (see assign_longest_first)
+  int64_t count = 0;               // sequences held
   int64_t tokens = 0;
   double time = 0;  // 0 while empty
 
@@ -30,8 +31,17 @@ struct Assignment {
 Assignment empty_assignment(std::span<const int64_t> counts, const cost::CostModel& cost);
 
 // Greedy longest-first: each sequence of `order` (longest first) goes to the slot that would finish earliest with
-// it among those with room. False when a sequence fits no slot.
-bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a);
+// it among those with room. False when a sequence fits no slot. Without `record` only times and tokens are kept
+// (scoring a layout needs no more, and skipping the lists saves most of the cost).
+bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a,
+                          bool record = true);
+
+// Packing to a target makespan: each sequence of `order` (longest first) goes to the smallest-degree slot (the
+// least device time) that has room and stays within `target`, the fullest such slot first. False when some
+// sequence has no such slot. Bisection on the target finds plans greedy longest-first misses, e.g. a sequence that
+// should take a small group's longer time because the makespan is set elsewhere anyway.
+bool assign_to_target(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a, double target,
+                      bool record = true);
 
 // Local search: moves a sequence off the slowest slot, or swaps one of its sequences with another slot's, while that
 // lowers the larger of the two slots' times; stops when no such move is left (or after a bounded number of moves).

@@ -137,7 +137,7 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
   Assignment a;
   for (const VirtualGroup& g : groups) {
     if (std::lround(x[g.m_col]) != 1) continue;
-    Slot slot{g.degree, cost.token_capacity(g.degree), cost.degree_cost(g.degree), {}, 0, 0};
+    Slot slot{g.degree, cost.token_capacity(g.degree), cost.degree_cost(g.degree), {}, 0, 0, 0};
     for (size_t q = 0; q < Q; ++q) {
       if (g.a_col[q] < 0) continue;
       for (long n = std::lround(x[g.a_col[q]]); n > 0; --n) {
@@ -145,6 +145,7 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
         const int64_t k = ascending_index[buckets.begin[q] + taken[q]++];
         slot.time = slot.time_with(lengths[k], +1);
         slot.tokens += lengths[k];
+        slot.count += 1;
         slot.sequences.push_back(k);
       }
     }
@@ -155,7 +156,7 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
   // Idle devices become groups of one, so the local search may use them.
   int64_t used = 0;
   for (const Slot& s : a.slots) used += s.degree;
-  for (; used < cost.devices(); ++used) a.slots.push_back({1, cost.token_capacity(1), cost.degree_cost(1), {}, 0, 0});
+  for (; used < cost.devices(); ++used) a.slots.push_back({1, cost.token_capacity(1), cost.degree_cost(1), {}, 0, 0, 0});
   improve(lengths, a);
   MicroBatchPlan plan = to_plan(a, lengths, cost);
   plan.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
