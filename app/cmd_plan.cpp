@@ -130,6 +130,10 @@ void run_plan(const Config& config, const PlanArgs& args) {
     if (args.json) {
       json j = {{"batch", b}, {"sequences", lengths.size()}, {"tokens", tokens}, {"longest", longest},
                 {"dropped", dropped}, {"split", split}};
+      // what each planned sequence is: [index in the drawn batch, first token] (differs after drop or split)
+      json source = json::array();
+      for (const flexsp::Piece& piece : pieces) source.push_back({piece.sequence, piece.offset});
+      j["source"] = source;
       j["flexsp"] = plan_json(flex, p.flexsp_solver);
       if (flex_milp) j["fast"] = plan_json(flex_fast, "fast");
       j["static_sp"] = {{"degree", static_degree}, {"time_s", stat.plan.time_s},

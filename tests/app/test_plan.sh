@@ -58,6 +58,13 @@ run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt
 stdout_has "batch 0: 5 sequences" "1 dropped"
 run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=split
 stdout_has "batch 0: 7 sequences" "1 split"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=split --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the split pieces are not reported"
+import json, sys
+b = json.loads(open(sys.argv[1]).read())
+assert b["split"] == 1 and b["sequences"] == 7, b
+assert b["source"] == [[0, 0], [1, 0], [2, 0], [3, 0], [3, 397440], [4, 0], [5, 0]], b["source"]
+PY
 run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=drop \
   --batch-sequences 2 --batches 10
 stdout_has "batch 0: 2 sequences" "batch 1: 1 sequences" "batch 2: 2 sequences"
