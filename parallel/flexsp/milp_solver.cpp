@@ -1,7 +1,5 @@
 #include "parallel/flexsp/milp_solver.h"
 
-#include <Cbc_C_Interface.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,14 +11,11 @@
 #include "parallel/flexsp/assignment.h"
 #include "parallel/flexsp/bucketing.h"
 #include "parallel/flexsp/fast_solver.h"
+#include "parallel/flexsp/milp_model.h"
 
 namespace trident::flexsp {
 
 namespace {
-
-struct CbcDeleter {
-  void operator()(Cbc_Model* m) const { Cbc_deleteModel(m); }
-};
 
 struct VirtualGroup {
   int64_t degree;
@@ -28,88 +23,81 @@ struct VirtualGroup {
   std::vector<int> a_col;  // per bucket; -1 where the bucket does not fit
 };
 
-}  // namespace
-
-std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const {
-  if (lengths.empty()) return MicroBatchPlan{};
-  if (cost.min_degree(*std::max_element(lengths.begin(), lengths.end())) == 0) return std::nullopt;
-  // May be empty when memory is nearly full (greedy bin packing can miss); CBC then starts from scratch.
-  const std::optional<MicroBatchPlan> warm = FastSolver().solve(lengths, cost);
-
-  // Buckets over the ascending order; bucket_of[k] for each sequence.
-  std::vector<int64_t> ascending_index(lengths.size());
-  std::iota(ascending_index.begin(), ascending_index.end(), 0);
-  std::stable_sort(ascending_index.begin(), ascending_index.end(),
-                   [&](int64_t a, int64_t b) { return lengths[a] < lengths[b]; });
-  std::vector<int64_t> ascending;
-  for (int64_t k : ascending_index) ascending.push_back(lengths[k]);
-  const Buckets buckets = bucket_lengths(ascending, options_.buckets);
-  const size_t Q = buckets.size();
-  std::vector<size_t> bucket_of(lengths.size());
-  for (size_t q = 0; q < Q; ++q)
-    for (size_t i = buckets.begin[q]; i < buckets.begin[q + 1]; ++i) bucket_of[ascending_index[i]] = q;
-
-  std::unique_ptr<Cbc_Model, CbcDeleter> model(Cbc_newModel());
-  Cbc_setLogLevel(model.get(), 0);
-  Cbc_setMaximumSeconds(model.get(), options_.time_limit_s);
-  Cbc_addCol(model.get(), "C", 0, std::numeric_limits<double>::infinity(), 1, 0, 0, nullptr, nullptr);
-  int columns = 1;
+// The bucketed model of one micro-batch, and what is needed to read its solution back.
+struct BucketedMilp {
+  MilpModel model;
+  Buckets buckets;
+  std::vector<int64_t> ascending_index;  // sequence indices by ascending length (buckets cut this order)
   std::vector<VirtualGroup> groups;
+};
+
+BucketedMilp build(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t max_buckets,
+                   const std::optional<MicroBatchPlan>& warm) {
+  BucketedMilp b;
+  b.ascending_index.resize(lengths.size());
+  std::iota(b.ascending_index.begin(), b.ascending_index.end(), 0);
+  std::stable_sort(b.ascending_index.begin(), b.ascending_index.end(),
+                   [&](int64_t x, int64_t y) { return lengths[x] < lengths[y]; });
+  std::vector<int64_t> ascending;
+  for (int64_t k : b.ascending_index) ascending.push_back(lengths[k]);
+  b.buckets = bucket_lengths(ascending, max_buckets);
+  const Buckets& buckets = b.buckets;
+  const size_t Q = buckets.size();
+  auto count = [&](size_t q) { return static_cast<double>(buckets.begin[q + 1] - buckets.begin[q]); };
+
+  MilpModel& m = b.model;
+  m.columns.push_back({0, std::numeric_limits<double>::infinity(), 1, false});  // C
   for (int64_t d = cost.max_degree(); d >= 1; d /= 2) {
     for (int64_t j = 0; j < cost.devices() / d; ++j) {
-      VirtualGroup g{d, columns++, std::vector<int>(Q, -1)};
-      Cbc_addCol(model.get(), "", 0, 1, 0, 1, 0, nullptr, nullptr);
+      VirtualGroup g{d, static_cast<int>(m.columns.size()), std::vector<int>(Q, -1)};
+      m.columns.push_back({0, 1, 0, true});
       for (size_t q = 0; q < Q; ++q) {
         if (buckets.length[q] > cost.token_capacity(d)) continue;
-        g.a_col[q] = columns++;
-        const double count = static_cast<double>(buckets.begin[q + 1] - buckets.begin[q]);
-        Cbc_addCol(model.get(), "", 0, count, 0, 1, 0, nullptr, nullptr);
+        g.a_col[q] = static_cast<int>(m.columns.size());
+        m.columns.push_back({0, count(q), 0, true});
       }
-      groups.push_back(std::move(g));
+      b.groups.push_back(std::move(g));
     }
   }
-  std::vector<int> cols;
-  std::vector<double> coefs;
-  auto row = [&](char sense, double rhs) {
-    Cbc_addRow(model.get(), "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
-    cols.clear(), coefs.clear();
-  };
-  for (const VirtualGroup& g : groups) {
+  for (const VirtualGroup& g : b.groups) {
     const cost::DegreeCost k = cost.degree_cost(g.degree);
-    cols = {0, g.m_col}, coefs = {-1.0, k.overhead};
+    MilpModel::Row time{{0, g.m_col}, {-1.0, k.overhead}, 'L', 0};
+    MilpModel::Row memory{{g.m_col}, {-static_cast<double>(cost.token_capacity(g.degree))}, 'L', 0};
     for (size_t q = 0; q < Q; ++q) {
       if (g.a_col[q] < 0) continue;
       const double s = static_cast<double>(buckets.length[q]);
-      cols.push_back(g.a_col[q]), coefs.push_back(k.per_token2 * s * s + k.per_token * s);
+      time.columns.push_back(g.a_col[q]), time.coefficients.push_back(k.per_token2 * s * s + k.per_token * s);
+      memory.columns.push_back(g.a_col[q]), memory.coefficients.push_back(s);
     }
-    row('L', 0);
-    cols = {g.m_col}, coefs = {-static_cast<double>(cost.token_capacity(g.degree))};
-    for (size_t q = 0; q < Q; ++q)
-      if (g.a_col[q] >= 0) cols.push_back(g.a_col[q]), coefs.push_back(static_cast<double>(buckets.length[q]));
-    row('L', 0);
+    m.rows.push_back(std::move(time));
+    m.rows.push_back(std::move(memory));
   }
-  for (const VirtualGroup& g : groups) cols.push_back(g.m_col), coefs.push_back(static_cast<double>(g.degree));
-  row('L', static_cast<double>(cost.devices()));
+  MilpModel::Row devices{{}, {}, 'L', static_cast<double>(cost.devices())};
+  for (const VirtualGroup& g : b.groups)
+    devices.columns.push_back(g.m_col), devices.coefficients.push_back(static_cast<double>(g.degree));
+  m.rows.push_back(std::move(devices));
   for (size_t q = 0; q < Q; ++q) {
-    for (const VirtualGroup& g : groups)
-      if (g.a_col[q] >= 0) cols.push_back(g.a_col[q]), coefs.push_back(1.0);
-    row('E', static_cast<double>(buckets.begin[q + 1] - buckets.begin[q]));
+    MilpModel::Row once{{}, {}, 'E', count(q)};
+    for (const VirtualGroup& g : b.groups)
+      if (g.a_col[q] >= 0) once.columns.push_back(g.a_col[q]), once.coefficients.push_back(1.0);
+    m.rows.push_back(std::move(once));
   }
-  for (size_t p = 0; p + 1 < groups.size(); ++p) {
-    if (groups[p].degree != groups[p + 1].degree) continue;
-    cols = {groups[p].m_col, groups[p + 1].m_col}, coefs = {1.0, -1.0};
-    row('G', 0);
-  }
+  for (size_t p = 0; p + 1 < b.groups.size(); ++p)
+    if (b.groups[p].degree == b.groups[p + 1].degree)
+      m.rows.push_back({{b.groups[p].m_col, b.groups[p + 1].m_col}, {1.0, -1.0}, 'G', 0});
 
   // Warm start: the fast plan's groups on the first virtual groups of their degree, counted per bucket.
-  std::map<int, double> start;
   if (warm) {
+    std::vector<size_t> bucket_of(lengths.size());
+    for (size_t q = 0; q < Q; ++q)
+      for (size_t i = buckets.begin[q]; i < buckets.begin[q + 1]; ++i) bucket_of[b.ascending_index[i]] = q;
     std::map<int64_t, size_t> next;  // degree -> next virtual group of that degree
-    for (size_t p = 0; p < groups.size(); ++p)
-      if (!next.count(groups[p].degree)) next[groups[p].degree] = p;
+    for (size_t p = 0; p < b.groups.size(); ++p)
+      if (!next.count(b.groups[p].degree)) next[b.groups[p].degree] = p;
+    std::map<int, double> start;
     double makespan = 0;
     for (const Group& g : warm->groups) {
-      const VirtualGroup& v = groups[next[g.degree]++];
+      const VirtualGroup& v = b.groups[next[g.degree]++];
       const cost::DegreeCost k = cost.degree_cost(g.degree);
       double time = k.overhead;
       start[v.m_col] = 1;
@@ -122,15 +110,30 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
       makespan = std::max(makespan, time);
     }
     start[0] = makespan;
+    m.start.assign(start.begin(), start.end());
   }
-  std::vector<int> start_cols;
-  std::vector<double> start_values;
-  for (auto [c, v] : start) start_cols.push_back(c), start_values.push_back(v);
-  if (warm) Cbc_setMIPStartI(model.get(), static_cast<int>(start_cols.size()), start_cols.data(), start_values.data());
+  return b;
+}
 
-  Cbc_solve(model.get());
-  const double* x = Cbc_getColSolution(model.get());
-  if (!x || Cbc_numberSavedSolutions(model.get()) < 1) return warm;  // nothing better found in time (or no plan)
+}  // namespace
+
+MilpModel milp_model(std::span<const int64_t> lengths, const cost::CostModel& cost, const MilpOptions& options) {
+  return build(lengths, cost, options.buckets, FastSolver().solve(lengths, cost)).model;
+}
+
+std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const {
+  if (lengths.empty()) return MicroBatchPlan{};
+  if (cost.min_degree(*std::max_element(lengths.begin(), lengths.end())) == 0) return std::nullopt;
+  // May be empty when memory is nearly full (greedy bin packing can miss); CBC then starts from scratch.
+  const std::optional<MicroBatchPlan> warm = FastSolver().solve(lengths, cost);
+  const BucketedMilp milp = build(lengths, cost, options_.buckets, warm);
+  const MilpResult result = solve_with_cbc(milp.model, options_.time_limit_s);
+  if (result.x.empty()) return warm;  // nothing found in time (or no plan)
+  const std::vector<double>& x = result.x;
+  const Buckets& buckets = milp.buckets;
+  const size_t Q = buckets.size();
+  const std::vector<VirtualGroup>& groups = milp.groups;
+  const std::vector<int64_t>& ascending_index = milp.ascending_index;
 
   // Counts back to real sequences: bucket q's sequences, in order, fill its groups' counts.
   std::vector<size_t> taken(Q, 0);
@@ -159,7 +162,7 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
   for (; used < cost.devices(); ++used) a.slots.push_back({1, cost.token_capacity(1), cost.degree_cost(1), {}, 0, 0, 0});
   improve(lengths, a);
   MicroBatchPlan plan = to_plan(a, lengths, cost);
-  plan.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
+  plan.proven_optimal = result.proven_optimal;
   if (warm && warm->makespan_s < plan.makespan_s * (1 - 1e-12)) {  // bucket rounding made the MILP's plan worse
     MicroBatchPlan fallback = *warm;
     fallback.proven_optimal = false;

@@ -14,6 +14,7 @@
 // The solution's counts are turned back into real sequences bucket by bucket, improved by the same local search
 // as the fast solver, and never returned worse than the warm start. With no more distinct lengths than buckets
 // the bucketed problem is the exact one, and a proven-optimal CBC result is the optimum.
+#include "parallel/flexsp/milp_model.h"
 #include "parallel/flexsp/solver.h"
 
 namespace trident::flexsp {
@@ -32,5 +33,8 @@ class MilpSolver final : public MicroBatchSolver {
  private:
   MilpOptions options_;
 };
+
+// The model MilpSolver solves for this micro-batch (warm start included), for comparing solvers on it.
+MilpModel milp_model(std::span<const int64_t> lengths, const cost::CostModel& cost, const MilpOptions& options);
 
 }  // namespace trident::flexsp
