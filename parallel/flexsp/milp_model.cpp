@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include <fmt/format.h>
+
 namespace trident::flexsp {
 
 MilpResult solve_with_cbc(const MilpModel& m, double time_limit_s) {
@@ -13,8 +15,12 @@ MilpResult solve_with_cbc(const MilpModel& m, double time_limit_s) {
   std::unique_ptr<Cbc_Model, Deleter> model(Cbc_newModel());
   Cbc_setLogLevel(model.get(), 0);
   Cbc_setMaximumSeconds(model.get(), time_limit_s);
-  for (const MilpModel::Column& c : m.columns)
-    Cbc_addCol(model.get(), "", c.lower, c.upper, c.objective, c.integer ? 1 : 0, 0, nullptr, nullptr);
+  // Unique names: CBC 2.10's C interface matches MIP-start values to columns by name, even in Cbc_setMIPStartI.
+  for (size_t j = 0; j < m.columns.size(); ++j) {
+    const MilpModel::Column& c = m.columns[j];
+    Cbc_addCol(model.get(), fmt::format("x{}", j).c_str(), c.lower, c.upper, c.objective, c.integer ? 1 : 0, 0,
+               nullptr, nullptr);
+  }
   for (const MilpModel::Row& r : m.rows)
     Cbc_addRow(model.get(), "", static_cast<int>(r.columns.size()), r.columns.data(), r.coefficients.data(), r.sense,
                r.rhs);

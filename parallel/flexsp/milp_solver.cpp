@@ -44,6 +44,7 @@ BucketedMilp build(std::span<const int64_t> lengths, const cost::CostModel& cost
   const Buckets& buckets = b.buckets;
   const size_t Q = buckets.size();
   auto count = [&](size_t q) { return static_cast<double>(buckets.begin[q + 1] - buckets.begin[q]); };
+  auto shortest = [&](size_t q) { return ascending[buckets.begin[q]]; };
 
   MilpModel& m = b.model;
   m.columns.push_back({0, std::numeric_limits<double>::infinity(), 1, false});  // C
@@ -67,7 +68,7 @@ BucketedMilp build(std::span<const int64_t> lengths, const cost::CostModel& cost
       if (g.a_col[q] < 0) continue;
       const double s = static_cast<double>(buckets.length[q]);
       time.columns.push_back(g.a_col[q]), time.coefficients.push_back(k.per_token2 * s * s + k.per_token * s);
-      memory.columns.push_back(g.a_col[q]), memory.coefficients.push_back(s);
+      memory.columns.push_back(g.a_col[q]), memory.coefficients.push_back(static_cast<double>(shortest(q)));
     }
     m.rows.push_back(std::move(time));
     m.rows.push_back(std::move(memory));
@@ -135,25 +136,40 @@ std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths
   const std::vector<VirtualGroup>& groups = milp.groups;
   const std::vector<int64_t>& ascending_index = milp.ascending_index;
 
-  // Counts back to real sequences: bucket q's sequences, in order, fill its groups' counts.
+  // Counts back to real sequences. Memory rows counted each bucket at its shortest length (so the fast plan is
+  // always a valid start), so the members are dealt out with care: bucket by bucket, longest first, each to the
+  // group with the most memory left among those still owed sequences of that bucket. A group over its real
+  // capacity after that falls back to the warm start.
   std::vector<size_t> taken(Q, 0);
   Assignment a;
+  std::vector<std::vector<long>> owed;  // per used group, per bucket
   for (const VirtualGroup& g : groups) {
     if (std::lround(x[g.m_col]) != 1) continue;
-    Slot slot{g.degree, cost.token_capacity(g.degree), cost.degree_cost(g.degree), {}, 0, 0, 0};
-    for (size_t q = 0; q < Q; ++q) {
-      if (g.a_col[q] < 0) continue;
-      for (long n = std::lround(x[g.a_col[q]]); n > 0; --n) {
-        TRIDENT_CHECK(taken[q] < buckets.begin[q + 1] - buckets.begin[q], "bucket {} over-assigned", q);
-        const int64_t k = ascending_index[buckets.begin[q] + taken[q]++];
-        slot.time = slot.time_with(lengths[k], +1);
-        slot.tokens += lengths[k];
-        slot.count += 1;
-        slot.sequences.push_back(k);
-      }
-    }
-    a.slots.push_back(std::move(slot));
+    a.slots.push_back({g.degree, cost.token_capacity(g.degree), cost.degree_cost(g.degree), {}, 0, 0, 0});
+    owed.emplace_back(Q, 0);
+    for (size_t q = 0; q < Q; ++q)
+      if (g.a_col[q] >= 0) owed.back()[q] = std::lround(x[g.a_col[q]]);
   }
+  for (size_t q = Q; q-- > 0;) {
+    for (size_t i = buckets.begin[q + 1]; i-- > buckets.begin[q];) {
+      const int64_t k = ascending_index[i];
+      size_t best = a.slots.size();
+      for (size_t p = 0; p < a.slots.size(); ++p)
+        if (owed[p][q] > 0 && (best == a.slots.size() || a.slots[p].capacity - a.slots[p].tokens >
+                                                              a.slots[best].capacity - a.slots[best].tokens))
+          best = p;
+      TRIDENT_CHECK(best < a.slots.size(), "bucket {} over-assigned", q);
+      --owed[best][q];
+      ++taken[q];
+      Slot& slot = a.slots[best];
+      slot.time = slot.time_with(lengths[k], +1);
+      slot.tokens += lengths[k];
+      slot.count += 1;
+      slot.sequences.push_back(k);
+    }
+  }
+  for (const Slot& slot : a.slots)
+    if (slot.tokens > slot.capacity) return warm;
   for (size_t q = 0; q < Q; ++q)
     TRIDENT_CHECK(taken[q] == buckets.begin[q + 1] - buckets.begin[q], "bucket {} under-assigned", q);
   // Idle devices become groups of one, so the local search may use them.
