@@ -111,4 +111,18 @@ run 0 bench profile "$configs/tiny_train.yaml" --out "$tmp/new.yaml" --repeat 0.
 run 2 plan "$configs/plan.yaml" --cluster "$tmp/new.yaml"
 stderr_line "trident: config error:" "new.yaml" "no 'network' section" "bench comm"
 
+# ---- bench milp: CBC and GLPK on the same models --------------------------------------------------------------------
+run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 --time-limit 0.5
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench milp rows are incomplete"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert rows, "no rows"
+for r in rows:
+    assert r["CBC"] in ("optimal", "feasible") and r["GLPK"] in ("optimal", "feasible", "none"), r
+    if r["CBC"] == "optimal" and r["GLPK"] == "optimal":  # the same model: the same optimum
+        assert abs(r["CBC makespan s"] - r["GLPK makespan s"]) <= 1e-6 * r["CBC makespan s"], r
+PY
+run 2 bench milp "$configs/plan.yaml"
+stderr_line "trident: config error:" "--cluster FILE"
+
 echo "all $checks checks passed"
