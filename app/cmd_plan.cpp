@@ -97,11 +97,11 @@ void run_plan(const Config& config, const PlanArgs& args) {
   const flexsp::MilpSolver milp({.time_limit_s = p.flexsp_time_limit_s, .buckets = p.flexsp_buckets});
   const int64_t tries = p.flexsp_micro_batch_tries;
 
+  const std::vector<plan::DrawnBatch> batches = plan::draw_batches(config, args.source);  // data errors come first
   if (!args.json)
     fmt::print("cluster {}: {} devices ({} per node), {} tokens per device; solver {}; static SP degree {}\n",
                cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1), p.flexsp_solver,
                static_degree);
-  const std::vector<plan::DrawnBatch> batches = plan::draw_batches(config, args.source);
   for (size_t b = 0; b < batches.size(); ++b) {
     const std::vector<int64_t>& raw = batches[b].lengths;
     const std::vector<flexsp::Piece> pieces = flexsp::apply_length_policy(raw, cluster_max, too_long);
