@@ -1,4 +1,4 @@
-// trident bench gemm|kernels [--backend cpu|cuda]|step|comm|sp [--json]: measurements as a table (or JSON lines).
+// trident bench gemm|kernels [--backend cpu|cuda]|step|profile|milp|comm|sp [--json]: measurements as a table (or JSON lines).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -44,6 +44,32 @@ void add_bench_command(CLI::App& app) {
   auto step_config = add_config_args(step, /*optional=*/true);
   step->fallthrough()->callback([options, step_config] {
     bench::run_step(*options, step_config->path, step_config->overrides);
+  });
+
+  CLI::App* profile = cmd->add_subcommand(
+      "profile", "Fit the FlexSP cost model's compute and memory coefficients for CONFIG's model on this machine and "
+                 "write them into a cluster profile file (other sections kept)");
+  auto profile_config = add_config_args(profile);
+  auto profile_out = std::make_shared<std::string>();
+  profile->add_option("--out", *profile_out, "Profile file to write (created, or merged into)")->required();
+  profile->fallthrough()->callback([options, profile_config, profile_out] {
+    bench::run_profile(*options, profile_config->path, profile_config->overrides, *profile_out);
+  });
+
+  CLI::App* milp = cmd->add_subcommand(
+      "milp", "FlexSP's MILP per micro-batch solved by CBC and by GLPK on the same model: time, makespan, optimality");
+  auto milp_config = add_config_args(milp);
+  auto milp_cluster = std::make_shared<std::string>();
+  auto milp_source = std::make_shared<plan::BatchSource>();
+  auto milp_limit = std::make_shared<double>(10.0);
+  milp->add_option("--cluster", *milp_cluster, "Cluster profile file (default: parallel.flexsp.cluster)");
+  milp->add_option("--batch-sequences", milp_source->batch_sequences, "Sequences per batch (as trident plan)")
+      ->check(CLI::PositiveNumber);
+  milp->add_option("--batches", milp_source->batches, "Batches (default 1)")->check(CLI::PositiveNumber);
+  milp->add_option("--time-limit", *milp_limit, "Seconds per solve for each solver (default 10)")
+      ->check(CLI::PositiveNumber);
+  milp->fallthrough()->callback([options, milp_config, milp_cluster, milp_source, milp_limit] {
+    bench::run_milp(*options, milp_config->path, milp_config->overrides, *milp_cluster, *milp_source, *milp_limit);
   });
 
   CLI::App* comm = cmd->add_subcommand(

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "app/plan/batches.h"
+
 namespace trident::bench {
 
 struct Options {
@@ -35,5 +37,11 @@ void run_comm(const Options& options, const CommOptions& comm_options);
 void run_sp(const Options& options, const std::vector<int64_t>& lengths, double max_case_seconds,
             double max_length_budget_gib);
 
-
+// The cost model's compute and memory coefficients for CONFIG's model on this machine, merged into the profile
+// file `out` (app/bench/profile.cpp).
+void run_profile(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
+                 const std::string& out);
+// The FlexSP MILP of each micro-batch solved by CBC and by GLPK on the same model (app/bench/milp.cpp).
+void run_milp(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
+              const std::string& cluster, const app::plan::BatchSource& source, double time_limit_s);
 }  // namespace trident::bench

@@ -1,0 +1,85 @@
+#include "parallel/cost/cost_model.h"
+
+#include <cmath>
+
+#include "core/common/error.h"
+
+namespace trident::cost {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+template <class T>
+const T& require(const std::optional<T>& section, const Profile& p, const char* name, const char* hint) {
+  if (!section) throw_config_error("{}: the profile has no '{}' section ({})", p.source, name, hint);
+  return *section;
+}
+}  // namespace
+
+CostModel CostModel::from_profile(const Profile& p) {
+  const ClusterSection& cluster = require(p.cluster, p, "cluster", "nodes, devices_per_node, device_memory_gb");
+  require(p.network, p, "network", "written by `trident bench comm --profile FILE`, or described by hand");
+  require(p.compute, p, "compute", "written by `trident bench profile CONFIG --out FILE`");
+  const MemorySection& memory = require(p.memory, p, "memory", "written by `trident bench profile CONFIG --out FILE`");
+  const ModelSection& model = require(p.model, p, "model", "written by `trident bench profile CONFIG --out FILE`");
+
+  CostModel m;
+  m.profile_ = p;
+  m.devices_ = cluster.nodes * cluster.devices_per_node;
+  m.devices_per_node_ = cluster.devices_per_node;
+  m.max_degree_ = 1;
+  while (m.max_degree_ * 2 <= m.devices_) m.max_degree_ *= 2;
+  if (cluster.device_memory_gb <= 0)
+    throw_config_error("{}: cluster.device_memory_gb: must be > 0 to plan (0 means unknown)", p.source);
+  const double usable = (cluster.device_memory_gb - memory.reserved_gb - memory.model_states_gb) * kGiB;
+  m.tokens_per_device_ = static_cast<int64_t>(std::floor(usable / memory.bytes_per_token));
+  if (m.tokens_per_device_ < 1)
+    throw_config_error("{}: memory: model_states_gb {} + reserved_gb {} leave no room for one token of {} bytes in "
+                       "cluster.device_memory_gb {}", p.source, memory.model_states_gb, memory.reserved_gb,
+                       memory.bytes_per_token, cluster.device_memory_gb);
+  m.alltoalls_ = 8.0 * static_cast<double>(model.n_layer);
+  m.bytes_per_token_moved_ = static_cast<double>(model.n_embd * model.bytes_per_value);
+  return m;
+}
+
+Link CostModel::alltoall_link(int64_t d) const {
+  const int64_t nodes = nodes_spanned(d);
+  for (const AlltoallLink& a : profile_.network->alltoall)
+    if (a.group_size == d && a.nodes == nodes) return a.link;
+  return nodes == 1 ? profile_.network->intra_node : profile_.network->inter_node;
+}
+
+DegreeCost CostModel::degree_cost(int64_t d) const {
+  const ComputeSection& c = *profile_.compute;
+  const double dd = static_cast<double>(d);
+  DegreeCost k{c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};
+  if (d > 1) {  // one device runs attention whole: no all-to-all
+    const Link link = alltoall_link(d);
+    k.per_token += alltoalls_ * bytes_per_token_moved_ / dd / (link.bandwidth_gb_per_s * 1e9);
+    k.overhead += alltoalls_ * link.latency_us * 1e-6;
+  }
+  return k;
+}
+
+double CostModel::sequence_s(int64_t s, int64_t d) const {
+  const DegreeCost k = degree_cost(d);
+  const double x = static_cast<double>(s);
+  return k.per_token2 * x * x + k.per_token * x;
+}
+
+double CostModel::group_overhead_s(int64_t d) const { return degree_cost(d).overhead; }
+
+double CostModel::group_time_s(std::span<const int64_t> lengths, int64_t d) const {
+  if (lengths.empty()) return 0;
+  double t = group_overhead_s(d);
+  for (int64_t s : lengths) t += sequence_s(s, d);
+  return t;
+}
+
+int64_t CostModel::min_degree(int64_t s) const {
+  for (int64_t d = 1; d <= max_degree_; d *= 2)
+    if (s <= token_capacity(d)) return d;
+  return 0;
+}
+
+}  // namespace trident::cost

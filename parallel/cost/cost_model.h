@@ -1,0 +1,63 @@
+#pragma once
+// The cost model of sequence-parallel training (papers.md §3.3) on a cluster described by a profile: how long a group
+// of d devices (Ulysses inside) takes for a set of sequences, and how many tokens fit it. Used by the FlexSP planners
+// and, later, by the per-step strategy selector.
+//
+//   time(group)   = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1                     compute, forward + backward
+//                 + 8 L (latency(d) + (S/d) h b / bandwidth(d))                        Ulysses all-to-alls (d > 1)
+//   memory/device = model_states + (S/d) bytes_per_token  <=  device_memory - reserved
+//
+// S = sum_k s_k tokens on the group; 8 L all-to-alls per step (q, k, v, out; forward and backward; L layers), each
+// moving a rank's S/d tokens of h values of b bytes. bandwidth(d) and latency(d) come from the profile's measured
+// all-to-all entry for d devices on the nodes a buddy-aligned group of d spans, else its intra- or inter-node link.
+#include <cstdint>
+#include <span>
+
+#include "parallel/cost/profile.h"
+
+namespace trident::cost {
+
+// A group of one degree: time = overhead + per_token2 * sum s^2 + per_token * sum s (0 when empty).
+struct DegreeCost {
+  double per_token2 = 0;
+  double per_token = 0;
+  double overhead = 0;
+};
+
+class CostModel {
+ public:
+  // Needs the cluster, network, compute, memory and model sections; throws ConfigError naming the file and the
+  // missing section or the impossible value (e.g. model states larger than the usable memory).
+  static CostModel from_profile(const Profile& profile);
+
+  int64_t devices() const { return devices_; }
+  int64_t devices_per_node() const { return devices_per_node_; }
+
+  DegreeCost degree_cost(int64_t d) const;
+  // Seconds one sequence of s tokens adds to a group of d devices (compute and all-to-all volume, not beta1).
+  double sequence_s(int64_t s, int64_t d) const;
+  // Seconds a non-empty group pays once, whatever it holds: beta1 and the all-to-all latencies.
+  double group_overhead_s(int64_t d) const;
+  // The whole group: overhead plus each sequence; 0 for no sequences.
+  double group_time_s(std::span<const int64_t> lengths, int64_t d) const;
+
+  // Most tokens a group of d devices holds within the memory budget.
+  int64_t token_capacity(int64_t d) const { return tokens_per_device_ * d; }
+  // Smallest power-of-two degree whose group holds s tokens; 0 when not even all devices' power of two does.
+  int64_t min_degree(int64_t s) const;
+  // Largest power of two <= devices(): the biggest group.
+  int64_t max_degree() const { return max_degree_; }
+  // Nodes a buddy-aligned group of d devices spans.
+  int64_t nodes_spanned(int64_t d) const { return (d + devices_per_node_ - 1) / devices_per_node_; }
+  // The all-to-all link a group of d devices uses.
+  Link alltoall_link(int64_t d) const;
+
+ private:
+  Profile profile_;
+  int64_t devices_ = 0, devices_per_node_ = 0, max_degree_ = 0;
+  int64_t tokens_per_device_ = 0;
+  double alltoalls_ = 0;          // all-to-all calls per step: 8 L
+  double bytes_per_token_moved_ = 0;  // h b per all-to-all
+};
+
+}  // namespace trident::cost

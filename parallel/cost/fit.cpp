@@ -1,0 +1,75 @@
+#include "parallel/cost/fit.h"
+
+#include <array>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "core/common/error.h"
+
+extern "C" void dgels_(const char* trans, const int* m, const int* n, const int* nrhs, double* a, const int* lda,
+                       double* b, const int* ldb, double* work, const int* lwork, int* info);
+
+namespace trident::cost {
+
+namespace {
+
+// Least squares over the columns marked in `use` (column-major design rows: s^2/d, s/d, 1); unused ones get 0.
+std::array<double, 3> solve(std::span<const Timing> timings, std::array<bool, 3> use) {
+  std::vector<int> columns;
+  for (int c = 0; c < 3; ++c)
+    if (use[c]) columns.push_back(c);
+  const int m = static_cast<int>(timings.size()), n = static_cast<int>(columns.size()), one = 1;
+  std::vector<double> a(static_cast<size_t>(m) * n), b(m);
+  std::array<double, 3> scale{};
+  for (int j = 0; j < n; ++j) {
+    double norm = 0;
+    for (int i = 0; i < m; ++i) {
+      const double x = static_cast<double>(timings[i].tokens) / static_cast<double>(timings[i].devices);
+      const double v = columns[j] == 0 ? x * static_cast<double>(timings[i].tokens) : columns[j] == 1 ? x : 1.0;
+      a[static_cast<size_t>(j) * m + i] = v;
+      norm += v * v;
+    }
+    scale[j] = norm > 0 ? 1 / std::sqrt(norm) : 1;
+    for (int i = 0; i < m; ++i) a[static_cast<size_t>(j) * m + i] *= scale[j];
+  }
+  for (int i = 0; i < m; ++i) b[i] = timings[i].seconds;
+  int lwork = -1, info = 0;
+  double query = 0;
+  dgels_("N", &m, &n, &one, a.data(), &m, b.data(), &m, &query, &lwork, &info);
+  lwork = static_cast<int>(query);
+  std::vector<double> work(lwork);
+  dgels_("N", &m, &n, &one, a.data(), &m, b.data(), &m, work.data(), &lwork, &info);
+  TRIDENT_CHECK(info == 0, "dgels info {}", info);
+  std::array<double, 3> x{};
+  for (int j = 0; j < n; ++j) x[columns[j]] = b[j] * scale[j];
+  return x;
+}
+
+}  // namespace
+
+ComputeSection fit_compute(std::span<const Timing> timings) {
+  std::set<double> distinct;
+  for (const Timing& t : timings) {
+    if (t.tokens < 1 || t.devices < 1 || !(t.seconds >= 0))
+      throw_config_error("profile fit: a timing of {} tokens on {} devices in {} s is not valid", t.tokens, t.devices,
+                         t.seconds);
+    distinct.insert(static_cast<double>(t.tokens) / static_cast<double>(t.devices));
+  }
+  if (distinct.size() < 3)
+    throw_config_error("profile fit: needs timings at 3 or more distinct tokens per device, got {}", distinct.size());
+  std::array<bool, 3> use = {true, true, true};
+  std::array<double, 3> x = solve(timings, use);
+  // Drop a negative coefficient and refit the others (at most twice: one term always stays).
+  for (int round = 0; round < 2; ++round) {
+    bool changed = false;
+    for (int c = 0; c < 3; ++c)
+      if (use[c] && x[c] < 0) use[c] = false, changed = true;
+    if (!changed) break;
+    x = solve(timings, use);
+  }
+  for (double& v : x) v = std::max(v, 0.0);
+  return {x[0], x[1], x[2], ""};
+}
+
+}  // namespace trident::cost

@@ -1,0 +1,23 @@
+#pragma once
+// Fitting the compute coefficients of the cost model to measured step times: least squares of
+//   seconds = alpha1 * s^2 / d + alpha2 * s / d + beta1
+// over timings of sequences of s tokens on d devices (LAPACK dgels, on columns scaled to unit norm so s^2 and 1 do
+// not ruin the conditioning).
+#include <cstdint>
+#include <span>
+
+#include "parallel/cost/profile.h"
+
+namespace trident::cost {
+
+struct Timing {
+  int64_t tokens = 0;
+  int64_t devices = 1;
+  double seconds = 0;
+};
+
+// Needs at least three distinct values of s/d; throws ConfigError otherwise. Negative coefficients (noise on a
+// term that is really ~0) are clipped to 0 and the rest refitted, so the result is always a valid profile section.
+ComputeSection fit_compute(std::span<const Timing> timings);
+
+}  // namespace trident::cost

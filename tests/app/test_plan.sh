@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# trident plan and trident bench profile as a user runs them: plans on the paper's testbed (text and --json, checked
+# for validity), length files, the too-long policies, and every bad input exiting 2 (or 1) with one line naming the
+# file or key.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_plan.sh tests/app/configs configs/clusters
+set -u
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_plan.sh CONFIG_DIR CLUSTER_DIR}
+clusters=${2:?usage: TRIDENT=/path/to/trident bash test_plan.sh CONFIG_DIR CLUSTER_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cluster="$clusters/a100-8x8-gpt7b.yaml"
+
+# ---- text -------------------------------------------------------------------------------------------------------
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 128 --batches 2
+stdout_has "64 devices (8 per node)" "batch 0: 128 sequences" "batch 1:" "FlexSP (fast):" "micro-batch 0: <" \
+  "static SP (degree 64):" "BatchAda (degree" "x faster"
+# the trainer's own batches (documents cut at model.max_seq_len, packed to train.batch_tokens)
+run 0 plan "$configs/plan.yaml" --cluster "$cluster"
+stdout_has "batch 0:" "FlexSP (fast):"
+# the cluster from the config instead of --cluster
+run 0 plan "$configs/plan.yaml" --set parallel.flexsp.cluster="$cluster" --batch-sequences 32
+stdout_has "cluster $cluster: 64 devices"
+
+# ---- --json: one object per batch; every plan valid ----------------------------------------------------------------
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 256 --batches 2 --json \
+  --set parallel.flexsp.solver=milp --set parallel.flexsp.time_limit_s=0.5
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the JSON plans are not valid"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, len(lines)
+for line in lines:
+    b = json.loads(line)
+    for plan in (b["flexsp"], b["fast"]):
+        seen = []
+        for mb in plan["micro_batches"]:
+            devices = 0
+            for g in mb["groups"]:
+                d = g["degree"]
+                assert d & (d - 1) == 0 and g["first_device"] % d == 0 and g["first_device"] == devices, g
+                devices += d
+                assert sum(g["lengths"]) == g["tokens"] <= d * 6210, g  # 6210 tokens per device on this cluster
+                seen += g["sequences"]
+            assert devices <= 64
+        assert sorted(seen) == list(range(b["sequences"])), "each sequence exactly once"
+        assert abs(plan["time_s"] - sum(mb["makespan_s"] for mb in plan["micro_batches"])) < 1e-9 * plan["time_s"]
+    assert b["flexsp"]["solver"] == "milp" and b["fast"]["solver"] == "fast"
+    assert b["flexsp"]["time_s"] <= b["fast"]["time_s"] * (1 + 1e-12), "the MILP is never worse than its warm start"
+    assert b["static_sp"]["degree"] == 64
+    # Wikipedia-like lengths at 384K: static SP pays the cross-node all-to-all for every short sequence
+    assert b["speedup_vs_static_sp"] > 1.2, b["speedup_vs_static_sp"]
+    assert b["speedup_vs_batchada"] >= 1.0 - 1e-9, b["speedup_vs_batchada"]
+PY
+
+# ---- length files and sequences longer than the cluster -------------------------------------------------------------
+printf '# lengths\n1000 2000 30000\n500000\n120 4096 # a comment\n' >"$tmp/lengths.txt"
+run 1 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt"
+stderr_line "trident: error:" "sequence 3" "500000 tokens" "parallel.flexsp.too_long"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=drop
+stdout_has "batch 0: 5 sequences" "1 dropped"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=split
+stdout_has "batch 0: 7 sequences" "1 split"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=split --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the split pieces are not reported"
+import json, sys
+b = json.loads(open(sys.argv[1]).read())
+assert b["split"] == 1 and b["sequences"] == 7, b
+assert b["source"] == [[0, 0], [1, 0], [2, 0], [3, 0], [3, 397440], [4, 0], [5, 0]], b["source"]
+PY
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/lengths.txt" --set parallel.flexsp.too_long=drop \
+  --batch-sequences 2 --batches 10
+stdout_has "batch 0: 2 sequences" "batch 1: 1 sequences" "batch 2: 2 sequences"
+
+# ---- bad inputs: exit 2, one line naming the file or key ------------------------------------------------------------
+run 2 plan "$configs/plan.yaml"
+stderr_line "trident: config error:" "--cluster FILE" "parallel.flexsp.cluster"
+run 2 plan "$configs/plan.yaml" --cluster "$tmp/none.yaml"
+stderr_line "trident: config error:" "none.yaml" "not found"
+sed 's/devices_per_node: 8/gpus_per_node: 8/' "$cluster" >"$tmp/typo.yaml"
+run 2 plan "$configs/plan.yaml" --cluster "$tmp/typo.yaml"
+stderr_line "trident: config error:" "typo.yaml:7:3:" "cluster.gpus_per_node" "unknown key"
+sed 's/beta1_s: .*/beta1_s: fast/' "$cluster" >"$tmp/badvalue.yaml"
+run 2 plan "$configs/plan.yaml" --cluster "$tmp/badvalue.yaml"
+stderr_line "trident: config error:" "badvalue.yaml:" "compute.beta1_s" "expected a finite number, got 'fast'"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --set parallel.flexsp.solver=scip
+stderr_line "trident: config error:" "parallel.flexsp.solver" "fast, milp"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --set parallel.flexsp.time_limit_s=0
+stderr_line "trident: config error:" "parallel.flexsp.time_limit_s"
+printf '100\n2x00\n' >"$tmp/badlengths.txt"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/badlengths.txt"
+stderr_line "trident: config error:" "badlengths.txt:2:" "'2x00'"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --lengths "$tmp/missing.txt"
+stderr_line "trident: config error:" "missing.txt"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 0
+stderr_line "trident: usage error:"
+
+# ---- bench profile writes compute, memory and model and keeps the network section ----------------------------------
+sed -n '/^network:/,/^compute:/p' "$cluster" | sed '$d' >"$tmp/profile.yaml"  # a file with only `network`
+run 0 bench profile "$configs/tiny_train.yaml" --out "$tmp/profile.yaml" --repeat 0.05
+stdout_has "alpha1" "activation bytes/token"
+/usr/bin/python3 - "$tmp/profile.yaml" <<'PY' || fail "the profile lacks a section or lost the network"
+import sys
+text = open(sys.argv[1]).read()
+for key in ("network:", "group_size: 64", "compute:", "alpha1_s_per_token2:", "memory:", "bytes_per_token:",
+            "model:", "n_layer: 2"):
+    assert key in text, key
+PY
+# it has no cluster section (the file existed): planning on it says what is missing
+run 2 plan "$configs/plan.yaml" --cluster "$tmp/profile.yaml"
+stderr_line "trident: config error:" "profile.yaml" "no 'cluster' section"
+# a new file gets this machine as its cluster but no network: planning says where a network section comes from
+run 0 bench profile "$configs/tiny_train.yaml" --out "$tmp/new.yaml" --repeat 0.05
+run 2 plan "$configs/plan.yaml" --cluster "$tmp/new.yaml"
+stderr_line "trident: config error:" "new.yaml" "no 'network' section" "bench comm"
+
+# ---- bench milp: CBC and GLPK on the same models --------------------------------------------------------------------
+run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 --time-limit 0.5
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench milp rows are incomplete"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert rows, "no rows"
+for r in rows:
+    assert r["CBC"] in ("optimal", "feasible") and r["GLPK"] in ("optimal", "feasible", "none"), r
+    if r["CBC"] == "optimal" and r["GLPK"] == "optimal":  # the same model: the same optimum
+        assert abs(r["CBC makespan s"] - r["GLPK makespan s"]) <= 1e-6 * r["CBC makespan s"], r
+PY
+run 2 bench milp "$configs/plan.yaml"
+stderr_line "trident: config error:" "--cluster FILE"
+
+echo "all $checks checks passed"
