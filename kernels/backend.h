@@ -40,6 +40,8 @@ class Backend {
   virtual void fill(bf16* x, int64_t n, float value) = 0;
   // dst = src rounded to bf16 (the bf16 copy of the fp32 master weights).
   virtual void convert(bf16* dst, const float* src, int64_t n) = 0;
+  // dst = src widened to fp32 (exact): bf16 activations entering an fp32 sequence-parallel op.
+  virtual void convert(float* dst, const bf16* src, int64_t n) = 0;
   virtual void synchronize() = 0;
 
   // ---- GEMM (kernels/cpu/gemm.h) ----
@@ -120,6 +122,11 @@ class Backend {
   // ---- sequence parallelism (kernels/cpu/decay_rows.h): a neighbour's state folded into a rank's rows ----
   virtual void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
                           int sign) = 0;
+  // Row blocks packed into messages and unpacked from them (kernels/cpu/strided_rows.h).
+  virtual void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                         int64_t cols) = 0;
+  virtual void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                        int64_t cols) = 0;
 
   // ---- loss (kernels/cpu/crossentropy.h) ----
   virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

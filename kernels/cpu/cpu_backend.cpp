@@ -10,6 +10,7 @@
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/decay_rows.h"
+#include "kernels/cpu/strided_rows.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
@@ -38,6 +39,9 @@ class CpuBackend final : public Backend {
   void fill(bf16* x, int64_t n, float value) override { std::fill(x, x + n, float_to_bf16(value)); }
   void convert(bf16* dst, const float* src, int64_t n) override {
     for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  }
+  void convert(float* dst, const bf16* src, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
   }
   void synchronize() override {}
 
@@ -112,6 +116,14 @@ class CpuBackend final : public Backend {
   void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
                   int sign) override {
     cpu::decay_rows(dst, src, ld, n, D, s, offset, sign);
+  }
+  void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                 int64_t cols) override {
+    cpu::copy_rows(dst, ld_dst, src, ld_src, rows, cols);
+  }
+  void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                int64_t cols) override {
+    cpu::add_rows(dst, ld_dst, src, ld_src, rows, cols);
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

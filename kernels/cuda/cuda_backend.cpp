@@ -18,6 +18,7 @@
 #include "kernels/cuda/residual.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/streams.h"
+#include "kernels/cuda/strided_rows.h"
 
 namespace trident::cuda {
 
@@ -42,6 +43,7 @@ class CudaBackend final : public Backend {
   void fill(float* x, int64_t n, float value) override { cuda::fill(x, n, value, stream()); }
   void fill(bf16* x, int64_t n, float value) override { cuda::fill(x, n, value, stream()); }
   void convert(bf16* dst, const float* src, int64_t n) override { cuda::convert(dst, src, n, stream()); }
+  void convert(float* dst, const bf16* src, int64_t n) override { cuda::convert(dst, src, n, stream()); }
   void synchronize() override { streams_.compute.synchronize(); }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -118,6 +120,14 @@ class CudaBackend final : public Backend {
   void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset,
                   int sign) override {
     cuda::decay_rows(dst, src, ld, n, D, s, offset, sign, stream());
+  }
+  void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                 int64_t cols) override {
+    cuda::copy_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
+  }
+  void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                int64_t cols) override {
+    cuda::add_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

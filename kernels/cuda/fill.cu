@@ -10,8 +10,9 @@ __global__ void fill_kernel(T* x, int64_t n, T value) {
   TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] = value;
 }
 
-__global__ void convert_kernel(bf16* dst, const float* src, int64_t n) {
-  TRIDENT_GRID_STRIDE_LOOP(i, n) dst[i] = float_to_bf16(src[i]);
+template <class To, class From>
+__global__ void convert_kernel(To* dst, const From* src, int64_t n) {
+  TRIDENT_GRID_STRIDE_LOOP(i, n) dst[i] = from_float<To>(to_float(src[i]));
 }
 
 }  // namespace
@@ -30,10 +31,14 @@ void fill(T* x, int64_t n, float value, cudaStream_t stream) {
 template void fill<float>(float*, int64_t, float, cudaStream_t);
 template void fill<bf16>(bf16*, int64_t, float, cudaStream_t);
 
-void convert(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
+template <class To, class From>
+void convert(To* dst, const From* src, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  convert_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n);
+  convert_kernel<To, From><<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
+
+template void convert<bf16, float>(bf16*, const float*, int64_t, cudaStream_t);
+template void convert<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
 
 }  // namespace trident::cuda

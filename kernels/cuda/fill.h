@@ -12,7 +12,9 @@ namespace trident::cuda {
 template <class T>
 void fill(T* x, int64_t n, float value, cudaStream_t stream);
 
-// dst[i] = src[i] rounded to bf16 (the bf16 copy of the fp32 master weights).
-void convert(bf16* dst, const float* src, int64_t n, cudaStream_t stream);
+// dst[i] = src[i] converted: fp32 rounded to bf16 (the bf16 copy of the fp32 master weights), or bf16 widened to
+// fp32 (exact).
+template <class To, class From>
+void convert(To* dst, const From* src, int64_t n, cudaStream_t stream);
 
 }  // namespace trident::cuda

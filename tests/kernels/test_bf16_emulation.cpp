@@ -80,3 +80,10 @@ TEST_CASE("convert rounds fp32 to the nearest bf16", "[kernels][bf16]") {
   cpu_backend().convert(y.data(), x.data(), static_cast<int64_t>(x.size()));
   CHECK(same_bits(y, to_bf16(x)));
 }
+
+TEST_CASE("convert widens bf16 to fp32 exactly", "[kernels][bf16]") {
+  const std::vector<bf16> x = to_bf16(random_normal(1000, 11, 3.0));
+  std::vector<float> y(x.size(), -1.0f);
+  cpu_backend().convert(y.data(), x.data(), static_cast<int64_t>(x.size()));
+  CHECK(y == to_f32(x));
+}

@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/cpu/strided_rows.h"
 #include "kernels/reference/elementwise_naive.h"
 #include "support/assert_close.h"
 #include "support/gradcheck.h"
@@ -45,4 +46,17 @@ TEST_CASE("residual forward adds and backward feeds both branches", "[kernels][r
     REQUIRE(da[i] == 1.0f + dout[i]);
     REQUIRE(db[i] == -1.0f + dout[i]);
   }
+}
+
+TEST_CASE("copy_rows and add_rows move a block of rows between strides and leave the gaps alone", "[kernels][rows]") {
+  // A (3 x 2) block from columns 1..2 of a (3 x 5) matrix into columns 0..1 of a (3 x 4) one.
+  std::vector<float> src(15);
+  for (int i = 0; i < 15; ++i) src[i] = float(i);
+  std::vector<float> dst(12, -1.0f);
+  cpu::copy_rows(dst.data(), 4, src.data() + 1, 5, 3, 2);
+  CHECK(dst == std::vector<float>{1, 2, -1, -1, 6, 7, -1, -1, 11, 12, -1, -1});
+  cpu::add_rows(dst.data() + 2, 4, src.data() + 3, 5, 3, 2);
+  CHECK(dst == std::vector<float>{1, 2, 2, 3, 6, 7, 7, 8, 11, 12, 12, 13});
+  cpu::copy_rows(dst.data(), 4, src.data(), 5, 0, 2);  // no rows: nothing to do
+  CHECK(dst[0] == 1);
 }

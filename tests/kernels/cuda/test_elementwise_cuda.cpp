@@ -3,9 +3,11 @@
 
 #include "kernels/cpu/decay_rows.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cpu/strided_rows.h"
 #include "kernels/cuda/decay_rows.h"
 #include "kernels/cuda/fill.h"
 #include "kernels/cuda/gelu.h"
+#include "kernels/cuda/strided_rows.h"
 #include "kernels/shared/bf16.h"
 #include "support/assert_close.h"
 #include "support/bf16_vectors.h"
@@ -56,4 +58,24 @@ TEST_CASE("cuda decay_rows and fill/convert equal the CPU", "[cuda][decay_rows]"
   for (int64_t i = 0; i < n; ++i) REQUIRE(got[i].bits == want[i].bits);  // round to nearest even, exactly
   cuda::fill(weights_d.data(), n, 1.5f, nullptr);
   for (const bf16 x : weights_d.to_host()) REQUIRE(bf16_to_float(x) == 1.5f);
+}
+
+TEST_CASE("cuda copy_rows, add_rows and bf16 widening equal the CPU", "[cuda][rows]") {
+  const int64_t rows = 517, ld_src = 45, ld_dst = 31, cols = 29;
+  const auto src = random_normal<float>(rows * ld_src, 4);
+  const auto base = random_normal<float>(rows * ld_dst, 5);
+  std::vector<float> copied = base, added = base;
+  cpu::copy_rows(copied.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
+  cpu::add_rows(added.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
+  DeviceVector<float> src_d(src), copied_d(base), added_d(base);
+  cuda::copy_rows(copied_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
+  cuda::add_rows(added_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
+  CHECK(copied_d.to_host() == copied);  // copies are exact, and so is one fp32 addition
+  CHECK(added_d.to_host() == added);
+
+  const std::vector<bf16> narrow = to_bf16(src);
+  DeviceVector<bf16> narrow_d(narrow);
+  DeviceVector<float> wide_d(static_cast<int64_t>(narrow.size()));
+  cuda::convert(wide_d.data(), narrow_d.data(), static_cast<int64_t>(narrow.size()), nullptr);
+  CHECK(wide_d.to_host() == to_f32(narrow));
 }
