@@ -144,7 +144,7 @@ class Runner {
   int64_t N_;
   std::vector<int32_t> cu_;
   std::vector<float> slopes_, qkv_, dout_, out_, dqkv_, lse_;
-  UlyssesCache ulysses_;
+  UlyssesCache ulysses_{cpu_backend()};
   std::unique_ptr<LinearAttentionSP> lasp_;
 };
 

@@ -40,7 +40,8 @@ void check_cpu(Backend& backend) {
 
 class UlyssesOp final : public AttentionOp {
  public:
-  UlyssesOp(Communicator& sp, AttentionType type, int H, int D) : sp_(sp), type_(type), batch_(sp, H, D) {}
+  UlyssesOp(Communicator& sp, Backend& backend, AttentionType type, int H, int D)
+      : sp_(sp), type_(type), batch_(sp, H, D), cache_(backend) {}
 
   // Softmax keeps its lse head-sharded in the cache; the layer's lse stays unwritten (only backward reads it).
   void forward(float* out, float*, const float* qkv, const float* slopes, int chunk, const TokenBatch& b) override {
@@ -89,10 +90,9 @@ class RingOp final : public AttentionOp {
 }  // namespace
 
 std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
-  check_cpu(backend);
   TRIDENT_CHECK(H % sp.size() == 0, "Ulysses needs the {} heads to divide by the {} ranks of the group", H,
                 sp.size());
-  return std::make_unique<UlyssesOp>(sp, type, H, D);
+  return std::make_unique<UlyssesOp>(sp, backend, type, H, D);
 }
 
 std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {

@@ -1,9 +1,8 @@
 #include "parallel/sp/ulysses.h"
 
-#include <algorithm>
+#include <vector>
 
 #include "core/common/error.h"
-#include "kernels/backend.h"
 
 namespace trident {
 
@@ -28,57 +27,74 @@ HeadSplit split_heads(Communicator& comm, const SpBatch& batch, const char* op) 
   return s;
 }
 
+// The all-to-all's layout: rank r's block is n_local rows of `row` elements on the sequence-sharded side, and its
+// token range of the head-sharded side.
+struct Blocks {
+  std::vector<int64_t> local_counts, local_displs, head_counts, head_displs;
+};
+Blocks blocks(const HeadSplit& s, int64_t row) {
+  Blocks b;
+  for (int r = 0; r < s.T; ++r) {
+    b.local_counts.push_back(s.n_local * row);
+    b.local_displs.push_back(r * s.n_local * row);
+    b.head_counts.push_back((s.bounds[r + 1] - s.bounds[r]) * row);
+    b.head_displs.push_back(s.bounds[r] * row);
+  }
+  return b;
+}
+
 // Sequence-sharded x (n_local, parts*C) -> head-sharded y (N, parts*Cl). The block for rank r is this rank's rows
 // with r's head columns of each part; the blocks received land in token order, which is already y's layout.
-void to_heads(Communicator& comm, const HeadSplit& s, const float* x, int parts, float* y) {
+void to_heads(Communicator& comm, UlyssesCache& cache, const HeadSplit& s, const float* x, int parts, float* y) {
+  Backend& backend = cache.backend;
   const int64_t row = parts * s.Cl;  // elements per token of one rank's block
   if (s.T == 1) {  // the layouts coincide
-    std::copy(x, x + s.n_local * row, y);
+    backend.copy_rows(y, row, x, row, s.n_local, row);
     return;
   }
-  std::vector<float> send(s.T * s.n_local * row);
-#pragma omp parallel for collapse(2)
+  float* send = cache.message.data(s.T * s.n_local * row);
   for (int r = 0; r < s.T; ++r)
-    for (int64_t i = 0; i < s.n_local; ++i)
-      for (int p = 0; p < parts; ++p) {
-        const float* src = x + i * parts * s.C + p * s.C + r * s.Cl;
-        std::copy(src, src + s.Cl, send.data() + (r * s.n_local + i) * row + p * s.Cl);
-      }
-  std::vector<int64_t> send_counts(s.T), send_displs(s.T), recv_counts(s.T), recv_displs(s.T);
-  for (int r = 0; r < s.T; ++r) {
-    send_counts[r] = s.n_local * row;
-    send_displs[r] = r * s.n_local * row;
-    recv_counts[r] = (s.bounds[r + 1] - s.bounds[r]) * row;
-    recv_displs[r] = s.bounds[r] * row;
-  }
-  comm.alltoallv(send.data(), send_counts, send_displs, y, recv_counts, recv_displs, CommType::f32);
+    for (int p = 0; p < parts; ++p)
+      backend.copy_rows(send + r * s.n_local * row + p * s.Cl, row, x + p * s.C + r * s.Cl, parts * s.C, s.n_local,
+                        s.Cl);
+  const Blocks b = blocks(s, row);
+  backend.synchronize();  // a device communicator runs on its own stream: the packing must be done
+  comm.alltoallv(send, b.local_counts, b.local_displs, y, b.head_counts, b.head_displs, CommType::f32);
 }
 
 // Head-sharded y (N, parts*Cl) -> sequence-sharded x (n_local, parts*C): the reverse of to_heads. Rank r's tokens
 // are a contiguous row range of y, so they are sent in place. Accumulates into x when `accumulate`.
-void to_sequence(Communicator& comm, const HeadSplit& s, const float* y, int parts, float* x, bool accumulate) {
+void to_sequence(Communicator& comm, UlyssesCache& cache, const HeadSplit& s, const float* y, int parts, float* x,
+                 bool accumulate) {
+  Backend& backend = cache.backend;
   const int64_t row = parts * s.Cl;
+  auto unpack = accumulate ? &Backend::add_rows : &Backend::copy_rows;
   if (s.T == 1) {
-    for (int64_t i = 0; i < s.n_local * row; ++i) x[i] = accumulate ? x[i] + y[i] : y[i];
+    (backend.*unpack)(x, row, y, row, s.n_local, row);
     return;
   }
-  std::vector<float> recv(s.T * s.n_local * row);
-  std::vector<int64_t> send_counts(s.T), send_displs(s.T), recv_counts(s.T), recv_displs(s.T);
-  for (int r = 0; r < s.T; ++r) {
-    send_counts[r] = (s.bounds[r + 1] - s.bounds[r]) * row;
-    send_displs[r] = s.bounds[r] * row;
-    recv_counts[r] = s.n_local * row;
-    recv_displs[r] = r * s.n_local * row;
-  }
-  comm.alltoallv(y, send_counts, send_displs, recv.data(), recv_counts, recv_displs, CommType::f32);
-#pragma omp parallel for collapse(2)
+  float* recv = cache.message.data(s.T * s.n_local * row);
+  const Blocks b = blocks(s, row);
+  backend.synchronize();
+  comm.alltoallv(y, b.head_counts, b.head_displs, recv, b.local_counts, b.local_displs, CommType::f32);
   for (int r = 0; r < s.T; ++r)
-    for (int64_t i = 0; i < s.n_local; ++i)
-      for (int p = 0; p < parts; ++p) {
-        const float* src = recv.data() + (r * s.n_local + i) * row + p * s.Cl;
-        float* dst = x + i * parts * s.C + p * s.C + r * s.Cl;
-        for (int64_t c = 0; c < s.Cl; ++c) dst[c] = accumulate ? dst[c] + src[c] : src[c];
-      }
+    for (int p = 0; p < parts; ++p)
+      (backend.*unpack)(x + p * s.C + r * s.Cl, parts * s.C, recv + r * s.n_local * row + p * s.Cl, row, s.n_local,
+                        s.Cl);
+}
+
+// The batch's boundaries in the backend's memory, where the kernels read them; forward uploads them for backward.
+const int32_t* upload_boundaries(UlyssesCache& cache, const SpBatch& batch) {
+  return cache.cu_seqlens.upload(batch.cu_seqlens, batch.n_seq + 1);
+}
+
+// dqkv of this rank's heads, zeroed for the kernel to accumulate into; in a 1-rank group the caller's dqkv itself
+// (the layouts coincide): adding a separately computed gradient would round differently from the single-rank path.
+float* head_gradient(UlyssesCache& cache, const HeadSplit& s, float* dqkv, int64_t N) {
+  if (s.T == 1) return dqkv;
+  float* g = cache.grad_heads.data(N * 3 * s.Cl);
+  cache.backend.fill(g, N * 3 * s.Cl, 0.0f);
+  return g;
 }
 
 }  // namespace
@@ -86,50 +102,48 @@ void to_sequence(Communicator& comm, const HeadSplit& s, const float* y, int par
 void ulysses_softmax_forward(Communicator& comm, float* out, UlyssesCache& cache, const float* qkv,
                              const SpBatch& batch) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_softmax_forward");
-  cache.qkv.resize(batch.N * 3 * s.Cl);
-  cache.out.resize(batch.N * s.Cl);
-  cache.lse.resize(int64_t(s.Hl) * batch.N);
-  to_heads(comm, s, qkv, 3, cache.qkv.data());
-  cpu_backend().attention_softmax_forward(cache.out.data(), cache.lse.data(), cache.qkv.data(), batch.cu_seqlens,
-                                          batch.n_seq, batch.N, s.Hl, batch.D);
-  to_sequence(comm, s, cache.out.data(), 1, out, false);
+  float* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
+  float* out_h = cache.out.data(batch.N * s.Cl);
+  float* lse_h = cache.lse.data(int64_t(s.Hl) * batch.N);
+  const int32_t* cu = upload_boundaries(cache, batch);
+  to_heads(comm, cache, s, qkv, 3, qkv_h);
+  cache.backend.attention_softmax_forward(out_h, lse_h, qkv_h, cu, batch.n_seq, batch.N, s.Hl,
+                                          batch.D);
+  to_sequence(comm, cache, s, out_h, 1, out, false);
 }
 
-// In a 1-rank group the kernel accumulates straight into the caller's dqkv (the layouts coincide): adding a
-// separately computed gradient would round differently from the single-rank path.
-void ulysses_softmax_backward(Communicator& comm, float* dqkv, const float* dout, const UlyssesCache& cache,
+void ulysses_softmax_backward(Communicator& comm, float* dqkv, const float* dout, UlyssesCache& cache,
                               const SpBatch& batch) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_softmax_backward");
-  std::vector<float> dout_h(batch.N * s.Cl), dqkv_h(s.T == 1 ? 0 : batch.N * 3 * s.Cl, 0.0f);
-  to_heads(comm, s, dout, 1, dout_h.data());
-  cpu_backend().attention_softmax_backward(s.T == 1 ? dqkv : dqkv_h.data(), dout_h.data(), cache.qkv.data(),
-                                           cache.out.data(), cache.lse.data(), batch.cu_seqlens, batch.n_seq,
-                                           batch.N, s.Hl, batch.D);
-  if (s.T > 1) to_sequence(comm, s, dqkv_h.data(), 3, dqkv, true);
+  float* dout_h = cache.heads.data(batch.N * s.Cl);
+  float* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
+  to_heads(comm, cache, s, dout, 1, dout_h);
+  cache.backend.attention_softmax_backward(dqkv_h, dout_h, cache.qkv.data(), cache.out.data(), cache.lse.data(),
+                                           cache.cu_seqlens.data(), batch.n_seq, batch.N, s.Hl, batch.D);
+  if (s.T > 1) to_sequence(comm, cache, s, dqkv_h, 3, dqkv, true);
 }
 
 void ulysses_linear_forward(Communicator& comm, float* out, UlyssesCache& cache, const float* qkv,
                             const float* slopes, const SpBatch& batch, int chunk) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_linear_forward");
-  cache.qkv.resize(batch.N * 3 * s.Cl);
-  cache.out.clear();
-  cache.lse.clear();
-  std::vector<float> out_h(batch.N * s.Cl);
-  to_heads(comm, s, qkv, 3, cache.qkv.data());
-  cpu_backend().attention_linear_forward(out_h.data(), nullptr, cache.qkv.data(), slopes + s.t * s.Hl, nullptr,
-                                         batch.cu_seqlens, batch.n_seq, batch.N, s.Hl, batch.D, chunk);
-  to_sequence(comm, s, out_h.data(), 1, out, false);
+  float* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
+  float* out_h = cache.heads.data(batch.N * s.Cl);
+  const int32_t* cu = upload_boundaries(cache, batch);
+  to_heads(comm, cache, s, qkv, 3, qkv_h);
+  cache.backend.attention_linear_forward(out_h, nullptr, qkv_h, slopes + s.t * s.Hl, nullptr, cu,
+                                         batch.n_seq, batch.N, s.Hl, batch.D, chunk);
+  to_sequence(comm, cache, s, out_h, 1, out, false);
 }
 
-void ulysses_linear_backward(Communicator& comm, float* dqkv, const float* dout, const UlyssesCache& cache,
+void ulysses_linear_backward(Communicator& comm, float* dqkv, const float* dout, UlyssesCache& cache,
                              const float* slopes, const SpBatch& batch, int chunk) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_linear_backward");
-  std::vector<float> dout_h(batch.N * s.Cl), dqkv_h(s.T == 1 ? 0 : batch.N * 3 * s.Cl, 0.0f);
-  to_heads(comm, s, dout, 1, dout_h.data());
-  cpu_backend().attention_linear_backward(s.T == 1 ? dqkv : dqkv_h.data(), nullptr, dout_h.data(), nullptr,
-                                          cache.qkv.data(), slopes + s.t * s.Hl, nullptr, batch.cu_seqlens,
-                                          batch.n_seq, batch.N, s.Hl, batch.D, chunk);
-  if (s.T > 1) to_sequence(comm, s, dqkv_h.data(), 3, dqkv, true);
+  float* dout_h = cache.heads.data(batch.N * s.Cl);
+  float* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
+  to_heads(comm, cache, s, dout, 1, dout_h);
+  cache.backend.attention_linear_backward(dqkv_h, nullptr, dout_h, nullptr, cache.qkv.data(), slopes + s.t * s.Hl,
+                                          nullptr, cache.cu_seqlens.data(), batch.n_seq, batch.N, s.Hl, batch.D, chunk);
+  if (s.T > 1) to_sequence(comm, cache, s, dqkv_h, 3, dqkv, true);
 }
 
 SpTraffic ulysses_traffic(int64_t N, int T, int t, int H, int D) {
