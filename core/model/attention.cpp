@@ -24,45 +24,78 @@ Attention::Attention(const ModelConfig& config, int layer, Backend& backend, All
 
 template <class T>
 void Attention::forward(LayerActivations<T>& l, const TokenBatch& b) const {
-  constexpr bool fp32 = std::is_same_v<T, float>;
-  TRIDENT_CHECK(fp32 || !op_, "a sequence-parallel attention op needs fp32 activations");
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (op_) return forward_widened(l, b);
+  } else if (op_) {
+    if (!linear_) return op_->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
+    op_->forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
+    return backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
+  }
   if (!linear_) {
-    if constexpr (fp32) {
-      if (op_) return op_->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
-    }
     backend_->attention_softmax_forward(l.att, l.lse, l.qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
     return;
   }
-  const float* slopes = slopes_on_backend_.data<float>();
-  if constexpr (fp32) {
-    if (op_) op_->forward(l.o, nullptr, l.qkv, slopes, chunk_, b);
-  }
-  if (!op_)  // always the case with bf16 (checked above)
-    backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes, nullptr, b.cu_seqlens, b.num_sequences,
-                                       b.num_tokens, H_, D_, chunk_);
+  backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr, b.cu_seqlens,
+                                     b.num_sequences, b.num_tokens, H_, D_, chunk_);
   backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
 }
 
 template <class T>
 void Attention::backward(T* dqkv, const T* datt, T* scratch, const LayerActivations<T>& l, const TokenBatch& b) const {
-  constexpr bool fp32 = std::is_same_v<T, float>;
-  TRIDENT_CHECK(fp32 || !op_, "a sequence-parallel attention op needs fp32 activations");
+  const T* dout = datt;  // the gradient entering the attention kernel (or op)
+  if (linear_) {
+    T* d_o = scratch;
+    backend_->fill(d_o, b.num_tokens * H_ * D_, 0.0f);
+    backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
+    dout = d_o;
+  }
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (op_) return backward_widened(dqkv, dout, l, b);
+  } else if (op_) {
+    return op_->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
+  }
   if (!linear_) {
-    if constexpr (fp32) {
-      if (op_) return op_->backward(dqkv, datt, l.qkv, l.att, l.lse);
-    }
-    backend_->attention_softmax_backward(dqkv, datt, l.qkv, l.att, l.lse, b.cu_seqlens, b.num_sequences, b.num_tokens,
+    backend_->attention_softmax_backward(dqkv, dout, l.qkv, l.att, l.lse, b.cu_seqlens, b.num_sequences, b.num_tokens,
                                          H_, D_);
     return;
   }
-  T* d_o = scratch;
-  backend_->fill(d_o, b.num_tokens * H_ * D_, 0.0f);
-  backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
-  if constexpr (fp32) {
-    if (op_) return op_->backward(dqkv, d_o, l.qkv, l.o, nullptr);
-  }
-  backend_->attention_linear_backward(dqkv, nullptr, d_o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr,
+  backend_->attention_linear_backward(dqkv, nullptr, dout, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr,
                                       b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_, chunk_);
+}
+
+// The op between exact widenings of its bf16 inputs and one rounding of each output: the arithmetic of the bf16
+// kernels (bf16 in, fp32 inside, bf16 out), with fp32 messages.
+void Attention::forward_widened(LayerActivations<bf16>& l, const TokenBatch& b) const {
+  TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
+  const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
+  float* qkv = wide_->qkv.data(3 * N * C);
+  float* out = wide_->out.data(N * C);
+  backend_->convert(qkv, l.qkv, 3 * N * C);
+  if (!linear_) {
+    op_->forward(out, l.lse, qkv, nullptr, 0, b);
+    backend_->convert(l.att, out, N * C);
+    return;
+  }
+  op_->forward(out, nullptr, qkv, slopes_on_backend_.data<float>(), chunk_, b);
+  backend_->convert(l.o, out, N * C);
+  backend_->rmsnorm_forward(l.att, l.rrms, l.o, N * H_, D_);
+}
+
+// Widens again what forward widened (the copies are shared by the layers), and the gradient accumulated so far.
+void Attention::backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& l,
+                                 const TokenBatch& b) const {
+  TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
+  const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
+  float* qkv = wide_->qkv.data(3 * N * C);
+  float* out = wide_->out.data(N * C);
+  float* dout32 = wide_->dout.data(N * C);
+  float* dqkv32 = wide_->dqkv.data(3 * N * C);
+  backend_->convert(qkv, l.qkv, 3 * N * C);
+  backend_->convert(out, linear_ ? l.o : l.att, N * C);
+  backend_->convert(dout32, dout, N * C);
+  backend_->convert(dqkv32, dqkv, 3 * N * C);
+  op_->backward(dqkv32, dout32, qkv, out, linear_ ? nullptr : l.lse);
+  backend_->convert(dqkv, dqkv32, 3 * N * C);
 }
 
 template void Attention::forward<float>(LayerActivations<float>&, const TokenBatch&) const;

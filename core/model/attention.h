@@ -30,13 +30,21 @@ class AttentionOp {
   virtual void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) = 0;
 };
 
+// fp32 copies of one layer's bf16 attention inputs and outputs: an AttentionOp computes in fp32, so with bf16
+// activations its inputs are widened (exactly) and its outputs rounded once, which is what the bf16 kernels do
+// inside. One per model, shared by its layers, which run one after another.
+struct WideActivations {
+  explicit WideActivations(Backend& backend) : qkv(backend), out(backend), dout(backend), dqkv(backend) {}
+  BackendArray<float> qkv, out, dout, dqkv;
+};
+
 class Attention {
  public:
   // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`.
   Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator);
 
   // Reads layer.qkv, writes layer.att (and layer.lse, or layer.o and layer.rrms). T: the activations' storage type
-  // (float or bf16; an AttentionOp takes fp32 activations only).
+  // (float or bf16; an AttentionOp sees bf16 activations through fp32 copies).
   template <class T>
   void forward(LayerActivations<T>& layer, const TokenBatch& batch) const;
   // dqkv (N, 3C) += d att / d qkv applied to datt. `scratch` (N, C) is overwritten.
@@ -44,8 +52,12 @@ class Attention {
   void backward(T* dqkv, const T* datt, T* scratch, const LayerActivations<T>& layer, const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
-  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel). fp32 activations only.
-  void set_op(std::unique_ptr<AttentionOp> op) { op_ = std::move(op); }
+  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel). With bf16 activations
+  // `wide` holds the op's fp32 copies.
+  void set_op(std::unique_ptr<AttentionOp> op, std::shared_ptr<WideActivations> wide) {
+    op_ = std::move(op);
+    wide_ = std::move(wide);
+  }
 
  private:
   Backend* backend_;
@@ -54,6 +66,11 @@ class Attention {
   std::vector<float> slopes_;
   Tensor slopes_on_backend_;
   std::unique_ptr<AttentionOp> op_;
+  std::shared_ptr<WideActivations> wide_;
+
+  void forward_widened(LayerActivations<bf16>& layer, const TokenBatch& batch) const;
+  void backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& layer,
+                        const TokenBatch& batch) const;
 };
 
 }  // namespace trident

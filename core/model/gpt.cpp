@@ -49,8 +49,9 @@ void GPT::init_weights(uint64_t seed) {
 }
 
 void GPT::set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op) {
-  TRIDENT_CHECK(!make_op || precision_ == Precision::fp32, "sequence-parallel attention needs train.precision: fp32");
-  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_op(make_op ? make_op(l) : nullptr);
+  std::shared_ptr<WideActivations> wide;  // the ops' fp32 copies of bf16 activations, one set for every layer
+  if (make_op && precision_ == Precision::bf16) wide = std::make_shared<WideActivations>(*backend_);
+  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_op(make_op ? make_op(l) : nullptr, wide);
 }
 
 void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }

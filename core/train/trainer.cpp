@@ -57,9 +57,6 @@ TokenBatch view(const Batch& b) {
 void check_supported(const Config& c) {
   if (const BackendStatus status = backend_status(c.device.backend); !status.built || !status.usable)
     throw_config_error("device.backend: '{}' is not available: {}", c.device.backend, status.detail);
-  if (c.train.precision == "bf16" && c.parallel.strategy == "lasp")
-    throw_config_error("train.precision: 'bf16' runs with data parallelism only so far; sequence parallelism "
-                       "(parallel.strategy: lasp) needs train.precision: fp32");
   if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
     throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
   if (c.parallel.strategy == "flexsp" || c.parallel.strategy == "atom")
@@ -80,10 +77,10 @@ void check_supported(const Config& c) {
       throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                          "does not divide by parallel.sp.size = {}",
                          c.model.n_head, c.parallel.sp_size);
-    if (method != "lasp" && c.device.backend != "cpu")
-      throw_config_error("parallel.sp.method: '{}' runs on the cpu backend only so far (device.backend is '{}'; "
-                         "parallel.sp.method: lasp runs on both)",
-                         method, c.device.backend);
+    if (method == "ring" && c.device.backend != "cpu")
+      throw_config_error("parallel.sp.method: 'ring' runs on the cpu backend only so far (device.backend is '{}'; "
+                         "parallel.sp.method: lasp and ulysses run on both)",
+                         c.device.backend);
   }
 }
 
@@ -255,14 +252,25 @@ void run_training(const Config& config) {
     spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
                  "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
   AdamW optimizer(model.layout(), config.train, allocator, backend);
+  // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
+  // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
+  std::unique_ptr<Communicator> sp_device_comm;
+#if TRIDENT_WITH_CUDA
+  if (layout.sp && backend.device() == Device::cuda && config.parallel.sp_method != "lasp") {
+    int device = 0;
+    cudaGetDevice(&device);
+    sp_device_comm = make_nccl_communicator(*layout.sp, device);
+  }
+#endif
+  Communicator* activation_comm = sp_device_comm ? sp_device_comm.get() : layout.sp;
   if (layout.sp) {
     const std::string& method = config.parallel.sp_method;
     const LaspVariant variant = method == "lasp" ? lasp_variant(config, *layout.sp) : LaspVariant::ring;
     const AttentionType type = config.model.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
     const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);
     model.set_attention_ops([&](int) {
-      if (method == "ulysses") return make_ulysses_op(*layout.sp, backend, type, H, D);
-      if (method == "ring") return make_ring_op(*layout.sp, backend, type, H, D);
+      if (method == "ulysses") return make_ulysses_op(*activation_comm, backend, type, H, D);
+      if (method == "ring") return make_ring_op(*activation_comm, backend, type, H, D);
       return make_lasp_op(*layout.sp, backend, variant, H, D);
     });
     spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "

@@ -2,12 +2,28 @@
 // bf16 storage on the CPU, emulated: an op on bf16 arrays runs the fp32 kernel on widened copies and rounds its
 // outputs back to bf16, once, as the CUDA kernels do (fp32 arithmetic, bf16 loads and stores). Slow (a copy per
 // argument); it exists so that the bf16 model (train.precision: bf16) runs, and is tested, on every machine.
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "kernels/shared/bf16.h"
 
 namespace trident::cpu {
+
+// The fp32 copies start on a 64-byte boundary, as tensors do: BLAS may split its work by the address's alignment,
+// and the fp32 sums must not depend on where the heap put a copy (or bf16 runs would differ run to run).
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  friend bool operator==(const CacheLineAllocator&, const CacheLineAllocator&) { return true; }
+};
+using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 
 // A bf16 input widened to fp32 for the duration of one op; nullptr stays nullptr.
 class Widened {
@@ -18,7 +34,7 @@ class Widened {
   operator const float*() const { return null_ ? nullptr : data_.data(); }
 
  private:
-  std::vector<float> data_;
+  AlignedFloats data_;
   bool null_;
 };
 
@@ -41,7 +57,7 @@ class Narrowed {
 
  private:
   bf16* out_;
-  std::vector<float> data_;
+  AlignedFloats data_;
 };
 
 // Elements a row-major matrix of `rows` x `cols` with row stride `ld` spans.

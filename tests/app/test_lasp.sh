@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # LASP end to end under mpirun (oversubscribed): sequence-parallel training of a linear-attention model gives the
 # single-rank loss curve (sp = 4; dp 2 x sp 2; sp = 3 with LASP-2 and evaluation), resumes bit for bit from its own
-# checkpoint, fits a batch in a memory budget that one rank cannot, samples text at the end, and bad layouts are
+# checkpoint, trains in bf16, fits a batch in a memory budget that one rank cannot, samples text at the end, and bad layouts are
 # configuration errors.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_lasp.sh tests/app/configs
 set -u
@@ -36,6 +36,15 @@ import json, sys
 a, b = ([r["eval_loss"] for r in map(json.loads, open(p)) if "eval_loss" in r] for p in sys.argv[1:3])
 assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
 PY
+
+# train.precision: bf16 (emulated here): a 1-rank group is bit-identical to the single-rank bf16 run, sp = 2 follows
+# it to bf16's precision (an output's rounding flips where fp32 sums differ in the last bit).
+bf16=(--set train.precision=bf16 --set train.steps=10)
+mpi 1 0 train "$tiny" "${base[@]}" "${bf16[@]}" --set run.dir="$tmp/single_bf16"
+mpi 1 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${bf16[@]}" --set parallel.sp.size=1 --set run.dir="$tmp/sp1_bf16"
+close "$tmp/single_bf16" "$tmp/sp1_bf16" 0
+mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${bf16[@]}" --set parallel.sp.size=2 --set run.dir="$tmp/sp2_bf16"
+close "$tmp/single_bf16" "$tmp/sp2_bf16" 1e-3
 
 # 20 steps straight vs 10 + resume for 10, both sp = 2: bit-identical losses.
 mpi 2 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=20 \

@@ -2,7 +2,7 @@
 # The sequence-parallel baselines end to end under mpirun (oversubscribed), next to LASP (test_lasp.sh): Ring
 # Attention and Ulysses train a softmax model (learned positions: a rank's slice keeps its tokens' positions in
 # their documents) to the single-rank losses; Ulysses a linear one too; dp 2 x sp 2 with Ring; a Ring run resumes
-# bit for bit; the layouts a method cannot run are configuration errors.
+# bit for bit; bf16 activations; the layouts a method cannot run are configuration errors.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_sp.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_sp.sh CONFIG_DIR}
@@ -45,6 +45,20 @@ a = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1]))}
 b = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2]))}
 assert sorted(b) == [3, 4, 5] and all(a[s] == b[s] for s in b), [(s, a[s], b[s]) for s in b]
 PY
+
+# train.precision: bf16 (emulated here): the ops see fp32 copies of the layer's bf16 activations and round their
+# outputs once, the bf16 kernels' arithmetic, so a 1-rank group is bit-identical to the single-rank bf16 run and
+# sp = 2 follows it to bf16's precision (the rounding of an output flips where fp32 sums differ in the last bit).
+bf16=(--set train.precision=bf16)
+mpi 1 0 train "$tiny" "${base[@]}" "${bf16[@]}" --set run.dir="$tmp/single_bf16"
+mpi 1 0 train "$tiny" "${base[@]}" "${bf16[@]}" "${sp[@]}" --set parallel.sp.method=ring --set parallel.sp.size=1 \
+  --set run.dir="$tmp/ring1_bf16"
+close "$tmp/single_bf16" "$tmp/ring1_bf16" 0
+for method in ring ulysses; do
+  mpi 2 0 train "$tiny" "${base[@]}" "${bf16[@]}" "${sp[@]}" --set parallel.sp.method=$method --set parallel.sp.size=2 \
+    --set run.dir="$tmp/${method}2_bf16"
+  close "$tmp/single_bf16" "$tmp/${method}2_bf16" 1e-3
+done
 
 # What a method cannot run: configuration errors (exit 2) before any rank work.
 run 2 train "$tiny" "${sp[@]}" --set run.dir="$tmp/bad1"
