@@ -6,17 +6,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/comm_profile.h"
 #include "app/bench/report.h"
 #include "core/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/node_layout.h"
+#include "parallel/cost/profile.h"
 
 namespace trident::bench {
 
@@ -108,7 +109,7 @@ std::vector<Placement> placements(const NodeLayout& layout, int n) {
 }
 
 // Bandwidth at the largest message, latency (time per call) at the smallest, of one op, size and placement.
-LinkMeasure measure_of(const std::vector<Point>& points, const char* op, int ranks, int nodes) {
+cost::Link measure_of(const std::vector<Point>& points, const char* op, int ranks, int nodes) {
   const Point *small = nullptr, *large = nullptr;
   for (const Point& p : points) {
     if (std::string_view(p.op) != op || p.ranks != ranks || p.nodes != nodes) continue;
@@ -119,13 +120,13 @@ LinkMeasure measure_of(const std::vector<Point>& points, const char* op, int ran
   return {large->busbw, small->seconds * 1e6};
 }
 
-NetworkMeasure network_of(const std::vector<Point>& points) {
-  NetworkMeasure net;
+cost::NetworkSection network_of(const std::vector<Point>& points) {
+  cost::NetworkSection net;
   net.intra_node = measure_of(points, "sendrecv", 2, 1);
   net.inter_node = measure_of(points, "sendrecv", 2, 2);
   for (const Point& p : points) {
     if (std::string_view(p.op) != "alltoall") continue;
-    const bool seen = std::any_of(net.alltoall.begin(), net.alltoall.end(), [&](const AlltoallMeasure& a) {
+    const bool seen = std::any_of(net.alltoall.begin(), net.alltoall.end(), [&](const cost::AlltoallLink& a) {
       return a.group_size == p.ranks && a.nodes == p.nodes;
     });
     if (!seen) net.alltoall.push_back({p.ranks, p.nodes, measure_of(points, "alltoall", p.ranks, p.nodes)});
@@ -154,7 +155,7 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
                          "nodes, but the {} ranks run on {} node(s), {} on the first; run at least 2 ranks on each "
                          "of 2 nodes (e.g. scripts/emucluster.sh up --nodes 2 --ranks-per-node 2 ...)",
                          world_size, layout.nodes, layout.ranks_on(0));
-    check_profile_file(comm_options.profile);
+    cost::check_profile_target(comm_options.profile);
   }
   const int64_t max_bytes = comm_options.max_bytes;
   std::vector<float> in(static_cast<std::size_t>(max_bytes / 4), 1.0f);
@@ -201,12 +202,14 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
     if (me == 0) report.print();
   }
   if (comm_options.profile.empty() || me != 0) return;
-  ClusterShape shape;
-  shape.nodes = layout.nodes;
-  shape.devices_per_node = layout.ranks_on(0);
-  shape.device_memory_gb = comm_options.device_memory_gb;
-  shape.name = fmt::format("{} nodes x {} ranks, measured by trident bench comm", shape.nodes, shape.devices_per_node);
-  write_network_profile(comm_options.profile, network_of(points), shape);
+  cost::Profile update;
+  update.network = network_of(points);
+  // A new file describes this machine; an existing one keeps its cluster and other sections.
+  if (!std::filesystem::exists(comm_options.profile))
+    update.cluster = cost::ClusterSection{
+        fmt::format("{} nodes x {} ranks, measured by trident bench comm", layout.nodes, layout.ranks_on(0)),
+        layout.nodes, layout.ranks_on(0), comm_options.device_memory_gb};
+  cost::merge_profile_into(comm_options.profile, update);
   fmt::print(stderr, "trident bench comm: wrote the network section of {}\n", comm_options.profile);
 }
 

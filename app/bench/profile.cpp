@@ -57,6 +57,7 @@ std::string hostname() {
 void run_profile(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
                  const std::string& out) {
   const Config config = load_config(config_path, overrides);
+  cost::check_profile_target(out);  // before measuring, so a bad file fails at once
   const int64_t longest = config.model.max_seq_len;
   std::vector<int64_t> lengths;
   for (int64_t s = longest; s >= 16 && lengths.size() < 5; s /= 2) lengths.push_back(s);

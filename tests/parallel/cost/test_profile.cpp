@@ -169,5 +169,54 @@ TEST_CASE("merging sections into a profile keeps the others and writes atomicall
   fs::remove_all(dir);
 }
 
+TEST_CASE("a network-only update creates a new profile or replaces just the network of an existing one", "[cost]") {
+  const fs::path dir = fs::temp_directory_path() / "trident_test_profile_network";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Profile update;
+  update.network = NetworkSection{{150.0, 2.5}, {12.5, 20.0}, {{4, 2, {9.75, 30.0}}}};
+  // (a) a new file, with the cluster section bench comm adds to one
+  const fs::path fresh = dir / "new.yaml";
+  CHECK_NOTHROW(check_profile_target(fresh));
+  update.cluster = ClusterSection{"2 nodes x 2 ranks", 2, 2, 0};
+  merge_profile_into(fresh, update);
+  const Profile created = read_profile(fresh);
+  REQUIRE(created.network);
+  CHECK(created.network->intra_node.bandwidth_gb_per_s == 150.0);
+  CHECK(created.network->inter_node.latency_us == 20.0);
+  REQUIRE(created.network->alltoall.size() == 1);
+  CHECK(created.network->alltoall[0].group_size == 4);
+  CHECK(created.network->alltoall[0].link.bandwidth_gb_per_s == 9.75);
+  CHECK(created.cluster->devices_per_node == 2);
+  CHECK_FALSE(created.compute);
+  // (b) an existing file with compute sections keeps them and its cluster
+  update.cluster.reset();
+  const fs::path file = dir / "cluster.yaml";
+  {
+    std::ofstream out(file);
+    out << kFull;
+  }
+  const Profile before = read_profile(file);
+  CHECK_NOTHROW(check_profile_target(file));
+  merge_profile_into(file, update);
+  const Profile merged = read_profile(file);
+  REQUIRE(merged.network);
+  CHECK(merged.network->inter_node.bandwidth_gb_per_s == 12.5);
+  CHECK(merged.network->alltoall.size() == 1);
+  CHECK(merged.cluster->nodes == before.cluster->nodes);
+  CHECK(merged.cluster->name == before.cluster->name);
+  CHECK(merged.compute->alpha1_s_per_token2 == before.compute->alpha1_s_per_token2);
+  CHECK(merged.memory->model_states_gb == before.memory->model_states_gb);
+  CHECK(merged.model->n_embd == before.model->n_embd);
+  // a bad existing file is refused before anything is measured
+  const fs::path bad = dir / "bad.yaml";
+  {
+    std::ofstream out(bad);
+    out << "- a list\n";
+  }
+  CHECK_THROWS_WITH(check_profile_target(bad), Catch::Contains("bad.yaml"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace trident::cost
