@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
-# (gradients over NCCL) give the CPU's losses in fp32, and so does LASP at sp = 2; bf16 follows the fp32 curve; MFU
+# (gradients over NCCL) give the CPU's losses in fp32, and so do LASP and Ulysses at sp = 2; bf16 (also with
+# sequence parallelism) follows the fp32 curve; MFU
 # is written; a resumed run continues bit for bit. Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
@@ -38,6 +39,17 @@ mpi 1 0 train "$tiny" "${base[@]}" "${linear[@]}" --set run.dir="$tmp/cpu_linear
 mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.size=2 --set run.dir="$tmp/lasp"
 close "$tmp/cpu_linear" "$tmp/lasp" 1e-4
+# Ulysses (sp = 2, all-to-alls over NCCL) on the GPU: the 1-rank CPU losses of the softmax model; in bf16, LASP and
+# Ulysses follow the fp32 curve as bf16 data parallelism does.
+mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.method=ulysses --set parallel.sp.size=2 --set run.dir="$tmp/ulysses"
+close "$tmp/cpu" "$tmp/ulysses" 1e-4
+mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.method=ulysses --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ulysses_bf16"
+close "$tmp/cpu" "$tmp/ulysses_bf16" 2e-3
+mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/lasp_bf16"
+close "$tmp/cpu_linear" "$tmp/lasp_bf16" 2e-3
 
 # 20 steps straight vs 10 + resume for 10 on the GPU: bit-identical.
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set checkpoint.every=10 --set run.dir="$tmp/straight"
