@@ -1,11 +1,12 @@
 #include "parallel/sp/ring_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
-#include "parallel/sp/ring_block.h"
+#include "kernels/cpu/attention_block.h"
 
 namespace trident {
 
@@ -36,8 +37,6 @@ struct Ring {
     for (int r = 0; r < T; ++r) n = std::max(n, rows(r));
     return n;
   }
-  QueryRows queries(const float* qkv) const { return {qkv, 3 * C, rows(t), bounds[t], doc_begin.data()}; }
-  KeyBlock keys(const std::vector<float>& kv, int rank) const { return {kv.data(), rows(rank), bounds[rank]}; }
   // Blocks of later ranks hold only future tokens: every query of this rank masks them out.
   bool visible(int rank) const { return rank <= t; }
 };
@@ -60,8 +59,8 @@ void ring_attention_forward(Communicator& comm, float* out, float* lse, const fl
   const int64_t block = ring.max_rows() * 2 * ring.C;
   std::vector<float> kv(block), kv_next(block);
   pack_kv(kv.data(), qkv, ring.rows(ring.t), ring.C);
-  OnlineSoftmaxRows state;
-  state.reset(ring.rows(ring.t), batch.H, batch.D);
+  const int64_t n = ring.rows(ring.t);
+  std::vector<float> m(batch.H * n, -INFINITY), l(batch.H * n, 0.0f), acc(n * ring.C, 0.0f);  // online softmax
 
   for (int s = 0; s < ring.T; ++s) {
     const int o = ring.owner(s);
@@ -69,13 +68,15 @@ void ring_attention_forward(Communicator& comm, float* out, float* lse, const fl
     if (s + 1 < ring.T)
       exchange = comm.isendrecv(kv.data(), ring.rows(o) * 2 * ring.C, ring.next, kv_next.data(),
                                 ring.rows(ring.owner(s + 1)) * 2 * ring.C, ring.prev, CommType::f32, kTagKv);
-    if (ring.visible(o)) ring_block_forward(state, ring.queries(qkv), ring.keys(kv, o), batch.H, batch.D);
+    if (ring.visible(o))
+      cpu::attention_block_forward(m.data(), l.data(), acc.data(), qkv, 3 * ring.C, n, ring.bounds[ring.t],
+                                   ring.doc_begin.data(), kv.data(), ring.rows(o), ring.bounds[o], batch.H, batch.D);
     if (exchange) {
       exchange->wait();
       std::swap(kv, kv_next);
     }
   }
-  ring_block_finish(out, lse, state, ring.rows(ring.t), batch.H, batch.D);
+  cpu::attention_block_finish(out, lse, m.data(), l.data(), acc.data(), n, batch.H, batch.D);
 }
 
 // dK/dV of the block computed at step s-1 go on to the next rank while this rank computes step s into a zeroed
@@ -91,7 +92,8 @@ void ring_attention_backward(Communicator& comm, float* dqkv, const float* dout,
   }
   const Ring ring(comm, batch);
   const int64_t n = ring.rows(ring.t), C = ring.C, block = ring.max_rows() * 2 * C;
-  const std::vector<float> delta = softmax_delta(out, dout, n, batch.H, batch.D);
+  std::vector<float> delta(batch.H * n);
+  cpu::attention_block_delta(delta.data(), out, dout, n, batch.H, batch.D);
   std::vector<float> kv(block), kv_next(block), dkv(block), dkv_in(block), dkv_done(block);
   pack_kv(kv.data(), qkv, n, C);
 
@@ -106,8 +108,9 @@ void ring_attention_backward(Communicator& comm, float* dqkv, const float* dout,
                                     dkv_in.data(), ring.rows(o) * 2 * C, ring.prev, CommType::f32, kTagDkv);
     std::fill(dkv.begin(), dkv.begin() + ring.rows(o) * 2 * C, 0.0f);
     if (ring.visible(o))
-      ring_block_backward(dqkv, 3 * C, dkv.data(), ring.queries(qkv), dout, lse, delta.data(), ring.keys(kv, o),
-                          batch.H, batch.D);
+      cpu::attention_block_backward(dqkv, 3 * C, dkv.data(), qkv, 3 * C, n, ring.bounds[ring.t],
+                                    ring.doc_begin.data(), dout, lse, delta.data(), kv.data(), ring.rows(o),
+                                    ring.bounds[o], batch.H, batch.D);
     if (kv_exchange) {
       kv_exchange->wait();
       std::swap(kv, kv_next);

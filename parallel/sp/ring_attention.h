@@ -3,7 +3,7 @@
 // parallel/sp/shard.h. Each rank keeps its queries; the K/V blocks of all ranks pass around the ring (isendrecv to
 // group rank t+1, from t-1), the next exchange posted before computing on the current block so the transfer
 // overlaps the compute, and partial results merge by online softmax. Masks are causal and per document by global
-// token position (ring_block.h). Backward rotates K/V again together with their dK/dV accumulators, which travel
+// token position (kernels/cpu/attention_block.h). Backward rotates K/V again together with their dK/dV accumulators, which travel
 // with their blocks and come back to their owner after T steps, and recomputes probabilities from the saved lse.
 //
 // The signatures mirror kernels/cpu/attention_softmax.h with local buffers: qkv, dqkv (n_local, 3C), out, dout

@@ -3,6 +3,7 @@
 // Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2 and 4 ranks. Checks use CHECK, never
 // REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@
 #include "kernels/cpu/attention_softmax.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/sp/ring_attention.h"
-#include "parallel/sp/ring_block.h"
+#include "kernels/cpu/attention_block.h"
 #include "parallel/sp/ulysses.h"
 #include "support/assert_close.h"
 #include "support/random.h"
@@ -245,19 +246,21 @@ TEST_CASE("Ring Attention block math over a simulated 3-rank ring equals the ker
     for (int t = 0; t < T; ++t) {
       const int64_t b = bounds[t], n = bounds[t + 1] - b;
       const std::vector<int64_t> docs = document_begins(p.batch(), b, b + n);
-      const QueryRows q{p.qkv.data() + b * 3 * C, 3 * C, n, b, docs.data()};
-      OnlineSoftmaxRows state;
-      state.reset(n, H, D);
+      const float* q = p.qkv.data() + b * 3 * C;
+      std::vector<float> m(H * n, -INFINITY), l(H * n, 0.0f), acc(n * C, 0.0f);
       for (int o = t; o >= 0; --o)
-        ring_block_forward(state, q, {kv[o].data(), bounds[o + 1] - bounds[o], bounds[o]}, H, D);
+        cpu::attention_block_forward(m.data(), l.data(), acc.data(), q, 3 * C, n, b, docs.data(), kv[o].data(),
+                                     bounds[o + 1] - bounds[o], bounds[o], H, D);
       std::vector<float> lse(H * n);
-      ring_block_finish(out.data() + b * C, lse.data(), state, n, H, D);
+      cpu::attention_block_finish(out.data() + b * C, lse.data(), m.data(), l.data(), acc.data(), n, H, D);
       for (int h = 0; h < H; ++h)
         std::copy(lse.begin() + h * n, lse.begin() + (h + 1) * n, lse_all.begin() + h * N + b);
-      const std::vector<float> delta = softmax_delta(out.data() + b * C, p.dout.data() + b * C, n, H, D);
+      std::vector<float> delta(H * n);
+      cpu::attention_block_delta(delta.data(), out.data() + b * C, p.dout.data() + b * C, n, H, D);
       for (int o = t; o >= 0; --o)
-        ring_block_backward(dqkv.data() + b * 3 * C, 3 * C, dkv[o].data(), q, p.dout.data() + b * C, lse.data(),
-                            delta.data(), {kv[o].data(), bounds[o + 1] - bounds[o], bounds[o]}, H, D);
+        cpu::attention_block_backward(dqkv.data() + b * 3 * C, 3 * C, dkv[o].data(), q, 3 * C, n, b, docs.data(),
+                                      p.dout.data() + b * C, lse.data(), delta.data(), kv[o].data(),
+                                      bounds[o + 1] - bounds[o], bounds[o], H, D);
     }
     for (int r = 0; r < T; ++r)
       for (int64_t i = bounds[r]; i < bounds[r + 1]; ++i)
