@@ -19,6 +19,7 @@
 #include "parallel/lasp/lasp.h"
 #include "parallel/sp/shard.h"
 #include "support/assert_close.h"
+#include "support/cuda_mpi_main.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 #include "support/sp_rows.h"
@@ -74,18 +75,11 @@ TEST_CASE("LASP on the cuda backend equals the kernel on the whole batch", "[las
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  if (session.config().listTestNamesOnly() || session.config().listTests()) return session.run();
-  std::string why;
-  const int devices = cuda::device_count(&why);
-  if (devices == 0) {
-    if (world().rank() == 0) std::printf("skipped: no usable CUDA device (%s)\n", why.c_str());
-    return 77;
-  }
-  std::unique_ptr<Backend> backend = cuda::make_cuda_backend(world().node_group()->rank() % devices);
-  g_cuda = backend.get();
-  const int result = session.run();
-  g_cuda = nullptr;
-  return result;
+  return cuda_mpi_main(argc, argv, [](Catch::Session& session, int device) {
+    std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
+    g_cuda = backend.get();
+    const int result = session.run();
+    g_cuda = nullptr;
+    return result;
+  });
 }

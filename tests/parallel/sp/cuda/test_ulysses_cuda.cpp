@@ -22,6 +22,7 @@
 #include "parallel/sp/shard.h"
 #include "parallel/sp/ulysses.h"
 #include "support/assert_close.h"
+#include "support/cuda_mpi_main.h"
 #include "support/device_vector.h"
 #include "support/random.h"
 #include "support/sp_rows.h"
@@ -92,22 +93,14 @@ TEST_CASE("Ulysses on the cuda backend over NCCL equals the kernel on the whole 
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  if (session.config().listTestNamesOnly() || session.config().listTests()) return session.run();
-  std::string why;
-  const int devices = cuda::device_count(&why);
-  if (devices == 0) {
-    if (world().rank() == 0) std::printf("skipped: no usable CUDA device (%s)\n", why.c_str());
-    return 77;
-  }
-  const int device = world().node_group()->rank() % devices;
-  std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
-  std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device);
-  g_cuda = backend.get();
-  g_nccl = nccl.get();
-  const int result = session.run();
-  g_cuda = nullptr;
-  g_nccl = nullptr;
-  return result;
+  return cuda_mpi_main(argc, argv, [](Catch::Session& session, int device) {
+    std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
+    std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device);
+    g_cuda = backend.get();
+    g_nccl = nccl.get();
+    const int result = session.run();
+    g_cuda = nullptr;
+    g_nccl = nullptr;
+    return result;
+  });
 }
