@@ -208,20 +208,26 @@ std::optional<fs::path> resume_point(const Config& config, const fs::path& run_d
   return found;
 }
 
+// The NCCL communicator of `host`'s members on this process's device when `backend` is the GPU (collective over
+// `host`); nullptr on the CPU, whose buffers `host` itself takes.
+std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend) {
+  if (backend.device() != Device::cuda) return nullptr;
+#if TRIDENT_WITH_CUDA
+  int device = 0;
+  cudaGetDevice(&device);
+  return make_nccl_communicator(host, device);
+#else
+  return nullptr;  // unreachable: a build without CUDA has no cuda backend
+#endif
+}
+
 }  // namespace
 
 void run_training(const Config& config) {
   check_supported(config);
   Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
   // Gradients are reduced where they live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI).
-  std::unique_ptr<Communicator> device_comm;
-#if TRIDENT_WITH_CUDA
-  if (backend.device() == Device::cuda) {
-    int device = 0;
-    cudaGetDevice(&device);
-    device_comm = make_nccl_communicator(world(), device);
-  }
-#endif
+  std::unique_ptr<Communicator> device_comm = device_communicator(world(), backend);
   DataParallel dp(world(), device_comm ? *device_comm : world());
   const bool lead = dp.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
@@ -255,13 +261,7 @@ void run_training(const Config& config) {
   // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
   // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
   std::unique_ptr<Communicator> sp_device_comm;
-#if TRIDENT_WITH_CUDA
-  if (layout.sp && backend.device() == Device::cuda && config.parallel.sp_method != "lasp") {
-    int device = 0;
-    cudaGetDevice(&device);
-    sp_device_comm = make_nccl_communicator(*layout.sp, device);
-  }
-#endif
+  if (layout.sp && config.parallel.sp_method != "lasp") sp_device_comm = device_communicator(*layout.sp, backend);
   Communicator* activation_comm = sp_device_comm ? sp_device_comm.get() : layout.sp;
   if (layout.sp) {
     const std::string& method = config.parallel.sp_method;
