@@ -35,20 +35,14 @@ namespace {
 Backend* g_cuda = nullptr;       // this rank's device, made in main
 Communicator* g_nccl = nullptr;  // the world over NCCL (results are gathered over MPI: host buffers)
 
-std::vector<float> rows(const std::vector<float>& all, int64_t begin, int64_t end, int64_t width) {
-  return {all.begin() + begin * width, all.begin() + end * width};
-}
-
 void check_against_kernel(const std::vector<int>& lengths, int H, int D, bool linear, uint64_t seed) {
   Communicator& sp = *g_nccl;
   constexpr int kChunk = 7;
-  std::vector<int32_t> cu{0};
-  for (int n : lengths) cu.push_back(cu.back() + n);
-  const int n_seq = static_cast<int>(lengths.size());
-  const int64_t N = cu.back(), C = int64_t(H) * D;
-  const std::vector<float> qkv = random_normal<float>(N * 3 * C, seed, 0.5), dout = random_normal<float>(N * C, seed + 1);
-  const std::vector<float> dqkv0 = random_normal<float>(N * 3 * C, seed + 2, 0.1);
-  const std::vector<float> slopes = linear_attention_slopes(H);
+  const PackedProblem p = packed_problem(lengths, H, D, seed);
+  const std::vector<int32_t>& cu = p.cu;
+  const std::vector<float>&qkv = p.qkv, &dout = p.dout, &dqkv0 = p.dqkv0, &slopes = p.slopes;
+  const int n_seq = p.n_seq;
+  const int64_t N = p.N, C = p.C;
 
   std::vector<float> want_out(N * C), want_lse(int64_t(H) * N), want_dqkv = dqkv0;
   if (linear) {
