@@ -127,6 +127,18 @@ class Backend {
                          int64_t cols) = 0;
   virtual void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
                         int64_t cols) = 0;
+  // Ring Attention's block math (kernels/cpu/attention_block.h): queries against one block of keys and values,
+  // masked by global position, merged by online softmax. fp32; doc_begin is in the backend's memory.
+  virtual void attention_block_forward(float* m, float* l, float* acc, const float* q, int64_t ld_q, int64_t n,
+                                       int64_t q_pos0, const int64_t* doc_begin, const float* kv, int64_t n_k,
+                                       int64_t k_pos0, int H, int D) = 0;
+  virtual void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc,
+                                      int64_t n, int H, int D) = 0;
+  virtual void attention_block_delta(float* delta, const float* out, const float* dout, int64_t n, int H, int D) = 0;
+  virtual void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float* q, int64_t ld_q, int64_t n,
+                                        int64_t q_pos0, const int64_t* doc_begin, const float* dout,
+                                        const float* lse, const float* delta, const float* kv, int64_t n_k,
+                                        int64_t k_pos0, int H, int D) = 0;
 
   // ---- loss (kernels/cpu/crossentropy.h) ----
   virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

@@ -5,6 +5,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/cpu/bf16_emulation.h"
 #include "kernels/cpu/attention_softmax.h"
@@ -124,6 +125,25 @@ class CpuBackend final : public Backend {
   void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
                 int64_t cols) override {
     cpu::add_rows(dst, ld_dst, src, ld_src, rows, cols);
+  }
+  void attention_block_forward(float* m, float* l, float* acc, const float* q, int64_t ld_q, int64_t n,
+                               int64_t q_pos0, const int64_t* doc_begin, const float* kv, int64_t n_k, int64_t k_pos0,
+                               int H, int D) override {
+    cpu::attention_block_forward(m, l, acc, q, ld_q, n, q_pos0, doc_begin, kv, n_k, k_pos0, H, D);
+  }
+  void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int64_t n,
+                              int H, int D) override {
+    cpu::attention_block_finish(out, lse, m, l, acc, n, H, D);
+  }
+  void attention_block_delta(float* delta, const float* out, const float* dout, int64_t n, int H, int D) override {
+    cpu::attention_block_delta(delta, out, dout, n, H, D);
+  }
+  void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float* q, int64_t ld_q, int64_t n,
+                                int64_t q_pos0, const int64_t* doc_begin, const float* dout, const float* lse,
+                                const float* delta, const float* kv, int64_t n_k, int64_t k_pos0, int H,
+                                int D) override {
+    cpu::attention_block_backward(dq, ld_dq, dkv, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0, H,
+                                  D);
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,

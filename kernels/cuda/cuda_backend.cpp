@@ -2,6 +2,7 @@
 #include "kernels/cuda/cuda_backend.h"
 
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/attention_block.h"
 #include "kernels/cuda/attention_linear.h"
 #include "kernels/cuda/attention_softmax.h"
 #include "kernels/cuda/check.h"
@@ -128,6 +129,25 @@ class CudaBackend final : public Backend {
   void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
                 int64_t cols) override {
     cuda::add_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
+  }
+  void attention_block_forward(float* m, float* l, float* acc, const float* q, int64_t ld_q, int64_t n,
+                               int64_t q_pos0, const int64_t* doc_begin, const float* kv, int64_t n_k, int64_t k_pos0,
+                               int H, int D) override {
+    cuda::attention_block_forward(m, l, acc, q, ld_q, n, q_pos0, doc_begin, kv, n_k, k_pos0, H, D, stream());
+  }
+  void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int64_t n,
+                              int H, int D) override {
+    cuda::attention_block_finish(out, lse, m, l, acc, n, H, D, stream());
+  }
+  void attention_block_delta(float* delta, const float* out, const float* dout, int64_t n, int H, int D) override {
+    cuda::attention_block_delta(delta, out, dout, n, H, D, stream());
+  }
+  void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float* q, int64_t ld_q, int64_t n,
+                                int64_t q_pos0, const int64_t* doc_begin, const float* dout, const float* lse,
+                                const float* delta, const float* kv, int64_t n_k, int64_t k_pos0, int H,
+                                int D) override {
+    cuda::attention_block_backward(dq, ld_dq, dkv, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0,
+                                   H, D, stream());
   }
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
