@@ -31,6 +31,7 @@
 #include "app/bench/report.h"
 #include "core/common/error.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
@@ -42,6 +43,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/residual.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/attention_block.h"
 #include "kernels/cuda/attention_linear.h"
 #include "kernels/cuda/attention_softmax.h"
 #include "kernels/cuda/check.h"
@@ -331,6 +333,35 @@ double check_linear_attention() {
   return std::max({error(out_d, out), error(state_d, state), error(dqkv_d, dqkv)});
 }
 
+// Ring Attention's block ops (fp32): the second document's queries against a key block that ends inside them,
+// which cuts the first document, so rows see all, part or none of it.
+double check_attention_block() {
+  const int h = kCheckH, d = kCheckD;
+  const int64_t C = int64_t(h) * d, n = 65, n_k = 50, q_pos0 = 70, k_pos0 = 40;
+  const std::vector<int64_t> docs(n, 60);  // the queries' document starts at 60
+  const auto q = random_vector(n * C, 33), kv = random_vector(n_k * 2 * C, 34), dout = random_vector(n * C, 35);
+  std::vector<float> m(h * n, -INFINITY), l(h * n, 0.0f), acc(n * C, 0.0f), out(n * C), lse(h * n), delta(h * n),
+      dq(n * C, 0.0f), dkv(n_k * 2 * C, 0.0f);
+  cpu::attention_block_forward(m.data(), l.data(), acc.data(), q.data(), C, n, q_pos0, docs.data(), kv.data(), n_k,
+                               k_pos0, h, d);
+  // Every row sees keys 60..89 at least, so the state is finished for the finish/backward check.
+  cpu::attention_block_finish(out.data(), lse.data(), m.data(), l.data(), acc.data(), n, h, d);
+  cpu::attention_block_delta(delta.data(), out.data(), dout.data(), n, h, d);
+  cpu::attention_block_backward(dq.data(), C, dkv.data(), q.data(), C, n, q_pos0, docs.data(), dout.data(), lse.data(),
+                                delta.data(), kv.data(), n_k, k_pos0, h, d);
+  DeviceBuffer<float> m_d(std::vector<float>(h * n, -INFINITY)), l_d(h * n), acc_d(n * C), q_d(q), kv_d(kv),
+      dout_d(dout), out_d(n * C), lse_d(h * n), delta_d(h * n), dq_d(n * C), dkv_d(n_k * 2 * C);
+  DeviceBuffer<int64_t> docs_d(docs);
+  cuda::attention_block_forward(m_d.get(), l_d.get(), acc_d.get(), q_d.get(), C, n, q_pos0, docs_d.get(), kv_d.get(),
+                                n_k, k_pos0, h, d, nullptr);
+  cuda::attention_block_finish(out_d.get(), lse_d.get(), m_d.get(), l_d.get(), acc_d.get(), n, h, d, nullptr);
+  cuda::attention_block_delta(delta_d.get(), out_d.get(), dout_d.get(), n, h, d, nullptr);
+  cuda::attention_block_backward(dq_d.get(), C, dkv_d.get(), q_d.get(), C, n, q_pos0, docs_d.get(), dout_d.get(),
+                                 lse_d.get(), delta_d.get(), kv_d.get(), n_k, k_pos0, h, d, nullptr);
+  return std::max({error(out_d, out), error(lse_d, lse), error(delta_d, delta), error(dq_d, dq), error(dkv_d, dkv)});
+}
+
+
 double check_adamw() {
   const int64_t n = 1000;
   auto p = random_vector(n, 35), g = random_vector(n, 36);
@@ -526,6 +557,36 @@ std::vector<CudaBench> attention_benches() {
   return benches;
 }
 
+// Ring Attention's block ops (fp32, as Ring Attention runs): one rank's T queries against a whole earlier block
+// of T keys of the same document, the step every rank but the first repeats T-1 times. FLOPs: forward 4 B T^2 C
+// (no causal half: every key is visible), backward 2.5x.
+std::vector<CudaBench> block_attention_benches() {
+  struct Buffers {
+    DeviceBuffer<float> q = random_buffer<float>(kNC, 53, 0.5f), kv = random_buffer<float>(2 * kNC, 54, 0.5f),
+                        dout = random_buffer<float>(kNC, 55), m{std::vector<float>(kH * kN, -INFINITY)},
+                        l{kH * kN}, acc{kNC}, lse{kH * kN}, delta{kH * kN}, dq{kNC}, dkv{2 * kNC};
+    DeviceBuffer<int64_t> docs{kN};  // one document from position 0; queries at kN.., keys at 0..
+  };
+  auto buf = std::make_shared<Buffers>();
+  const std::string shape = fmt::format("{} queries after {} keys H={} D={}", kN, kN, kH, kD);
+  const double fwd = 4.0 * kN * kN * kC;
+  std::vector<CudaBench> benches;
+  benches.push_back({"block attention fwd", shape, check_attention_block, tolerance<float>(true),
+                     [buf](cudaStream_t s) {
+                       cuda::attention_block_forward(buf->m.get(), buf->l.get(), buf->acc.get(), buf->q.get(), kC, kN,
+                                                     kN, buf->docs.get(), buf->kv.get(), kN, 0, kH, kD, s);
+                     },
+                     fwd, 0});
+  benches.push_back({"block attention bwd", shape, check_attention_block, tolerance<float>(true),
+                     [buf](cudaStream_t s) {
+                       cuda::attention_block_backward(buf->dq.get(), kC, buf->dkv.get(), buf->q.get(), kC, kN, kN,
+                                                      buf->docs.get(), buf->dout.get(), buf->lse.get(),
+                                                      buf->delta.get(), buf->kv.get(), kN, 0, kH, kD, s);
+                     },
+                     2.5 * fwd, 0});
+  return benches;
+}
+
 // The tied LM head (cuBLAS GEMMs against wte) and the fused cross-entropy over the N x V logits.
 template <class T>
 std::vector<CudaBench> head_benches() {
@@ -704,6 +765,7 @@ void run_kernels_cuda(const Options& options) {
   // One group at a time, so only its buffers are on the device (the fp32 logits alone are 0.8 GB).
   run("fp32", layer_benches<float>());
   run("fp32", attention_benches<float>());
+  run("fp32", block_attention_benches());
   run("fp32", head_benches<float>());
   run("bf16", layer_benches<bf16>());
   run("bf16", attention_benches<bf16>());

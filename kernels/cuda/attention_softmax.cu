@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
@@ -17,27 +18,13 @@
 // sum of one thread, in a fixed order: results are bit-identical run to run. The price is computing the score
 // and dP tiles twice.
 //
-// Inside a block, a warp owns a few rows of the tile (query rows, or keys for dK/dV) and a lane owns one entry of
-// the 32-wide other side when forming scores, then one head column d = lane + 32k (k < 4, hence D <= 128) when
-// accumulating outputs. Tiles sit in shared memory as fp32 with an odd row stride, so lanes reading one column of 32
-// different rows hit 32 different banks; row reads with lanes over columns are conflict-free anyway.
+// The tile layout and the shared pieces are in kernels/cuda/attention_tiles.cuh.
 
 namespace trident::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kBlockThreads = 32 * kWarps;
-constexpr int kMaxD = 128;
-constexpr int kDPerLane = kMaxD / 32;  // head columns a lane accumulates: d = lane + 32k
-constexpr int kKeys = 32;              // key tile of the query-tile kernels, query tile of the key-tile kernel
-static_assert(kKeys == 32, "a lane owns one key (or one query in dK/dV) of a tile");
-constexpr int kFwdRowsPerWarp = 8;
-constexpr int kFwdRows = kFwdRowsPerWarp * kWarps;  // forward query tile
-constexpr int kBwdRowsPerWarp = 4;
-constexpr int kBwdRows = kBwdRowsPerWarp * kWarps;  // dQ query tile, and the dK/dV key tile
-
-__host__ __device__ int padded_stride(int D) { return D | 1; }
+using namespace attention;
 
 // Blocks are numbered tile by tile, sequence by sequence, without a host copy of cu_seqlens: sequence s's tiles
 // (of `tile` rows) are numbered from base(s) = cu_seqlens[s] / tile + s. base is strictly increasing and leaves
@@ -69,16 +56,6 @@ __device__ bool find_tile(const int32_t* cu_seqlens, int n_seq, int tile, int bl
   return true;
 }
 
-// dst (tile_rows x lds, fp32) <- `rows` rows of D values `ld` apart from src; rows past `rows` are zeroed, so the
-// products of a partial tile see zeros. Threads walk the tile in row-major order: coalesced reads of each row.
-template <class T>
-__device__ void load_rows(float* dst, int lds, const T* src, int64_t ld, int rows, int tile_rows, int D) {
-  for (int idx = threadIdx.x; idx < tile_rows * D; idx += blockDim.x) {
-    const int r = idx / D, d = idx - r * D;
-    dst[r * lds + d] = r < rows ? to_float(src[r * ld + d]) : 0.0f;
-  }
-}
-
 // delta[r] = rowsum(dO_r * O_r) for the tile's rows (0 past `rows`): the softmax Jacobian's correction term.
 // Warps take rows, lanes columns.
 template <class T>
@@ -91,11 +68,6 @@ __device__ void row_deltas(float* delta, const T* dout, const T* out, int64_t ld
     sum = warp_sum(sum);
     if (lane == 0) delta[r] = sum;
   }
-}
-
-// lse_s[r] = lse of the tile's row r (0 past `rows`).
-__device__ void load_lse(float* lse_s, const float* lse_rows, int rows, int tile_rows) {
-  for (int r = threadIdx.x; r < tile_rows; r += blockDim.x) lse_s[r] = r < rows ? lse_rows[r] : 0.0f;
 }
 
 // One block per (64-row query tile, head). Warp w owns query rows 8w..8w+7; per key tile a lane scores key `lane`
@@ -138,11 +110,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
 
     float s[kFwdRowsPerWarp] = {};
-    for (int d = 0; d < D; ++d) {
-      const float k = Ks[lane * lds + d];
-#pragma unroll
-      for (int r = 0; r < kFwdRowsPerWarp; ++r) s[r] += Qs[(warp * kFwdRowsPerWarp + r) * lds + d] * k;
-    }
+    dot_warp_rows(s, Qs, Ks, lds, D);
 #pragma unroll
     for (int r = 0; r < kFwdRowsPerWarp; ++r) {
       const int row = warp * kFwdRowsPerWarp + r;
@@ -158,18 +126,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       for (int k = 0; k < kDPerLane; ++k) acc[r][k] *= alpha;
     }
     __syncwarp();
-    for (int j = 0; j < bc; ++j) {
-      const float* v = Vs + j * lds;
-#pragma unroll
-      for (int r = 0; r < kFwdRowsPerWarp; ++r) {
-        const float p = Ps[(warp * kFwdRowsPerWarp + r) * kKeys + j];
-#pragma unroll
-        for (int k = 0; k < kDPerLane; ++k) {
-          const int d = lane + 32 * k;
-          if (d < D) acc[r][k] += p * v[d];
-        }
-      }
-    }
+    accumulate_warp_rows(acc, Ps, Vs, bc, lds, D);
     __syncwarp();  // this warp's Ps rows are rewritten by the next tile
   }
 
@@ -214,7 +171,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   load_rows(Qs, lds, qkv + tq * ld + h * D, ld, br, kBwdRows, D);
   load_rows(dOs, lds, dout + tq * C + h * D, C, br, kBwdRows, D);
-  load_lse(lse_s, lse + h * N + tq, br, kBwdRows);
+  load_row_values(lse_s, lse + h * N + tq, br, kBwdRows);
   row_deltas(delta_s, dout + tq * C + h * D, out + tq * C + h * D, C, br, kBwdRows, D);
 
   float acc[kBwdRowsPerWarp][kDPerLane] = {};
@@ -227,15 +184,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
 
     float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    for (int d = 0; d < D; ++d) {
-      const float k = Ks[lane * lds + d], v = Vs[lane * lds + d];
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const int row = warp * kBwdRowsPerWarp + r;
-        s[r] += Qs[row * lds + d] * k;
-        dp[r] += dOs[row * lds + d] * v;
-      }
-    }
+    dot_warp_rows(s, Qs, Ks, lds, D);
+    dot_warp_rows(dp, dOs, Vs, lds, D);
 #pragma unroll
     for (int r = 0; r < kBwdRowsPerWarp; ++r) {
       const int row = warp * kBwdRowsPerWarp + r;
@@ -244,31 +194,14 @@ __global__ void __launch_bounds__(kBlockThreads)
       dSs[row * kKeys + lane] = p * (dp[r] - delta_s[row]);
     }
     __syncwarp();
-    for (int j = 0; j < bc; ++j) {
-      const float* k_row = Ks + j * lds;
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const float ds = dSs[(warp * kBwdRowsPerWarp + r) * kKeys + j];
-#pragma unroll
-        for (int k = 0; k < kDPerLane; ++k) {
-          const int d = lane + 32 * k;
-          if (d < D) acc[r][k] += ds * k_row[d];
-        }
-      }
-    }
+    accumulate_warp_rows(acc, dSs, Ks, bc, lds, D);
     __syncwarp();
   }
 
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r) {
     const int row = warp * kBwdRowsPerWarp + r;
-    if (row >= br) continue;
-    T* dq = dqkv + (tq + row) * ld + h * D;
-#pragma unroll
-    for (int k = 0; k < kDPerLane; ++k) {
-      const int d = lane + 32 * k;
-      if (d < D) dq[d] = from_float<T>(to_float(dq[d]) + scale * acc[r][k]);
-    }
+    if (row < br) add_lane_columns(dqkv + (tq + row) * ld + h * D, acc[r], scale, D);
   }
 }
 
@@ -309,20 +242,13 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();  // the previous query tile is no longer read
     load_rows(Qs, lds, qkv + tq * ld + h * D, ld, br, kKeys, D);
     load_rows(dOs, lds, dout + tq * C + h * D, C, br, kKeys, D);
-    load_lse(lse_s, lse + h * N + tq, br, kKeys);
+    load_row_values(lse_s, lse + h * N + tq, br, kKeys);
     row_deltas(delta_s, dout + tq * C + h * D, out + tq * C + h * D, C, br, kKeys, D);
     __syncthreads();
 
     float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    for (int d = 0; d < D; ++d) {
-      const float q = Qs[lane * lds + d], g = dOs[lane * lds + d];
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const int key = warp * kBwdRowsPerWarp + r;
-        s[r] += q * Ks[key * lds + d];
-        dp[r] += g * Vs[key * lds + d];
-      }
-    }
+    dot_warp_rows(s, Ks, Qs, lds, D);
+    dot_warp_rows(dp, Vs, dOs, lds, D);
 #pragma unroll
     for (int r = 0; r < kBwdRowsPerWarp; ++r) {
       const int key = warp * kBwdRowsPerWarp + r;
@@ -332,23 +258,8 @@ __global__ void __launch_bounds__(kBlockThreads)
       dSt[key * kKeys + lane] = p * (dp[r] - delta_s[lane]);
     }
     __syncwarp();
-    for (int i = 0; i < br; ++i) {
-      const float* q_row = Qs + i * lds;
-      const float* g_row = dOs + i * lds;
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const int key = warp * kBwdRowsPerWarp + r;
-        const float p = Pt[key * kKeys + i], ds = dSt[key * kKeys + i];
-#pragma unroll
-        for (int k = 0; k < kDPerLane; ++k) {
-          const int d = lane + 32 * k;
-          if (d < D) {
-            dv[r][k] += p * g_row[d];
-            dk[r][k] += ds * q_row[d];
-          }
-        }
-      }
-    }
+    accumulate_warp_rows(dv, Pt, dOs, br, lds, D);
+    accumulate_warp_rows(dk, dSt, Qs, br, lds, D);
     __syncwarp();
   }
 
@@ -357,39 +268,15 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int key = warp * kBwdRowsPerWarp + r;
     if (key >= bc) continue;
     T* dk_row = dqkv + (tk + key) * ld + C + h * D;
-    T* dv_row = dk_row + C;
-#pragma unroll
-    for (int k = 0; k < kDPerLane; ++k) {
-      const int d = lane + 32 * k;
-      if (d < D) {
-        dk_row[d] = from_float<T>(to_float(dk_row[d]) + scale * dk[r][k]);
-        dv_row[d] = from_float<T>(to_float(dv_row[d]) + dv[r][k]);
-      }
-    }
+    add_lane_columns(dk_row, dk[r], scale, D);
+    add_lane_columns(dk_row + C, dv[r], 1.0f, D);
   }
 }
 
-// Argument errors surface as a RuntimeError naming the failed condition, like a CUDA error.
-#define TRIDENT_ATTN_REQUIRE(cond)                                                   \
-  do {                                                                               \
-    if (!(cond)) throw_cuda_error(cudaErrorInvalidValue, #cond, __FILE__, __LINE__); \
-  } while (0)
-
 void check_args(int n_seq, int64_t N, int H, int D) {
   TRIDENT_ATTN_REQUIRE(n_seq >= 0 && N >= 0 && N <= INT32_MAX);
-  TRIDENT_ATTN_REQUIRE(H >= 1 && H <= 65535);  // grid.y
-  TRIDENT_ATTN_REQUIRE(D >= 1 && D <= kMaxD);  // a lane accumulates columns lane + 32k, k < kDPerLane
+  check_heads(H, D);
 }
-
-// Above the default 48 KiB a kernel must opt in to its dynamic shared memory (D = 128 needs ~75 KiB, which every
-// sm_80+ device allows).
-template <class Kernel>
-void allow_shared_memory(Kernel kernel, std::size_t bytes) {
-  if (bytes > 48 * 1024)
-    TRIDENT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
-float softmax_scale(int D) { return 1.0f / std::sqrt(float(D)); }
 
 }  // namespace
 

@@ -10,7 +10,6 @@ namespace trident::cuda {
 
 namespace {
 
-
 // Parameter-gradient partials: a block covers kParamCols columns (one coalesced strip per row) of a fixed range of
 // rows, walked by kParamLanes rows at a time. The row range depends only on N, so the sums are reproducible.
 constexpr int kParamCols = 32;
@@ -116,11 +115,6 @@ __global__ void layernorm_param_sum_kernel(float* dweight, float* dbias, const f
     dweight[c] += sw;
     dbias[c] += sb;
   }
-}
-
-int row_kernel_blocks(int64_t rows) {
-  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return static_cast<int>(std::min<int64_t>(blocks, 65535));
 }
 
 }  // namespace

@@ -44,11 +44,6 @@ __global__ void rmsnorm_backward_kernel(T* dinp, const T* dout, const T* inp, co
   }
 }
 
-int row_kernel_blocks(int64_t rows) {
-  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return static_cast<int>(std::min<int64_t>(blocks, 65535));
-}
-
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------------------------

@@ -24,6 +24,12 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// Blocks for a row kernel launched with kThreads over `rows` rows (TRIDENT_WARP_PER_ROW_LOOP strides over the rest).
+inline int row_kernel_blocks(int64_t rows) {
+  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
 }  // namespace trident::cuda
 
 // Rows are assigned to warps with a grid stride; the loop condition is uniform across a warp, so every lane takes

@@ -1,6 +1,6 @@
-// DeepSpeed-Ulysses on the CUDA backend: each rank's qkv, out and gradients in device memory, the all-to-alls over
-// NCCL. Outputs and input gradients against the CPU kernel on the whole batch, both attention types, within the
-// CUDA kernels' fp32 tolerance (2e-5). Runs under mpirun with 1, 2 and 4 ranks, one device per rank; without a
+// Sequence parallelism on the CUDA backend: each rank's qkv, out and gradients in device memory, the messages over
+// NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax): outputs and input gradients against
+// the CPU kernel on the whole batch, within the CUDA kernels' fp32 tolerance (2e-5). Runs under mpirun with 1, 2 and 4 ranks, one device per rank; without a
 // usable device every rank prints why and exits 77.
 #define CATCH_CONFIG_RUNNER
 #include <cstdio>
@@ -19,6 +19,7 @@
 #include "kernels/shared/decay.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
+#include "parallel/sp/ring_attention.h"
 #include "parallel/sp/shard.h"
 #include "parallel/sp/ulysses.h"
 #include "support/assert_close.h"
@@ -35,9 +36,16 @@ namespace {
 Backend* g_cuda = nullptr;       // this rank's device, made in main
 Communicator* g_nccl = nullptr;  // the world over NCCL (results are gathered over MPI: host buffers)
 
-void check_against_kernel(const std::vector<int>& lengths, int H, int D, bool linear, uint64_t seed) {
+enum class Method { ulysses_softmax, ulysses_linear, ring };
+
+const char* method_name(Method m) {
+  return m == Method::ring ? "ring" : m == Method::ulysses_linear ? "ulysses linear" : "ulysses softmax";
+}
+
+void check_against_kernel(const std::vector<int>& lengths, int H, int D, Method method, uint64_t seed) {
   Communicator& sp = *g_nccl;
   constexpr int kChunk = 7;
+  const bool linear = method == Method::ulysses_linear;
   const PackedProblem p = packed_problem(lengths, H, D, seed);
   const std::vector<int32_t>& cu = p.cu;
   const std::vector<float>&qkv = p.qkv, &dout = p.dout, &dqkv0 = p.dqkv0, &slopes = p.slopes;
@@ -60,29 +68,42 @@ void check_against_kernel(const std::vector<int>& lengths, int H, int D, bool li
   const DeviceVector<float> d_qkv(rows(qkv, begin, end, 3 * C)), d_dout(rows(dout, begin, end, C));
   const DeviceVector<float> d_slopes(slopes);
   DeviceVector<float> d_out(std::vector<float>((end - begin) * C, -1.0f)), d_dqkv(rows(dqkv0, begin, end, 3 * C));
-  UlyssesCache cache(*g_cuda);
+  DeviceVector<float> d_lse(std::vector<float>(H * (end - begin), 0.0f));
   const SpBatch batch{cu.data(), n_seq, N, H, D};
-  if (linear) {
-    ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
-    ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
+  if (method == Method::ring) {
+    RingCache cache(*g_cuda);
+    ring_attention_forward(sp, cache, d_out.data(), d_lse.data(), d_qkv.data(), batch);
+    ring_attention_backward(sp, cache, d_dqkv.data(), d_dout.data(), d_qkv.data(), d_out.data(), d_lse.data(), batch);
   } else {
-    ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
-    ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
+    UlyssesCache cache(*g_cuda);
+    if (linear) {
+      ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
+      ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
+    } else {
+      ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
+      ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
+    }
   }
   g_cuda->synchronize();
-  const std::string name = fmt::format("cuda ulysses {} T={} N={} H={} D={}", linear ? "linear" : "softmax",
-                                       sp.size(), N, H, D);
+  const std::string name = fmt::format("cuda {} T={} N={} H={} D={}", method_name(method), sp.size(), N, H, D);
   check_close(name + " out", gather_rows(world(), d_out.to_host(), N, C), want_out, 2e-5);
   check_close(name + " dqkv", gather_rows(world(), d_dqkv.to_host(), N, 3 * C), want_dqkv, 2e-5);
+  if (method == Method::ring) {  // this rank's columns of every head's lse (H, N)
+    std::vector<float> want_local;
+    for (int h = 0; h < H; ++h)
+      want_local.insert(want_local.end(), want_lse.begin() + h * N + begin, want_lse.begin() + h * N + end);
+    check_close(name + " lse", d_lse.to_host(), want_local, 2e-5);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("Ulysses on the cuda backend over NCCL equals the kernel on the whole batch", "[sp][cuda]") {
-  for (bool linear : {false, true}) {
-    check_against_kernel({37, 1, 100, 5, 64}, 4, 16, linear, 11);  // documents across rank boundaries
-    check_against_kernel({203}, 4, 29, linear, 21);                // one document over every rank, odd D
-    check_against_kernel({2}, 4, 8, linear, 31);                   // fewer tokens than ranks
+TEST_CASE("Ulysses and Ring Attention on the cuda backend over NCCL equal the kernel on the whole batch",
+          "[sp][cuda]") {
+  for (Method method : {Method::ulysses_softmax, Method::ulysses_linear, Method::ring}) {
+    check_against_kernel({37, 1, 100, 5, 64}, 4, 16, method, 11);  // documents across rank boundaries
+    check_against_kernel({203}, 4, 29, method, 21);                // one document over every rank, odd D
+    check_against_kernel({2}, 4, 8, method, 31);                   // fewer tokens than ranks
   }
 }
 
