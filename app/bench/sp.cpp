@@ -132,8 +132,9 @@ class Runner {
         }
         return;
       case Method::ring:
-        ring_attention_forward(*group_, out_.data(), lse_.data(), qkv_.data(), batch);
-        ring_attention_backward(*group_, dqkv_.data(), dout_.data(), qkv_.data(), out_.data(), lse_.data(), batch);
+        ring_attention_forward(*group_, ring_, out_.data(), lse_.data(), qkv_.data(), batch);
+        ring_attention_backward(*group_, ring_, dqkv_.data(), dout_.data(), qkv_.data(), out_.data(), lse_.data(),
+                                batch);
         return;
     }
   }
@@ -145,6 +146,7 @@ class Runner {
   std::vector<int32_t> cu_;
   std::vector<float> slopes_, qkv_, dout_, out_, dqkv_, lse_;
   UlyssesCache ulysses_{cpu_backend()};
+  RingCache ring_{cpu_backend()};
   std::unique_ptr<LinearAttentionSP> lasp_;
 };
 

@@ -77,10 +77,6 @@ void check_supported(const Config& c) {
       throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                          "does not divide by parallel.sp.size = {}",
                          c.model.n_head, c.parallel.sp_size);
-    if (method == "ring" && c.device.backend != "cpu")
-      throw_config_error("parallel.sp.method: 'ring' runs on the cpu backend only so far (device.backend is '{}'; "
-                         "parallel.sp.method: lasp and ulysses run on both)",
-                         c.device.backend);
   }
 }
 

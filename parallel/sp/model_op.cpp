@@ -34,10 +34,6 @@ class GroupBatch {
   SpBatch batch_{};
 };
 
-void check_cpu(Backend& backend) {
-  TRIDENT_CHECK(backend.device() == Device::cpu, "Ulysses and Ring Attention run on the cpu backend only");
-}
-
 class UlyssesOp final : public AttentionOp {
  public:
   UlyssesOp(Communicator& sp, Backend& backend, AttentionType type, int H, int D)
@@ -70,21 +66,23 @@ class UlyssesOp final : public AttentionOp {
   int chunk_ = 0;
 };
 
-// Ring Attention keeps nothing itself: backward recomputes from the layer's saved qkv, out and lse (H, n_local).
+// Ring Attention keeps no activations itself: backward recomputes from the layer's saved qkv, out and lse
+// (H, n_local). Its cache holds the ring's message and online-softmax buffers, reused by every call.
 class RingOp final : public AttentionOp {
  public:
-  RingOp(Communicator& sp, int H, int D) : sp_(sp), batch_(sp, H, D) {}
+  RingOp(Communicator& sp, Backend& backend, int H, int D) : sp_(sp), batch_(sp, H, D), cache_(backend) {}
 
   void forward(float* out, float* lse, const float* qkv, const float*, int, const TokenBatch& b) override {
-    ring_attention_forward(sp_, out, lse, qkv, batch_.set(b));
+    ring_attention_forward(sp_, cache_, out, lse, qkv, batch_.set(b));
   }
   void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) override {
-    ring_attention_backward(sp_, dqkv, dout, qkv, out, lse, batch_.get());
+    ring_attention_backward(sp_, cache_, dqkv, dout, qkv, out, lse, batch_.get());
   }
 
  private:
   Communicator& sp_;
   GroupBatch batch_;
+  RingCache cache_;
 };
 
 }  // namespace
@@ -96,9 +94,8 @@ std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend,
 }
 
 std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
-  check_cpu(backend);
   TRIDENT_CHECK(type == AttentionType::softmax, "Ring Attention here is softmax-only");
-  return std::make_unique<RingOp>(sp, H, D);
+  return std::make_unique<RingOp>(sp, backend, H, D);
 }
 
 }  // namespace trident

@@ -1,7 +1,8 @@
 #pragma once
 // Ulysses and Ring Attention as the model sees them: one AttentionOp per layer (core/model/attention.h) over the
 // rank's sequence-parallel group, each holding its own cache, so training can run either baseline where LASP runs.
-// The ops compute on host memory through cpu_backend(): the backend passed in must be the CPU one.
+// The ops compute on the backend passed in, on buffers in its memory; the communicator must take that memory (MPI for
+// the CPU backend, NCCL for CUDA).
 #include <memory>
 
 #include "core/model/attention.h"

@@ -3,22 +3,55 @@
 // parallel/sp/shard.h. Each rank keeps its queries; the K/V blocks of all ranks pass around the ring (isendrecv to
 // group rank t+1, from t-1), the next exchange posted before computing on the current block so the transfer
 // overlaps the compute, and partial results merge by online softmax. Masks are causal and per document by global
-// token position (kernels/cpu/attention_block.h). Backward rotates K/V again together with their dK/dV accumulators, which travel
-// with their blocks and come back to their owner after T steps, and recomputes probabilities from the saved lse.
+// token position (kernels/cpu/attention_block.h). Backward rotates K/V again together with their dK/dV accumulators,
+// which travel with their blocks and come back to their owner after T steps, and recomputes probabilities from the
+// saved lse.
 //
 // The signatures mirror kernels/cpu/attention_softmax.h with local buffers: qkv, dqkv (n_local, 3C), out, dout
 // (n_local, C), lse (H, n_local). A 1-rank group runs the packed kernel itself (bit for bit the single-rank path).
-// Host buffers.
+// Buffers live in the cache's backend's memory, and the block math, packing and accumulation run on that backend;
+// the communicator must take buffers of that memory (MPI for the CPU backend, NCCL for CUDA).
+#include <cstdint>
+
+#include "kernels/backend.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/sp/shard.h"
 
 namespace trident {
 
-void ring_attention_forward(Communicator& comm, float* out, float* lse, const float* qkv, const SpBatch& batch);
+// The ring's buffers in the backend's memory, reused by every call. Nothing in it outlives a call: backward reads
+// the caller's qkv, out and lse, and uploads the batch's boundaries again.
+struct RingCache {
+  explicit RingCache(Backend& on)
+      : backend(on),
+        cu_seqlens(on),
+        doc_begin(on),
+        kv(on),
+        kv_next(on),
+        dkv(on),
+        dkv_in(on),
+        dkv_done(on),
+        m(on),
+        l(on),
+        acc(on),
+        delta(on) {}
+  Backend& backend;                  // runs every kernel; holds every buffer
+  BackendArray<int32_t> cu_seqlens;  // (n_seq + 1) the batch's, for the packed kernel of a 1-rank group
+  BackendArray<int64_t> doc_begin;   // (n_local) where each local query's document begins (document_begins)
+  BackendArray<float> kv, kv_next;   // (n_max, 2C) the [k | v] block computed on, the one arriving
+  BackendArray<float> dkv, dkv_in;   // (n_max, 2C) dK/dV: this step's, the one arriving
+  BackendArray<float> dkv_done;      // (n_max, 2C) dK/dV: the one leaving
+  BackendArray<float> m, l;          // (H, n_local) online softmax: running max and sum
+  BackendArray<float> acc;           // (n_local, C) online softmax: unnormalised output
+  BackendArray<float> delta;         // (H, n_local) rowsum(dout * out), for backward
+};
+
+void ring_attention_forward(Communicator& comm, RingCache& cache, float* out, float* lse, const float* qkv,
+                            const SpBatch& batch);
 
 // Accumulates into dqkv. Needs the forward's out and lse.
-void ring_attention_backward(Communicator& comm, float* dqkv, const float* dout, const float* qkv, const float* out,
-                             const float* lse, const SpBatch& batch);
+void ring_attention_backward(Communicator& comm, RingCache& cache, float* dqkv, const float* dout, const float* qkv,
+                             const float* out, const float* lse, const SpBatch& batch);
 
 // Bytes rank t of T hands to the communicator: forward T-1 K/V blocks; backward the same plus T dK/dV hops.
 SpTraffic ring_attention_traffic(int64_t N, int T, int t, int H, int D);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
-# (gradients over NCCL) give the CPU's losses in fp32, and so do LASP and Ulysses at sp = 2; bf16 (also with
-# sequence parallelism) follows the fp32 curve; MFU
-# is written; a resumed run continues bit for bit. Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
+# (gradients over NCCL) give the CPU's losses in fp32, and so do LASP, Ulysses and Ring Attention at sp = 2; bf16
+# (also with sequence parallelism) follows the fp32 curve; MFU is written; a resumed run continues bit for bit.
+# Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_cuda_train.sh CONFIG_DIR}
@@ -50,6 +50,15 @@ close "$tmp/cpu" "$tmp/ulysses_bf16" 2e-3
 mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/lasp_bf16"
 close "$tmp/cpu_linear" "$tmp/lasp_bf16" 2e-3
+# Ring Attention (sp = 2, K/V blocks and dK/dV accumulators over NCCL, the CUDA block kernels) on the GPU: the same
+# softmax losses in fp32, the fp32 curve in bf16.
+mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.method=ring --set parallel.sp.size=2 --set run.dir="$tmp/ring"
+close "$tmp/cpu" "$tmp/ring" 1e-4
+grep -q "sequence-parallel groups of 2 ranks, ring" "$tmp/ring/trident.log" || fail "the log does not name Ring"
+mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+  --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
+close "$tmp/cpu" "$tmp/ring_bf16" 2e-3
 
 # 20 steps straight vs 10 + resume for 10 on the GPU: bit-identical.
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set checkpoint.every=10 --set run.dir="$tmp/straight"

@@ -137,8 +137,9 @@ void run_ring(Communicator& comm, const Problem& p) {
   const int64_t C = p.C();
   const std::vector<float> qkv = rows(p.qkv, 3 * C, sh.begin, sh.end), dout = rows(p.dout, C, sh.begin, sh.end);
   std::vector<float> out(sh.n() * C), lse(p.H * sh.n()), dqkv(sh.n() * 3 * C, 0.0f);
-  ring_attention_forward(comm, out.data(), lse.data(), qkv.data(), p.batch());
-  ring_attention_backward(comm, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
+  RingCache cache(cpu_backend());
+  ring_attention_forward(comm, cache, out.data(), lse.data(), qkv.data(), p.batch());
+  ring_attention_backward(comm, cache, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
   check_shard(comm, "ring " + p.name + " out", out, rows(p.out, C, sh.begin, sh.end));
   check_shard(comm, "ring " + p.name + " lse", lse, columns(p.lse, p.H, p.N(), sh.begin, sh.end));
   check_shard(comm, "ring " + p.name + " dqkv", dqkv, rows(p.dqkv, 3 * C, sh.begin, sh.end));
@@ -218,8 +219,10 @@ TEST_CASE("a 1-rank group equals the kernels bit for bit, accumulating into dqkv
     if (kind == Attention::softmax) {
       std::vector<float> lse(p.lse.size());
       dqkv = seed;
-      ring_attention_forward(*alone, out.data(), lse.data(), p.qkv.data(), p.batch());
-      ring_attention_backward(*alone, dqkv.data(), p.dout.data(), p.qkv.data(), out.data(), lse.data(), p.batch());
+      RingCache ring(cpu_backend());
+      ring_attention_forward(*alone, ring, out.data(), lse.data(), p.qkv.data(), p.batch());
+      ring_attention_backward(*alone, ring, dqkv.data(), p.dout.data(), p.qkv.data(), out.data(), lse.data(),
+                              p.batch());
       CHECK(out == p.out);
       CHECK(lse == p.lse);
       CHECK(dqkv == ref_dqkv);
@@ -293,12 +296,15 @@ TEST_CASE("bytes per rank: Ulysses and Ring both grow linearly with N", "[sp][mp
       return comm.counters().total_bytes();
     };
     UlyssesCache cache(cpu_backend());
+    RingCache ring_cache(cpu_backend());
     SpTraffic u, r;
     u.forward = measure([&] { ulysses_softmax_forward(comm, out.data(), cache, qkv.data(), p.batch()); });
     u.backward = measure([&] { ulysses_softmax_backward(comm, dqkv.data(), dout.data(), cache, p.batch()); });
-    r.forward = measure([&] { ring_attention_forward(comm, out.data(), lse.data(), qkv.data(), p.batch()); });
+    r.forward =
+        measure([&] { ring_attention_forward(comm, ring_cache, out.data(), lse.data(), qkv.data(), p.batch()); });
     r.backward = measure([&] {
-      ring_attention_backward(comm, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
+      ring_attention_backward(comm, ring_cache, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(),
+                              p.batch());
     });
     const SpTraffic u_want = ulysses_traffic(p.N(), T, t, p.H, p.D);
     const SpTraffic r_want = ring_attention_traffic(p.N(), T, t, p.H, p.D);
