@@ -264,9 +264,11 @@ void run_training(const Config& config) {
     const LaspVariant variant = method == "lasp" ? lasp_variant(config, *layout.sp) : LaspVariant::ring;
     const AttentionType type = config.model.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
     const int H = static_cast<int>(config.model.n_head), D = static_cast<int>(config.model.n_embd / H);
+    // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
+    const auto ring_scratch = method == "ring" ? std::make_shared<RingCache>(backend) : nullptr;
     model.set_attention_ops([&](int) {
       if (method == "ulysses") return make_ulysses_op(*activation_comm, backend, type, H, D);
-      if (method == "ring") return make_ring_op(*activation_comm, backend, type, H, D);
+      if (method == "ring") return make_ring_op(*activation_comm, ring_scratch, type, H, D);
       return make_lasp_op(*layout.sp, backend, variant, H, D);
     });
     spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "

@@ -1,5 +1,6 @@
 #include "parallel/sp/model_op.h"
 
+#include <utility>
 #include <vector>
 
 #include "core/common/error.h"
@@ -67,22 +68,23 @@ class UlyssesOp final : public AttentionOp {
 };
 
 // Ring Attention keeps no activations itself: backward recomputes from the layer's saved qkv, out and lse
-// (H, n_local). Its cache holds the ring's message and online-softmax buffers, reused by every call.
+// (H, n_local). The scratch holds the ring's message and online-softmax buffers, shared by the layers.
 class RingOp final : public AttentionOp {
  public:
-  RingOp(Communicator& sp, Backend& backend, int H, int D) : sp_(sp), batch_(sp, H, D), cache_(backend) {}
+  RingOp(Communicator& sp, std::shared_ptr<RingCache> scratch, int H, int D)
+      : sp_(sp), batch_(sp, H, D), cache_(std::move(scratch)) {}
 
   void forward(float* out, float* lse, const float* qkv, const float*, int, const TokenBatch& b) override {
-    ring_attention_forward(sp_, cache_, out, lse, qkv, batch_.set(b));
+    ring_attention_forward(sp_, *cache_, out, lse, qkv, batch_.set(b));
   }
   void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) override {
-    ring_attention_backward(sp_, cache_, dqkv, dout, qkv, out, lse, batch_.get());
+    ring_attention_backward(sp_, *cache_, dqkv, dout, qkv, out, lse, batch_.get());
   }
 
  private:
   Communicator& sp_;
   GroupBatch batch_;
-  RingCache cache_;
+  std::shared_ptr<RingCache> cache_;
 };
 
 }  // namespace
@@ -93,9 +95,11 @@ std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend,
   return std::make_unique<UlyssesOp>(sp, backend, type, H, D);
 }
 
-std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
+std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, std::shared_ptr<RingCache> scratch, AttentionType type,
+                                          int H, int D) {
   TRIDENT_CHECK(type == AttentionType::softmax, "Ring Attention here is softmax-only");
-  return std::make_unique<RingOp>(sp, backend, H, D);
+  TRIDENT_CHECK(scratch != nullptr, "Ring Attention needs its scratch buffers");
+  return std::make_unique<RingOp>(sp, std::move(scratch), H, D);
 }
 
 }  // namespace trident
