@@ -125,7 +125,11 @@ class Backend {
   // Row blocks packed into messages and unpacked from them (kernels/cpu/strided_rows.h).
   virtual void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
                          int64_t cols) = 0;
+  virtual void copy_rows(bf16* dst, int64_t ld_dst, const bf16* src, int64_t ld_src, int64_t rows,
+                         int64_t cols) = 0;
   virtual void add_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
+                        int64_t cols) = 0;
+  virtual void add_rows(bf16* dst, int64_t ld_dst, const bf16* src, int64_t ld_src, int64_t rows,
                         int64_t cols) = 0;
   // Ring Attention's block math (kernels/cpu/attention_block.h): queries against one block of keys and values,
   // masked by global position, merged by online softmax. fp32; doc_begin is in the backend's memory.

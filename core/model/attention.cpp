@@ -22,13 +22,22 @@ Attention::Attention(const ModelConfig& config, int layer, Backend& backend, All
   }
 }
 
+namespace {
+
+// The op's entry point for activations of type T (nullptr: a bf16 op that computes on fp32 copies).
+AttentionOp* entry(AttentionOp& op, const float*) { return &op; }
+Bf16AttentionOp* entry(AttentionOp& op, const bf16*) { return op.bf16_entry(); }
+
+}  // namespace
+
 template <class T>
 void Attention::forward(LayerActivations<T>& l, const TokenBatch& b) const {
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (op_) return forward_widened(l, b);
-  } else if (op_) {
-    if (!linear_) return op_->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
-    op_->forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
+  if (op_) {
+    auto* op = entry(*op_, l.qkv);
+    if constexpr (std::is_same_v<T, bf16>)
+      if (op == nullptr) return forward_widened(l, b);
+    if (!linear_) return op->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
+    op->forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
     return backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
   }
   if (!linear_) {
@@ -49,10 +58,11 @@ void Attention::backward(T* dqkv, const T* datt, T* scratch, const LayerActivati
     backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
     dout = d_o;
   }
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (op_) return backward_widened(dqkv, dout, l, b);
-  } else if (op_) {
-    return op_->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
+  if (op_) {
+    auto* op = entry(*op_, l.qkv);
+    if constexpr (std::is_same_v<T, bf16>)
+      if (op == nullptr) return backward_widened(dqkv, dout, l, b);
+    return op->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
   }
   if (!linear_) {
     backend_->attention_softmax_backward(dqkv, dout, l.qkv, l.att, l.lse, b.cu_seqlens, b.num_sequences, b.num_tokens,

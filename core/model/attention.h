@@ -17,6 +17,8 @@ namespace trident {
 // (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax).
 // Each op sees this rank's tokens only; batch.global describes the whole batch. Backward follows the forward of the
 // same batch, so an op may keep what it needs from that forward.
+class Bf16AttentionOp;
+
 class AttentionOp {
  public:
   virtual ~AttentionOp() = default;
@@ -28,6 +30,19 @@ class AttentionOp {
   // dqkv (N, 3C) += the gradient of the last forward applied to dout; out and lse are that forward's (lse nullptr
   // for linear attention).
   virtual void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) = 0;
+  // The same op on bf16 activations, or nullptr: then bf16 activations reach the op through fp32 copies
+  // (WideActivations).
+  virtual Bf16AttentionOp* bf16_entry() { return nullptr; }
+};
+
+// An op's entry points for bf16 activations, with the meaning of AttentionOp's (lse and slopes stay fp32): an op that
+// moves activations between ranks sends them as bf16, half the bytes of the fp32 copies.
+class Bf16AttentionOp {
+ public:
+  virtual ~Bf16AttentionOp() = default;
+  virtual void forward(bf16* out, float* lse, const bf16* qkv, const float* slopes, int chunk,
+                       const TokenBatch& batch) = 0;
+  virtual void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse) = 0;
 };
 
 // fp32 copies of one layer's bf16 attention inputs and outputs: an AttentionOp computes in fp32, so with bf16

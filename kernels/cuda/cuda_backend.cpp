@@ -130,6 +130,12 @@ class CudaBackend final : public Backend {
                 int64_t cols) override {
     cuda::add_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
   }
+  void copy_rows(bf16* dst, int64_t ld_dst, const bf16* src, int64_t ld_src, int64_t rows, int64_t cols) override {
+    cuda::copy_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
+  }
+  void add_rows(bf16* dst, int64_t ld_dst, const bf16* src, int64_t ld_src, int64_t rows, int64_t cols) override {
+    cuda::add_rows(dst, ld_dst, src, ld_src, rows, cols, stream());
+  }
   void attention_block_forward(float* m, float* l, float* acc, const float* q, int64_t ld_q, int64_t n,
                                int64_t q_pos0, const int64_t* doc_begin, const float* kv, int64_t n_k, int64_t k_pos0,
                                int H, int D) override {

@@ -14,6 +14,7 @@ std::size_t comm_type_size(CommType type) {
     case CommType::i32: return 4;
     case CommType::i64: return 8;
     case CommType::u8: return 1;
+    case CommType::bf16: return 2;
   }
   return 0;
 }

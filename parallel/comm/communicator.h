@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/shared/bf16.h"
+
 namespace trident {
 
-enum class CommType : uint8_t { f32, f64, i32, i64, u8 };
+// bf16 is for moving activations (sequence parallelism's messages); sums of bf16 are NCCL's only (MPI has no bf16
+// arithmetic: an MPI sum of bf16 throws).
+enum class CommType : uint8_t { f32, f64, i32, i64, u8, bf16 };
 std::size_t comm_type_size(CommType type);
 inline int64_t comm_bytes(int64_t count, CommType type) { return count * static_cast<int64_t>(comm_type_size(type)); }
 
@@ -22,6 +26,7 @@ template <> constexpr CommType comm_type_of<double>() { return CommType::f64; }
 template <> constexpr CommType comm_type_of<int32_t>() { return CommType::i32; }
 template <> constexpr CommType comm_type_of<int64_t>() { return CommType::i64; }
 template <> constexpr CommType comm_type_of<uint8_t>() { return CommType::u8; }
+template <> constexpr CommType comm_type_of<bf16>() { return CommType::bf16; }
 
 // Traffic of one communicator, from this rank's point of view.
 struct CommCounters {

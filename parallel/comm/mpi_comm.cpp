@@ -141,17 +141,19 @@ RequestPtr MpiCommunicator::isendrecv(const void* send_data, int64_t send_count,
 // ---- collectives ----------------------------------------------------------------------------------------------
 
 void MpiCommunicator::allreduce_sum(void* data, int64_t count, CommType type) {
+  const MPI_Datatype sum_type = mpi_sum_type(type, "allreduce");
   counters_.record("allreduce", comm_bytes(count, type));
   for_each_piece(count, type, [&](int64_t offset, int n) {
-    check(MPI_Allreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_), "allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, at(data, offset), n, sum_type, MPI_SUM, comm_), "allreduce");
   });
 }
 
 RequestPtr MpiCommunicator::iallreduce_sum(void* data, int64_t count, CommType type) {
+  const MPI_Datatype sum_type = mpi_sum_type(type, "iallreduce");
   counters_.record("iallreduce", comm_bytes(count, type));
   auto request = std::make_unique<MpiRequest>("iallreduce", rank_, size_);
   for_each_piece(count, type, [&](int64_t offset, int n) {
-    check(MPI_Iallreduce(MPI_IN_PLACE, at(data, offset), n, mpi_datatype(type), MPI_SUM, comm_,
+    check(MPI_Iallreduce(MPI_IN_PLACE, at(data, offset), n, sum_type, MPI_SUM, comm_,
                          &request->pieces().emplace_back()),
           "iallreduce");
   });

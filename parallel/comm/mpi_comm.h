@@ -21,6 +21,8 @@ namespace trident {
 inline constexpr int64_t kMpiPieceBytes = int64_t{64} << 20;
 
 MPI_Datatype mpi_datatype(CommType type);
+// The datatype of an MPI sum: mpi_datatype, but bf16 throws (MPI would add the bit patterns as integers).
+MPI_Datatype mpi_sum_type(CommType type, const char* op);
 
 // "allreduce failed on rank 2 of a 4-rank communicator: MPI_ERR_TRUNCATE: message truncated".
 [[noreturn]] void throw_mpi_error(int rc, const std::string& op, int rank, int size);

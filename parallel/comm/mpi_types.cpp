@@ -15,8 +15,15 @@ MPI_Datatype mpi_datatype(CommType type) {
     case CommType::i32: return MPI_INT32_T;
     case CommType::i64: return MPI_INT64_T;
     case CommType::u8: return MPI_UINT8_T;
+    case CommType::bf16: return MPI_UINT16_T;  // moved, never summed (mpi_sum_type)
   }
   throw RuntimeError(fmt::format("unknown CommType {}", static_cast<int>(type)));
+}
+
+MPI_Datatype mpi_sum_type(CommType type, const char* op) {
+  if (type == CommType::bf16)
+    throw RuntimeError(fmt::format("{}: MPI cannot sum bf16 (no bf16 arithmetic); sum in fp32, or over NCCL", op));
+  return mpi_datatype(type);
 }
 
 void throw_mpi_error(int rc, const std::string& op, int rank, int size) {

@@ -25,6 +25,7 @@ ncclDataType_t nccl_type(CommType type) {
     case CommType::i32: return ncclInt32;
     case CommType::i64: return ncclInt64;
     case CommType::u8: return ncclUint8;
+    case CommType::bf16: return ncclBfloat16;
   }
   throw RuntimeError(fmt::format("unknown CommType {}", static_cast<int>(type)));
 }

@@ -35,36 +35,50 @@ class GroupBatch {
   SpBatch batch_{};
 };
 
-class UlyssesOp final : public AttentionOp {
+// Ulysses takes bf16 activations directly: its all-to-alls then carry bf16, half the bytes of fp32 copies.
+class UlyssesOp final : public AttentionOp, public Bf16AttentionOp {
  public:
   UlyssesOp(Communicator& sp, Backend& backend, AttentionType type, int H, int D)
-      : sp_(sp), type_(type), batch_(sp, H, D), cache_(backend) {}
+      : sp_(sp), type_(type), batch_(sp, H, D), cache_(backend), cache_bf16_(backend) {}
 
   // Softmax keeps its lse head-sharded in the cache; the layer's lse stays unwritten (only backward reads it).
   void forward(float* out, float*, const float* qkv, const float* slopes, int chunk, const TokenBatch& b) override {
-    const SpBatch& batch = batch_.set(b);
-    if (type_ == AttentionType::softmax) {
-      ulysses_softmax_forward(sp_, out, cache_, qkv, batch);
-      return;
-    }
-    slopes_ = slopes;
-    chunk_ = chunk;
-    ulysses_linear_forward(sp_, out, cache_, qkv, slopes, batch, chunk);
+    run_forward(out, cache_, qkv, slopes, chunk, b);
   }
   void backward(float* dqkv, const float* dout, const float*, const float*, const float*) override {
-    if (type_ == AttentionType::softmax)
-      ulysses_softmax_backward(sp_, dqkv, dout, cache_, batch_.get());
-    else
-      ulysses_linear_backward(sp_, dqkv, dout, cache_, slopes_, batch_.get(), chunk_);
+    run_backward(dqkv, dout, cache_);
+  }
+  Bf16AttentionOp* bf16_entry() override { return this; }
+  void forward(bf16* out, float*, const bf16* qkv, const float* slopes, int chunk, const TokenBatch& b) override {
+    run_forward(out, cache_bf16_, qkv, slopes, chunk, b);
+  }
+  void backward(bf16* dqkv, const bf16* dout, const bf16*, const bf16*, const float*) override {
+    run_backward(dqkv, dout, cache_bf16_);
   }
 
  private:
   Communicator& sp_;
   AttentionType type_;
   GroupBatch batch_;
-  UlyssesCache cache_;
+  UlyssesCacheOf<float> cache_;       // buffers grow on first use: only the precision in use takes memory
+  UlyssesCacheOf<bf16> cache_bf16_;
   const float* slopes_ = nullptr;  // the layer's, alive as long as the model
   int chunk_ = 0;
+
+  template <class T>
+  void run_forward(T* out, UlyssesCacheOf<T>& cache, const T* qkv, const float* slopes, int chunk,
+                   const TokenBatch& b) {
+    const SpBatch& batch = batch_.set(b);
+    if (type_ == AttentionType::softmax) return ulysses_softmax_forward(sp_, out, cache, qkv, batch);
+    slopes_ = slopes;
+    chunk_ = chunk;
+    ulysses_linear_forward(sp_, out, cache, qkv, slopes, batch, chunk);
+  }
+  template <class T>
+  void run_backward(T* dqkv, const T* dout, UlyssesCacheOf<T>& cache) {
+    if (type_ == AttentionType::softmax) return ulysses_softmax_backward(sp_, dqkv, dout, cache, batch_.get());
+    ulysses_linear_backward(sp_, dqkv, dout, cache, slopes_, batch_.get(), chunk_);
+  }
 };
 
 // Ring Attention keeps no activations itself: backward recomputes from the layer's saved qkv, out and lse

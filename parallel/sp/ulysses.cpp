@@ -45,38 +45,41 @@ Blocks blocks(const HeadSplit& s, int64_t row) {
 
 // Sequence-sharded x (n_local, parts*C) -> head-sharded y (N, parts*Cl). The block for rank r is this rank's rows
 // with r's head columns of each part; the blocks received land in token order, which is already y's layout.
-void to_heads(Communicator& comm, UlyssesCache& cache, const HeadSplit& s, const float* x, int parts, float* y) {
+template <class T>
+void to_heads(Communicator& comm, UlyssesCacheOf<T>& cache, const HeadSplit& s, const T* x, int parts, T* y) {
   Backend& backend = cache.backend;
   const int64_t row = parts * s.Cl;  // elements per token of one rank's block
   if (s.T == 1) {  // the layouts coincide
     backend.copy_rows(y, row, x, row, s.n_local, row);
     return;
   }
-  float* send = cache.message.data(s.T * s.n_local * row);
+  T* send = cache.message.data(s.T * s.n_local * row);
   for (int r = 0; r < s.T; ++r)
     for (int p = 0; p < parts; ++p)
       backend.copy_rows(send + r * s.n_local * row + p * s.Cl, row, x + p * s.C + r * s.Cl, parts * s.C, s.n_local,
                         s.Cl);
   const Blocks b = blocks(s, row);
   backend.synchronize();  // a device communicator runs on its own stream: the packing must be done
-  comm.alltoallv(send, b.local_counts, b.local_displs, y, b.head_counts, b.head_displs, CommType::f32);
+  comm.alltoallv(send, b.local_counts, b.local_displs, y, b.head_counts, b.head_displs, comm_type_of<T>());
 }
 
 // Head-sharded y (N, parts*Cl) -> sequence-sharded x (n_local, parts*C): the reverse of to_heads. Rank r's tokens
 // are a contiguous row range of y, so they are sent in place. Accumulates into x when `accumulate`.
-void to_sequence(Communicator& comm, UlyssesCache& cache, const HeadSplit& s, const float* y, int parts, float* x,
+template <class T>
+void to_sequence(Communicator& comm, UlyssesCacheOf<T>& cache, const HeadSplit& s, const T* y, int parts, T* x,
                  bool accumulate) {
   Backend& backend = cache.backend;
   const int64_t row = parts * s.Cl;
-  auto unpack = accumulate ? &Backend::add_rows : &Backend::copy_rows;
+  using Unpack = void (Backend::*)(T*, int64_t, const T*, int64_t, int64_t, int64_t);
+  const Unpack unpack = accumulate ? Unpack(&Backend::add_rows) : Unpack(&Backend::copy_rows);
   if (s.T == 1) {
     (backend.*unpack)(x, row, y, row, s.n_local, row);
     return;
   }
-  float* recv = cache.message.data(s.T * s.n_local * row);
+  T* recv = cache.message.data(s.T * s.n_local * row);
   const Blocks b = blocks(s, row);
   backend.synchronize();
-  comm.alltoallv(y, b.head_counts, b.head_displs, recv, b.local_counts, b.local_displs, CommType::f32);
+  comm.alltoallv(y, b.head_counts, b.head_displs, recv, b.local_counts, b.local_displs, comm_type_of<T>());
   for (int r = 0; r < s.T; ++r)
     for (int p = 0; p < parts; ++p)
       (backend.*unpack)(x + p * s.C + r * s.Cl, parts * s.C, recv + r * s.n_local * row + p * s.Cl, row, s.n_local,
@@ -84,26 +87,29 @@ void to_sequence(Communicator& comm, UlyssesCache& cache, const HeadSplit& s, co
 }
 
 // The batch's boundaries in the backend's memory, where the kernels read them; forward uploads them for backward.
-const int32_t* upload_boundaries(UlyssesCache& cache, const SpBatch& batch) {
+template <class T>
+const int32_t* upload_boundaries(UlyssesCacheOf<T>& cache, const SpBatch& batch) {
   return cache.cu_seqlens.upload(batch.cu_seqlens, batch.n_seq + 1);
 }
 
 // dqkv of this rank's heads, zeroed for the kernel to accumulate into; in a 1-rank group the caller's dqkv itself
 // (the layouts coincide): adding a separately computed gradient would round differently from the single-rank path.
-float* head_gradient(UlyssesCache& cache, const HeadSplit& s, float* dqkv, int64_t N) {
+template <class T>
+T* head_gradient(UlyssesCacheOf<T>& cache, const HeadSplit& s, T* dqkv, int64_t N) {
   if (s.T == 1) return dqkv;
-  float* g = cache.grad_heads.data(N * 3 * s.Cl);
+  T* g = cache.grad_heads.data(N * 3 * s.Cl);
   cache.backend.fill(g, N * 3 * s.Cl, 0.0f);
   return g;
 }
 
 }  // namespace
 
-void ulysses_softmax_forward(Communicator& comm, float* out, UlyssesCache& cache, const float* qkv,
+template <class T>
+void ulysses_softmax_forward(Communicator& comm, T* out, UlyssesCacheOf<T>& cache, const T* qkv,
                              const SpBatch& batch) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_softmax_forward");
-  float* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
-  float* out_h = cache.out.data(batch.N * s.Cl);
+  T* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
+  T* out_h = cache.out.data(batch.N * s.Cl);
   float* lse_h = cache.lse.data(int64_t(s.Hl) * batch.N);
   const int32_t* cu = upload_boundaries(cache, batch);
   to_heads(comm, cache, s, qkv, 3, qkv_h);
@@ -112,22 +118,24 @@ void ulysses_softmax_forward(Communicator& comm, float* out, UlyssesCache& cache
   to_sequence(comm, cache, s, out_h, 1, out, false);
 }
 
-void ulysses_softmax_backward(Communicator& comm, float* dqkv, const float* dout, UlyssesCache& cache,
+template <class T>
+void ulysses_softmax_backward(Communicator& comm, T* dqkv, const T* dout, UlyssesCacheOf<T>& cache,
                               const SpBatch& batch) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_softmax_backward");
-  float* dout_h = cache.heads.data(batch.N * s.Cl);
-  float* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
+  T* dout_h = cache.heads.data(batch.N * s.Cl);
+  T* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
   to_heads(comm, cache, s, dout, 1, dout_h);
   cache.backend.attention_softmax_backward(dqkv_h, dout_h, cache.qkv.data(), cache.out.data(), cache.lse.data(),
                                            cache.cu_seqlens.data(), batch.n_seq, batch.N, s.Hl, batch.D);
   if (s.T > 1) to_sequence(comm, cache, s, dqkv_h, 3, dqkv, true);
 }
 
-void ulysses_linear_forward(Communicator& comm, float* out, UlyssesCache& cache, const float* qkv,
-                            const float* slopes, const SpBatch& batch, int chunk) {
+template <class T>
+void ulysses_linear_forward(Communicator& comm, T* out, UlyssesCacheOf<T>& cache, const T* qkv, const float* slopes,
+                            const SpBatch& batch, int chunk) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_linear_forward");
-  float* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
-  float* out_h = cache.heads.data(batch.N * s.Cl);
+  T* qkv_h = cache.qkv.data(batch.N * 3 * s.Cl);
+  T* out_h = cache.heads.data(batch.N * s.Cl);
   const int32_t* cu = upload_boundaries(cache, batch);
   to_heads(comm, cache, s, qkv, 3, qkv_h);
   cache.backend.attention_linear_forward(out_h, nullptr, qkv_h, slopes + s.t * s.Hl, nullptr, cu,
@@ -135,22 +143,34 @@ void ulysses_linear_forward(Communicator& comm, float* out, UlyssesCache& cache,
   to_sequence(comm, cache, s, out_h, 1, out, false);
 }
 
-void ulysses_linear_backward(Communicator& comm, float* dqkv, const float* dout, UlyssesCache& cache,
+template <class T>
+void ulysses_linear_backward(Communicator& comm, T* dqkv, const T* dout, UlyssesCacheOf<T>& cache,
                              const float* slopes, const SpBatch& batch, int chunk) {
   const HeadSplit s = split_heads(comm, batch, "ulysses_linear_backward");
-  float* dout_h = cache.heads.data(batch.N * s.Cl);
-  float* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
+  T* dout_h = cache.heads.data(batch.N * s.Cl);
+  T* dqkv_h = head_gradient(cache, s, dqkv, batch.N);
   to_heads(comm, cache, s, dout, 1, dout_h);
   cache.backend.attention_linear_backward(dqkv_h, nullptr, dout_h, nullptr, cache.qkv.data(), slopes + s.t * s.Hl,
                                           nullptr, cache.cu_seqlens.data(), batch.n_seq, batch.N, s.Hl, batch.D, chunk);
   if (s.T > 1) to_sequence(comm, cache, s, dqkv_h, 3, dqkv, true);
 }
 
-SpTraffic ulysses_traffic(int64_t N, int T, int t, int H, int D) {
+SpTraffic ulysses_traffic(int64_t N, int T, int t, int H, int D, int element_bytes) {
   if (T == 1) return {};
-  const int64_t n = shard_size(N, T, t), C = int64_t(H) * D, Cl = C / T, f32 = 4;
+  const int64_t n = shard_size(N, T, t), C = int64_t(H) * D, Cl = C / T, e = element_bytes;
   // forward: qkv (n, 3C) out, then out (N, C/T) back; backward: dout (n, C) out, then dqkv (N, 3C/T) back
-  return {f32 * (3 * C * n + Cl * N), f32 * (C * n + 3 * Cl * N)};
+  return {e * (3 * C * n + Cl * N), e * (C * n + 3 * Cl * N)};
 }
+
+#define TRIDENT_ULYSSES_INSTANTIATE(T)                                                                           \
+  template void ulysses_softmax_forward<T>(Communicator&, T*, UlyssesCacheOf<T>&, const T*, const SpBatch&);     \
+  template void ulysses_softmax_backward<T>(Communicator&, T*, const T*, UlyssesCacheOf<T>&, const SpBatch&);    \
+  template void ulysses_linear_forward<T>(Communicator&, T*, UlyssesCacheOf<T>&, const T*, const float*,         \
+                                          const SpBatch&, int);                                                  \
+  template void ulysses_linear_backward<T>(Communicator&, T*, const T*, UlyssesCacheOf<T>&, const float*,        \
+                                           const SpBatch&, int);
+TRIDENT_ULYSSES_INSTANTIATE(float)
+TRIDENT_ULYSSES_INSTANTIATE(bf16)
+#undef TRIDENT_ULYSSES_INSTANTIATE
 
 }  // namespace trident

@@ -5,6 +5,7 @@
 #include "kernels/cpu/strided_rows.h"
 #include "kernels/reference/elementwise_naive.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/gradcheck.h"
 #include "support/random.h"
 
@@ -59,4 +60,13 @@ TEST_CASE("copy_rows and add_rows move a block of rows between strides and leave
   CHECK(dst == std::vector<float>{1, 2, 2, 3, 6, 7, 7, 8, 11, 12, 12, 13});
   cpu::copy_rows(dst.data(), 4, src.data(), 5, 0, 2);  // no rows: nothing to do
   CHECK(dst[0] == 1);
+
+  // bf16: copies are exact; a sum is taken in fp32 and rounded once (1 + 2^-8 is not a bf16: it rounds to even, 1)
+  std::vector<bf16> a = to_bf16(std::vector<float>{1.0f, 3.0f, 2.0f, -1.0f}), b(4);
+  cpu::copy_rows(b.data(), 2, a.data() + 1, 2, 2, 1);
+  CHECK(to_f32(b)[0] == 3.0f);
+  CHECK(to_f32(b)[2] == -1.0f);
+  const std::vector<bf16> tiny = to_bf16(std::vector<float>{0.00390625f, 1.0f});
+  cpu::add_rows(a.data(), 2, tiny.data(), 1, 2, 1);
+  CHECK(to_f32(a) == std::vector<float>{1.0f, 3.0f, 3.0f, -1.0f});
 }

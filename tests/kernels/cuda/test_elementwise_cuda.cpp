@@ -73,6 +73,17 @@ TEST_CASE("cuda copy_rows, add_rows and bf16 widening equal the CPU", "[cuda][ro
   CHECK(copied_d.to_host() == copied);  // copies are exact, and so is one fp32 addition
   CHECK(added_d.to_host() == added);
 
+  // bf16: the same, each sum in fp32 rounded once on both sides
+  const std::vector<bf16> src16 = to_bf16(src), base16 = to_bf16(base);
+  std::vector<bf16> copied16 = base16, added16 = base16;
+  cpu::copy_rows(copied16.data() + 1, ld_dst, src16.data() + 7, ld_src, rows, cols);
+  cpu::add_rows(added16.data() + 1, ld_dst, src16.data() + 7, ld_src, rows, cols);
+  DeviceVector<bf16> src16_d(src16), copied16_d(base16), added16_d(base16);
+  cuda::copy_rows(copied16_d.data() + 1, ld_dst, src16_d.data() + 7, ld_src, rows, cols, nullptr);
+  cuda::add_rows(added16_d.data() + 1, ld_dst, src16_d.data() + 7, ld_src, rows, cols, nullptr);
+  CHECK(to_f32(copied16_d.to_host()) == to_f32(copied16));
+  CHECK(to_f32(added16_d.to_host()) == to_f32(added16));
+
   const std::vector<bf16> narrow = to_bf16(src);
   DeviceVector<bf16> narrow_d(narrow);
   DeviceVector<float> wide_d(static_cast<int64_t>(narrow.size()));

@@ -400,13 +400,42 @@ TEST_CASE("errors: an invalid subgroup, a bad layout or a failing MPI call throw
                         Contains("MPI_ERR_RANK"));
 }
 
+// bf16 moves bit for bit (sequence parallelism's messages); MPI cannot add bf16, so a sum names the problem.
+TEST_CASE("bf16 travels unchanged through alltoallv and isendrecv; an MPI sum of bf16 throws", "[comm][mpi]") {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  auto value = [](int from, int to, int i) { return float(from * 100 + to * 10 + i) + 0.5f; };  // exact in bf16
+  std::vector<bf16> send, recv(2 * n);
+  std::vector<int64_t> counts(n, 2), displs(n);
+  for (int r = 0; r < n; ++r) {
+    displs[r] = 2 * r;
+    for (int i = 0; i < 2; ++i) send.push_back(float_to_bf16(value(me, r, i)));
+  }
+  comm.reset_counters();
+  comm.alltoallv(send.data(), counts, displs, recv.data(), counts, displs, CommType::bf16);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 2; ++i) CHECK(bf16_to_float(recv[2 * r + i]) == value(r, me, i));
+  CHECK(comm.counters().ops.at("alltoallv").bytes == int64_t(2) * 2 * n);  // 2 bytes an element
+
+  const bf16 mine = float_to_bf16(float(me) + 0.25f);
+  bf16 got{};
+  comm.isendrecv(&mine, 1, (me + 1) % n, &got, 1, (me + n - 1) % n, CommType::bf16, 7)->wait();
+  CHECK(bf16_to_float(got) == float((me + n - 1) % n) + 0.25f);
+
+  std::vector<bf16> sum(3);
+  CHECK_THROWS_WITH(comm.allreduce_sum(sum.data(), 3, CommType::bf16), Contains("allreduce") && Contains("bf16"));
+  CHECK_THROWS_WITH(comm.iallreduce_sum(sum.data(), 3, CommType::bf16), Contains("iallreduce") && Contains("bf16"));
+}
+
 TEST_CASE("comm_type_size and CommCounters totals", "[comm]") {
   CHECK(comm_type_size(CommType::f32) == 4);
   CHECK(comm_type_size(CommType::f64) == 8);
   CHECK(comm_type_size(CommType::i32) == 4);
   CHECK(comm_type_size(CommType::i64) == 8);
   CHECK(comm_type_size(CommType::u8) == 1);
+  CHECK(comm_type_size(CommType::bf16) == 2);
   CHECK(comm_type_of<int64_t>() == CommType::i64);
+  CHECK(comm_type_of<bf16>() == CommType::bf16);
   CommCounters counters;
   counters.ops["send"] = {.calls = 2, .bytes = 100};
   counters.ops["allreduce"] = {.calls = 3, .bytes = 12};

@@ -18,6 +18,7 @@
 #include "kernels/cpu/attention_block.h"
 #include "parallel/sp/ulysses.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/random.h"
 
 using namespace trident;
@@ -92,8 +93,8 @@ std::vector<float> columns(const std::vector<float>& x, int H, int64_t N, int64_
 // check_close on this rank's shard, and the worst normalised error over the group printed by its rank 0 (every
 // rank calls this in the same order, so the allgather lines up).
 void check_shard(Communicator& comm, const std::string& name, const std::vector<float>& got,
-                 const std::vector<float>& ref) {
-  check_close(name, got, ref, kTol);
+                 const std::vector<float>& ref, double tol = kTol) {
+  check_close(name, got, ref, tol);
   const double mine = got.size() == ref.size() ? compare(got.data(), ref.data(), got.size()).normalised : 1.0;
   std::vector<double> all(comm.size());
   comm.allgather(&mine, all.data(), 1, CommType::f64);
@@ -160,6 +161,59 @@ TEST_CASE("Ulysses linear attention equals the single-rank kernel", "[sp][mpi]")
 TEST_CASE("Ring Attention equals the single-rank softmax kernel", "[sp][mpi]") {
   for (const auto& lengths : kPackings)
     for (int D : {8, 16}) run_ring(world(), make_problem(lengths, 4, D, Attention::softmax));
+}
+
+// bf16 activations travel as bf16 (half the bytes) and the heads run the bf16 kernels, so out is the bf16 kernel's
+// on the whole batch, bit for bit (heads are independent). So is dqkv when backward starts from zeros, as in the model:
+// this rank's heads' gradient is rounded to bf16 before it travels back, and adding it to zero rounds nothing more.
+// Onto a non-zero dqkv that addition rounds a second time: within two bf16 steps.
+TEST_CASE("Ulysses on bf16 activations sends bf16 and equals the bf16 kernel", "[sp][mpi]") {
+  Communicator& comm = world();
+  Backend& cpu = cpu_backend();
+  for (Attention kind : {Attention::softmax, Attention::linear}) {
+    const Problem p = make_problem(kPackings[0], 4, 16, kind);
+    const int64_t N = p.N(), C = p.C();
+    const int n_seq = int(p.cu.size()) - 1;
+    const std::vector<bf16> qkv = to_bf16(p.qkv), dout = to_bf16(p.dout);
+    for (bool zero_seed : {true, false}) {
+      const std::vector<bf16> seed = to_bf16(zero_seed ? std::vector<float>(N * 3 * C, 0.0f)
+                                                       : random_normal<float>(N * 3 * C, 22));
+      std::vector<bf16> want_out(N * C), want_dqkv = seed;
+      std::vector<float> lse(p.H * N);
+      if (kind == Attention::softmax) {
+        cpu.attention_softmax_forward(want_out.data(), lse.data(), qkv.data(), p.cu.data(), n_seq, N, p.H, p.D);
+        cpu.attention_softmax_backward(want_dqkv.data(), dout.data(), qkv.data(), want_out.data(), lse.data(),
+                                       p.cu.data(), n_seq, N, p.H, p.D);
+      } else {
+        cpu.attention_linear_forward(want_out.data(), nullptr, qkv.data(), p.slopes.data(), nullptr, p.cu.data(),
+                                     n_seq, N, p.H, p.D, kChunk);
+        cpu.attention_linear_backward(want_dqkv.data(), nullptr, dout.data(), nullptr, qkv.data(), p.slopes.data(),
+                                      nullptr, p.cu.data(), n_seq, N, p.H, p.D, kChunk);
+      }
+
+      const Shard sh = my_shard(comm, N);
+      auto shard = [&](const std::vector<bf16>& x, int64_t width) {
+        return to_f32(std::vector<bf16>(x.begin() + sh.begin * width, x.begin() + sh.end * width));
+      };
+      const std::vector<bf16> my_qkv = to_bf16(shard(qkv, 3 * C)), my_dout = to_bf16(shard(dout, C));
+      std::vector<bf16> out(sh.n() * C), dqkv = to_bf16(shard(seed, 3 * C));
+      UlyssesCacheOf<bf16> cache(cpu);
+      comm.barrier();
+      comm.reset_counters();
+      if (kind == Attention::softmax) {
+        ulysses_softmax_forward(comm, out.data(), cache, my_qkv.data(), p.batch());
+        ulysses_softmax_backward(comm, dqkv.data(), my_dout.data(), cache, p.batch());
+      } else {
+        ulysses_linear_forward(comm, out.data(), cache, my_qkv.data(), p.slopes.data(), p.batch(), kChunk);
+        ulysses_linear_backward(comm, dqkv.data(), my_dout.data(), cache, p.slopes.data(), p.batch(), kChunk);
+      }
+      const SpTraffic bytes = ulysses_traffic(N, comm.size(), comm.rank(), p.H, p.D, 2);
+      CHECK(comm.counters().total_bytes() == bytes.forward + bytes.backward);
+      const std::string name = "ulysses bf16 " + p.name + (zero_seed ? "" : " onto dqkv");
+      check_shard(comm, name + " out", to_f32(out), shard(want_out, C), 0.0);
+      check_shard(comm, name + " dqkv", to_f32(dqkv), shard(want_dqkv, 3 * C), zero_seed ? 0.0 : 2e-2);
+    }
+  }
 }
 
 TEST_CASE("both baselines use group-relative ranks (strided subgroups)", "[sp][mpi]") {
