@@ -91,9 +91,10 @@ Gradients backward_cuda(const Problem& p, const std::vector<float>& lse, const s
   const auto kv = key_block(p.qkv, b, e, p.C);
   DeviceVector<float> q(p.qkv), dout(p.dout), lse_d(lse), delta_d(delta), kv_d(kv), dqkv(start.dqkv), dkv(start.dkv);
   DeviceVector<int64_t> docs(p.docs);
-  cuda::attention_block_backward(dqkv.data() + p.q_begin * 3 * p.C, 3 * p.C, dkv.data(), q.data() + p.q_begin * 3 * p.C, p.ld_q(), p.n,
-                                 p.q_begin, docs.data(), dout.data(), lse_d.data(), delta_d.data(), kv_d.data(), e - b,
-                                 b, p.H, p.D, nullptr);
+  const int64_t q0 = p.q_begin * 3 * p.C;  // the queries' first row of qkv and dqkv
+  cuda::attention_block_backward(dqkv.data() + q0, 3 * p.C, dkv.data(), q.data() + q0, p.ld_q(), p.n, p.q_begin,
+                                 docs.data(), dout.data(), lse_d.data(), delta_d.data(), kv_d.data(), e - b, b, p.H,
+                                 p.D, nullptr);
   return {dqkv.to_host(), dkv.to_host()};
 }
 

@@ -1,7 +1,7 @@
 // Sequence parallelism on the CUDA backend: each rank's qkv, out and gradients in device memory, the messages over
 // NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax): outputs and input gradients against
-// the CPU kernel on the whole batch, within the CUDA kernels' fp32 tolerance (2e-5). Runs under mpirun with 1, 2 and 4 ranks, one device per rank; without a
-// usable device every rank prints why and exits 77.
+// the CPU kernel on the whole batch, within the CUDA kernels' fp32 tolerance (2e-5). Runs under mpirun with 1, 2 and
+// 4 ranks, one device per rank; without a usable device every rank prints why and exits 77.
 #define CATCH_CONFIG_RUNNER
 #include <cstdio>
 #include <memory>
