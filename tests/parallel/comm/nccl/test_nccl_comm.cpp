@@ -65,6 +65,16 @@ TEST_CASE("nccl allreduce and iallreduce equal MPI's in every type", "[nccl]") {
   check_type(double{}, CommType::f64);
   check_type(int32_t{}, CommType::i32);
   check_type(int64_t{}, CommType::i64);
+
+  // bf16: NCCL sums it (MPI cannot); small integers, so every partial sum is exact in bf16
+  std::vector<float> wide = pattern<float>(1000, me);
+  std::vector<bf16> narrow;
+  for (const float x : wide) narrow.push_back(float_to_bf16(x));
+  DeviceVector<bf16> narrow_device(narrow);
+  mpi.allreduce_sum(wide.data(), 1000, CommType::f32);
+  nccl.allreduce_sum(narrow_device.data(), 1000, CommType::bf16);
+  const std::vector<bf16> summed = narrow_device.to_host();
+  for (int i = 0; i < 1000; ++i) CHECK(bf16_to_float(summed[i]) == wide[i]);
 }
 
 TEST_CASE("nccl broadcast, allgather and allgatherv equal MPI's", "[nccl]") {
@@ -126,6 +136,16 @@ TEST_CASE("nccl alltoall and alltoallv equal MPI's", "[nccl]") {
   nccl.alltoallv(send_device.data(), send_counts, send_displs, receive_device.data(), recv_counts, recv_displs,
                  CommType::i64);
   CHECK(receive_device.to_host() == receive);
+
+  // bf16 (sequence parallelism's messages) moves bit for bit, like MPI's
+  std::vector<bf16> send16, receive16(received, float_to_bf16(-1.0f));
+  for (const int64_t x : send) send16.push_back(float_to_bf16(float(x)));
+  DeviceVector<bf16> send16_device(send16), receive16_device(receive16);
+  mpi.alltoallv(send16.data(), send_counts, send_displs, receive16.data(), recv_counts, recv_displs, CommType::bf16);
+  nccl.alltoallv(send16_device.data(), send_counts, send_displs, receive16_device.data(), recv_counts, recv_displs,
+                 CommType::bf16);
+  const std::vector<bf16> got16 = receive16_device.to_host();
+  for (int64_t i = 0; i < received; ++i) CHECK(got16[i].bits == receive16[i].bits);
 }
 
 TEST_CASE("nccl point to point: pairs, rings with isendrecv, requests", "[nccl]") {

@@ -23,6 +23,7 @@
 #include "parallel/sp/shard.h"
 #include "parallel/sp/ulysses.h"
 #include "support/assert_close.h"
+#include "support/bf16_vectors.h"
 #include "support/cuda_mpi_main.h"
 #include "support/device_vector.h"
 #include "support/random.h"
@@ -96,7 +97,59 @@ void check_against_kernel(const std::vector<int>& lengths, int H, int D, Method 
   }
 }
 
+// Ulysses on bf16 activations (bf16 all-to-alls) against the CPU backend's bf16 kernels on the whole batch, within
+// the bf16 attention kernels' tolerance (2e-2, tests/kernels/cuda/test_attention_softmax_cuda.cpp).
+void check_ulysses_bf16(const std::vector<int>& lengths, int H, int D, bool linear, uint64_t seed) {
+  Communicator& sp = *g_nccl;
+  constexpr int kChunk = 7;
+  const PackedProblem p = packed_problem(lengths, H, D, seed);
+  const int64_t N = p.N, C = p.C;
+  const std::vector<bf16> qkv = to_bf16(p.qkv), dout = to_bf16(p.dout), dqkv0 = to_bf16(p.dqkv0);
+  std::vector<bf16> want_out(N * C), want_dqkv = dqkv0;
+  std::vector<float> lse(int64_t(H) * N);
+  Backend& cpu = cpu_backend();
+  if (linear) {
+    cpu.attention_linear_forward(want_out.data(), nullptr, qkv.data(), p.slopes.data(), nullptr, p.cu.data(), p.n_seq,
+                                 N, H, D, kChunk);
+    cpu.attention_linear_backward(want_dqkv.data(), nullptr, dout.data(), nullptr, qkv.data(), p.slopes.data(),
+                                  nullptr, p.cu.data(), p.n_seq, N, H, D, kChunk);
+  } else {
+    cpu.attention_softmax_forward(want_out.data(), lse.data(), qkv.data(), p.cu.data(), p.n_seq, N, H, D);
+    cpu.attention_softmax_backward(want_dqkv.data(), dout.data(), qkv.data(), want_out.data(), lse.data(),
+                                   p.cu.data(), p.n_seq, N, H, D);
+  }
+
+  const int64_t begin = shard_begin(N, sp.size(), sp.rank()), end = shard_begin(N, sp.size(), sp.rank() + 1);
+  auto mine = [&](const std::vector<bf16>& x, int64_t width) {
+    return std::vector<bf16>(x.begin() + begin * width, x.begin() + end * width);
+  };
+  const DeviceVector<bf16> d_qkv(mine(qkv, 3 * C)), d_dout(mine(dout, C));
+  const DeviceVector<float> d_slopes(p.slopes);
+  DeviceVector<bf16> d_out((end - begin) * C), d_dqkv(mine(dqkv0, 3 * C));
+  UlyssesCacheOf<bf16> cache(*g_cuda);
+  const SpBatch batch{p.cu.data(), p.n_seq, N, H, D};
+  if (linear) {
+    ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
+    ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
+  } else {
+    ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
+    ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
+  }
+  g_cuda->synchronize();
+  const std::string name = fmt::format("cuda ulysses bf16 {} T={} N={} H={} D={}", linear ? "linear" : "softmax",
+                                       sp.size(), N, H, D);
+  check_close(name + " out", gather_rows(world(), to_f32(d_out.to_host()), N, C), to_f32(want_out), 2e-2);
+  check_close(name + " dqkv", gather_rows(world(), to_f32(d_dqkv.to_host()), N, 3 * C), to_f32(want_dqkv), 2e-2);
+}
+
 }  // namespace
+
+TEST_CASE("Ulysses on bf16 activations over NCCL (bf16 messages) equals the CPU backend's bf16 kernels", "[sp][cuda]") {
+  for (bool linear : {false, true}) {
+    check_ulysses_bf16({37, 1, 100, 5, 64}, 4, 16, linear, 41);
+    check_ulysses_bf16({2}, 4, 8, linear, 51);
+  }
+}
 
 TEST_CASE("Ulysses and Ring Attention on the cuda backend over NCCL equal the kernel on the whole batch",
           "[sp][cuda]") {
