@@ -82,8 +82,9 @@ class UlyssesOp final : public AttentionOp, public Bf16AttentionOp {
 };
 
 // Ring Attention keeps no activations itself: backward recomputes from the layer's saved qkv, out and lse
-// (H, n_local). The scratch holds the ring's message and online-softmax buffers, shared by the layers.
-class RingOp final : public AttentionOp {
+// (H, n_local). The scratch holds the ring's message and online-softmax buffers, shared by the layers. bf16
+// activations are taken directly: their K/V blocks travel as bf16.
+class RingOp final : public AttentionOp, public Bf16AttentionOp {
  public:
   RingOp(Communicator& sp, std::shared_ptr<RingCache> scratch, int H, int D)
       : sp_(sp), batch_(sp, H, D), cache_(std::move(scratch)) {}
@@ -92,6 +93,13 @@ class RingOp final : public AttentionOp {
     ring_attention_forward(sp_, *cache_, out, lse, qkv, batch_.set(b));
   }
   void backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse) override {
+    ring_attention_backward(sp_, *cache_, dqkv, dout, qkv, out, lse, batch_.get());
+  }
+  Bf16AttentionOp* bf16_entry() override { return this; }
+  void forward(bf16* out, float* lse, const bf16* qkv, const float*, int, const TokenBatch& b) override {
+    ring_attention_forward(sp_, *cache_, out, lse, qkv, batch_.set(b));
+  }
+  void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse) override {
     ring_attention_backward(sp_, *cache_, dqkv, dout, qkv, out, lse, batch_.get());
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,8 +44,47 @@ const int64_t* upload_doc_begin(RingCache& cache, const Ring& ring, const SpBatc
 }
 
 // The local [k | v] columns of qkv (n, 3C) as one contiguous (n, 2C) block, the unit that travels.
-void pack_kv(Backend& backend, float* kv, const float* qkv, int64_t n, int64_t C) {
+template <class T>
+void pack_kv(Backend& backend, T* kv, const T* qkv, int64_t n, int64_t C) {
   backend.copy_rows(kv, 2 * C, qkv + C, 3 * C, n, 2 * C);
+}
+
+// The K/V message buffers for activations of type T.
+template <class T>
+std::pair<T*, T*> kv_messages(RingCache& cache, int64_t block) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return {cache.kv_bf16.data(block), cache.kv_bf16_next.data(block)};
+  else
+    return {cache.kv.data(block), cache.kv_next.data(block)};
+}
+
+// x as fp32 for the block ops: x itself, or for bf16 its exact copy in `wide`.
+template <class T>
+const float* widened(Backend& backend, BackendArray<float>& wide, const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    float* w = wide.data(n);
+    backend.convert(w, x, n);
+    return w;
+  } else {
+    return x;
+  }
+}
+
+// Where the block ops write a result of type T: the caller's buffer, or for bf16 an fp32 copy of it (widened first
+// when `keep`, to accumulate into) that narrowed() rounds back.
+template <class T>
+float* wide_output(Backend& backend, BackendArray<float>& wide, T* x, int64_t n, bool keep) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    float* w = wide.data(n);
+    if (keep) backend.convert(w, x, n);
+    return w;
+  } else {
+    return x;
+  }
+}
+template <class T>
+void narrowed(Backend& backend, T* x, const float* w, int64_t n) {
+  if constexpr (std::is_same_v<T, bf16>) backend.convert(x, w, n);
 }
 
 }  // namespace
@@ -52,7 +92,8 @@ void pack_kv(Backend& backend, float* kv, const float* qkv, int64_t n, int64_t C
 // Before each exchange the backend synchronizes: a device communicator runs on its own stream, so what it sends must
 // be written, and the compute of the previous step must be done reading the buffer it is about to overwrite (the
 // one swapped out). wait() returns once the transfer is complete, so the received block is ready to compute on.
-void ring_attention_forward(Communicator& comm, RingCache& cache, float* out, float* lse, const float* qkv,
+template <class T>
+void ring_attention_forward(Communicator& comm, RingCache& cache, T* out, float* lse, const T* qkv,
                             const SpBatch& batch) {
   batch.check("ring_attention_forward");
   Backend& backend = cache.backend;
@@ -64,9 +105,9 @@ void ring_attention_forward(Communicator& comm, RingCache& cache, float* out, fl
   const Ring ring(comm, batch);
   const int64_t n = ring.rows(ring.t), C = ring.C, block = ring.max_rows() * 2 * C;
   const int64_t* doc_begin = upload_doc_begin(cache, ring, batch);
-  float* kv = cache.kv.data(block);
-  float* kv_next = cache.kv_next.data(block);
+  auto [kv, kv_next] = kv_messages<T>(cache, block);
   pack_kv(backend, kv, qkv, n, C);
+  const float* q = widened(backend, cache.wide_qkv, qkv, n * 3 * C);
   // online softmax
   float* m = cache.m.data(batch.H * n);
   float* l = cache.l.data(batch.H * n);
@@ -81,24 +122,29 @@ void ring_attention_forward(Communicator& comm, RingCache& cache, float* out, fl
     if (s + 1 < ring.T) {
       backend.synchronize();
       exchange = comm.isendrecv(kv, ring.rows(o) * 2 * C, ring.next, kv_next, ring.rows(ring.owner(s + 1)) * 2 * C,
-                                ring.prev, CommType::f32, kTagKv);
+                                ring.prev, comm_type_of<T>(), kTagKv);
     }
-    if (ring.visible(o))
-      backend.attention_block_forward(m, l, acc, qkv, 3 * C, n, ring.bounds[ring.t], doc_begin, kv, ring.rows(o),
+    if (ring.visible(o)) {
+      const float* keys = widened(backend, cache.kv, kv, ring.rows(o) * 2 * C);
+      backend.attention_block_forward(m, l, acc, q, 3 * C, n, ring.bounds[ring.t], doc_begin, keys, ring.rows(o),
                                       ring.bounds[o], batch.H, batch.D);
+    }
     if (exchange) {
       exchange->wait();
       std::swap(kv, kv_next);
     }
   }
-  backend.attention_block_finish(out, lse, m, l, acc, n, batch.H, batch.D);
+  float* out32 = wide_output(backend, cache.wide_out, out, n * C, false);
+  backend.attention_block_finish(out32, lse, m, l, acc, n, batch.H, batch.D);
+  narrowed(backend, out, out32, n * C);
 }
 
 // dK/dV of the block computed at step s-1 go on to the next rank while this rank computes step s into a zeroed
 // buffer; the accumulator of step s's block arrives from the previous rank meanwhile and is added afterwards. So
 // neither transfer waits for the compute that runs beside it.
-void ring_attention_backward(Communicator& comm, RingCache& cache, float* dqkv, const float* dout, const float* qkv,
-                             const float* out, const float* lse, const SpBatch& batch) {
+template <class T>
+void ring_attention_backward(Communicator& comm, RingCache& cache, T* dqkv, const T* dout, const T* qkv, const T* out,
+                             const float* lse, const SpBatch& batch) {
   batch.check("ring_attention_backward");
   Backend& backend = cache.backend;
   if (comm.size() == 1) {
@@ -109,10 +155,13 @@ void ring_attention_backward(Communicator& comm, RingCache& cache, float* dqkv, 
   const Ring ring(comm, batch);
   const int64_t n = ring.rows(ring.t), C = ring.C, block = ring.max_rows() * 2 * C;
   const int64_t* doc_begin = upload_doc_begin(cache, ring, batch);
+  const float* q = widened(backend, cache.wide_qkv, qkv, n * 3 * C);
+  const float* o32 = widened(backend, cache.wide_out, out, n * C);
+  const float* dout32 = widened(backend, cache.wide_dout, dout, n * C);
+  float* dqkv32 = wide_output(backend, cache.wide_dqkv, dqkv, n * 3 * C, true);
   float* delta = cache.delta.data(batch.H * n);
-  backend.attention_block_delta(delta, out, dout, n, batch.H, batch.D);
-  float* kv = cache.kv.data(block);
-  float* kv_next = cache.kv_next.data(block);
+  backend.attention_block_delta(delta, o32, dout32, n, batch.H, batch.D);
+  auto [kv, kv_next] = kv_messages<T>(cache, block);
   float* dkv = cache.dkv.data(block);
   float* dkv_in = cache.dkv_in.data(block);
   float* dkv_done = cache.dkv_done.data(block);
@@ -124,14 +173,16 @@ void ring_attention_backward(Communicator& comm, RingCache& cache, float* dqkv, 
     backend.synchronize();  // every step posts at least one exchange (T > 1)
     if (s + 1 < ring.T)
       kv_exchange = comm.isendrecv(kv, ring.rows(o) * 2 * C, ring.next, kv_next, ring.rows(ring.owner(s + 1)) * 2 * C,
-                                   ring.prev, CommType::f32, kTagKv);
+                                   ring.prev, comm_type_of<T>(), kTagKv);
     if (s > 0)  // the finished accumulator of block o+1 out, block o's accumulator so far in
       dkv_exchange = comm.isendrecv(dkv_done, ring.rows(ring.owner(s - 1)) * 2 * C, ring.next, dkv_in,
                                     ring.rows(o) * 2 * C, ring.prev, CommType::f32, kTagDkv);
     backend.fill(dkv, ring.rows(o) * 2 * C, 0.0f);
-    if (ring.visible(o))
-      backend.attention_block_backward(dqkv, 3 * C, dkv, qkv, 3 * C, n, ring.bounds[ring.t], doc_begin, dout, lse,
-                                       delta, kv, ring.rows(o), ring.bounds[o], batch.H, batch.D);
+    if (ring.visible(o)) {
+      const float* keys = widened(backend, cache.kv, kv, ring.rows(o) * 2 * C);
+      backend.attention_block_backward(dqkv32, 3 * C, dkv, q, 3 * C, n, ring.bounds[ring.t], doc_begin, dout32, lse,
+                                       delta, keys, ring.rows(o), ring.bounds[o], batch.H, batch.D);
+    }
     if (kv_exchange) {
       kv_exchange->wait();
       std::swap(kv, kv_next);
@@ -147,16 +198,24 @@ void ring_attention_backward(Communicator& comm, RingCache& cache, float* dqkv, 
   comm.isendrecv(dkv_done, ring.rows(ring.owner(ring.T - 1)) * 2 * C, ring.next, dkv_in, n * 2 * C, ring.prev,
                  CommType::f32, kTagDkv)
       ->wait();
-  backend.add_rows(dqkv + C, 3 * C, dkv_in, 2 * C, n, 2 * C);
+  backend.add_rows(dqkv32 + C, 3 * C, dkv_in, 2 * C, n, 2 * C);
+  narrowed(backend, dqkv, dqkv32, n * 3 * C);
 }
 
-SpTraffic ring_attention_traffic(int64_t N, int T, int t, int H, int D) {
+template void ring_attention_forward<float>(Communicator&, RingCache&, float*, float*, const float*, const SpBatch&);
+template void ring_attention_forward<bf16>(Communicator&, RingCache&, bf16*, float*, const bf16*, const SpBatch&);
+template void ring_attention_backward<float>(Communicator&, RingCache&, float*, const float*, const float*,
+                                             const float*, const float*, const SpBatch&);
+template void ring_attention_backward<bf16>(Communicator&, RingCache&, bf16*, const bf16*, const bf16*, const bf16*,
+                                            const float*, const SpBatch&);
+
+SpTraffic ring_attention_traffic(int64_t N, int T, int t, int H, int D, int kv_element_bytes) {
   if (T == 1) return {};
-  const int64_t C = int64_t(H) * D, f32 = 4;
+  const int64_t C = int64_t(H) * D, f32 = 4, e = kv_element_bytes;
   // Forward sends every block but that of rank t+1 (the one it holds last); backward sends those K/V blocks
   // again, and every block's dK/dV accumulator once.
   const int64_t kv = 2 * C * (N - shard_size(N, T, (t + 1) % T));
-  return {f32 * kv, f32 * (kv + 2 * C * N)};
+  return {e * kv, e * kv + f32 * 2 * C * N};
 }
 
 }  // namespace trident

@@ -46,10 +46,10 @@ b = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2]))}
 assert sorted(b) == [3, 4, 5] and all(a[s] == b[s] for s in b), [(s, a[s], b[s]) for s in b]
 PY
 
-# train.precision: bf16 (emulated here): Ring sees fp32 copies of the layer's bf16 activations and rounds its outputs
-# once, Ulysses moves bf16 and runs the bf16 kernels on its heads: either way the bf16 kernels' arithmetic, so a
-# 1-rank group is bit-identical to the single-rank bf16 run and sp = 2 follows it to bf16's precision (the rounding of
-# an output flips where fp32 sums differ in the last bit).
+# train.precision: bf16 (emulated here): Ring computes on fp32 copies of the layer's bf16 activations and rounds its
+# outputs once, Ulysses runs the bf16 kernels on its heads (both send bf16): either way the bf16 kernels'
+# arithmetic, so a 1-rank group is bit-identical to the single-rank bf16 run and sp = 2 follows it to bf16's
+# precision (the rounding of an output flips where fp32 sums differ in the last bit).
 bf16=(--set train.precision=bf16)
 mpi 1 0 train "$tiny" "${base[@]}" "${bf16[@]}" --set run.dir="$tmp/single_bf16"
 for method in ring ulysses; do

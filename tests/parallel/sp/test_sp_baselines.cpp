@@ -216,6 +216,41 @@ TEST_CASE("Ulysses on bf16 activations sends bf16 and equals the bf16 kernel", "
   }
 }
 
+// Ring Attention on bf16 activations: the K/V blocks travel as bf16 (half their bytes; dK/dV stay fp32) and are
+// widened on arrival, so the result is bit for bit the fp32 ring on the widened activations, rounded once — what the
+// model's fp32 copies (WideActivations) gave before.
+TEST_CASE("Ring Attention on bf16 activations sends bf16 K/V and equals the fp32 ring rounded once", "[sp][mpi]") {
+  Communicator& comm = world();
+  for (const auto& lengths : {kPackings[0], kPackings[2]}) {
+    const Problem p = make_problem(lengths, 4, 16, Attention::softmax);
+    const Shard sh = my_shard(comm, p.N());
+    const int64_t C = p.C();
+    const std::vector<bf16> qkv = to_bf16(rows(p.qkv, 3 * C, sh.begin, sh.end)),
+                            dout = to_bf16(rows(p.dout, C, sh.begin, sh.end)),
+                            seed = to_bf16(random_normal<float>(sh.n() * 3 * C, 23 + comm.rank()));
+
+    // fp32 ring on the exact fp32 copies
+    std::vector<float> out32(sh.n() * C), lse32(p.H * sh.n()), dqkv32 = to_f32(seed);
+    RingCache cache(cpu_backend());
+    ring_attention_forward(comm, cache, out32.data(), lse32.data(), to_f32(qkv).data(), p.batch());
+    const std::vector<bf16> out32_rounded = to_bf16(out32);  // backward reads the layer's bf16 out
+    ring_attention_backward(comm, cache, dqkv32.data(), to_f32(dout).data(), to_f32(qkv).data(),
+                            to_f32(out32_rounded).data(), lse32.data(), p.batch());
+
+    std::vector<bf16> out(sh.n() * C), dqkv = seed;
+    std::vector<float> lse(p.H * sh.n());
+    comm.barrier();
+    comm.reset_counters();
+    ring_attention_forward(comm, cache, out.data(), lse.data(), qkv.data(), p.batch());
+    ring_attention_backward(comm, cache, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), p.batch());
+    const SpTraffic bytes = ring_attention_traffic(p.N(), comm.size(), comm.rank(), p.H, p.D, 2);
+    CHECK(comm.counters().total_bytes() == bytes.forward + bytes.backward);
+    CHECK(to_f32(out) == to_f32(out32_rounded));
+    CHECK(lse == lse32);
+    CHECK(to_f32(dqkv) == to_f32(to_bf16(dqkv32)));
+  }
+}
+
 TEST_CASE("both baselines use group-relative ranks (strided subgroups)", "[sp][mpi]") {
   // Groups {0, 2, ...} and {1, 3, ...}: a ring over global rank +-1 would talk to the other group.
   Communicator* group = world().split(world().rank() % 2, world().rank());

@@ -97,11 +97,12 @@ void check_against_kernel(const std::vector<int>& lengths, int H, int D, Method 
   }
 }
 
-// Ulysses on bf16 activations (bf16 all-to-alls) against the CPU backend's bf16 kernels on the whole batch, within
-// the bf16 attention kernels' tolerance (2e-2, tests/kernels/cuda/test_attention_softmax_cuda.cpp).
-void check_ulysses_bf16(const std::vector<int>& lengths, int H, int D, bool linear, uint64_t seed) {
+// Ulysses and Ring on bf16 activations (bf16 messages) against the CPU backend's bf16 kernels on the whole batch,
+// within the bf16 attention kernels' tolerance (2e-2, tests/kernels/cuda/test_attention_softmax_cuda.cpp).
+void check_bf16(const std::vector<int>& lengths, int H, int D, Method method, uint64_t seed) {
   Communicator& sp = *g_nccl;
   constexpr int kChunk = 7;
+  const bool linear = method == Method::ulysses_linear;
   const PackedProblem p = packed_problem(lengths, H, D, seed);
   const int64_t N = p.N, C = p.C;
   const std::vector<bf16> qkv = to_bf16(p.qkv), dout = to_bf16(p.dout), dqkv0 = to_bf16(p.dqkv0);
@@ -126,28 +127,34 @@ void check_ulysses_bf16(const std::vector<int>& lengths, int H, int D, bool line
   const DeviceVector<bf16> d_qkv(mine(qkv, 3 * C)), d_dout(mine(dout, C));
   const DeviceVector<float> d_slopes(p.slopes);
   DeviceVector<bf16> d_out((end - begin) * C), d_dqkv(mine(dqkv0, 3 * C));
-  UlyssesCacheOf<bf16> cache(*g_cuda);
   const SpBatch batch{p.cu.data(), p.n_seq, N, H, D};
-  if (linear) {
-    ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
-    ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
+  if (method == Method::ring) {
+    DeviceVector<float> d_lse(H * (end - begin));
+    RingCache cache(*g_cuda);
+    ring_attention_forward(sp, cache, d_out.data(), d_lse.data(), d_qkv.data(), batch);
+    ring_attention_backward(sp, cache, d_dqkv.data(), d_dout.data(), d_qkv.data(), d_out.data(), d_lse.data(), batch);
   } else {
-    ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
-    ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
+    UlyssesCacheOf<bf16> cache(*g_cuda);
+    if (linear) {
+      ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
+      ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
+    } else {
+      ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
+      ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
+    }
   }
   g_cuda->synchronize();
-  const std::string name = fmt::format("cuda ulysses bf16 {} T={} N={} H={} D={}", linear ? "linear" : "softmax",
-                                       sp.size(), N, H, D);
+  const std::string name = fmt::format("cuda {} bf16 T={} N={} H={} D={}", method_name(method), sp.size(), N, H, D);
   check_close(name + " out", gather_rows(world(), to_f32(d_out.to_host()), N, C), to_f32(want_out), 2e-2);
   check_close(name + " dqkv", gather_rows(world(), to_f32(d_dqkv.to_host()), N, 3 * C), to_f32(want_dqkv), 2e-2);
 }
 
 }  // namespace
 
-TEST_CASE("Ulysses on bf16 activations over NCCL (bf16 messages) equals the CPU backend's bf16 kernels", "[sp][cuda]") {
-  for (bool linear : {false, true}) {
-    check_ulysses_bf16({37, 1, 100, 5, 64}, 4, 16, linear, 41);
-    check_ulysses_bf16({2}, 4, 8, linear, 51);
+TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal the CPU's bf16 kernels", "[sp][cuda]") {
+  for (Method method : {Method::ulysses_softmax, Method::ulysses_linear, Method::ring}) {
+    check_bf16({37, 1, 100, 5, 64}, 4, 16, method, 41);
+    check_bf16({2}, 4, 8, method, 51);
   }
 }
 
