@@ -93,25 +93,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_rows(Vs, lds, k_rows + C, 2 * C, bc, kKeys, D);
     __syncthreads();
 
-    float s[kFwdRowsPerWarp] = {};
-    dot_warp_rows(s, Qs, Ks, lds, D);
-#pragma unroll
-    for (int r = 0; r < kFwdRowsPerWarp; ++r) {
-      const int row = warp * kFwdRowsPerWarp + r;
-      const bool valid = lane < bc && sees(p0 + row, docs[row], k0 + lane);
-      const float x = valid ? s[r] * scale : -INFINITY;
-      // A row with no visible key in this tile keeps its max (alpha = 1, also while it is still -inf) and gets
-      // p = 0 without evaluating exp(-inf - m).
-      const float alpha = online_softmax_advance(m[r], l[r], warp_max(x));
-      const float p = valid ? kernel_exp(x - m[r]) : 0.0f;
-      l[r] += warp_sum(p);
-      Ps[row * kKeys + lane] = p;
-#pragma unroll
-      for (int k = 0; k < kDPerLane; ++k) acc[r][k] *= alpha;
-    }
-    __syncwarp();
-    accumulate_warp_rows(acc, Ps, Vs, bc, lds, D);
-    __syncwarp();  // this warp's Ps rows are rewritten by the next tile
+    // Rows past the tile's end have docs = INT64_MAX: they see nothing.
+    fold_key_tile(m, l, acc, Qs, Ks, Vs, Ps, bc, lds, D, scale,
+                  [&](int row, int key) { return key < bc && sees(p0 + row, docs[row], k0 + key); });
   }
 
 #pragma unroll
@@ -164,7 +148,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                                        int64_t q_pos0, const int64_t* doc_begin, const float* dout, const float* lse,
                                        const float* delta, const float* kv, int64_t n_k, int64_t k_pos0, int H, int D,
                                        float scale) {
-  const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y, warp = threadIdx.x / 32;
   const int64_t C = int64_t(H) * D, r0 = int64_t(blockIdx.x) * kBwdRows;
   const int br = int(min(int64_t(kBwdRows), n - r0)), lds = padded_stride(D);
   const int64_t p0 = q_pos0 + r0;
@@ -198,19 +182,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_rows(Vs, lds, k_rows + C, 2 * C, bc, kKeys, D);
     __syncthreads();
 
-    float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    dot_warp_rows(s, Qs, Ks, lds, D);
-    dot_warp_rows(dp, dOs, Vs, lds, D);
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const int row = warp * kBwdRowsPerWarp + r;
-      const bool valid = lane < bc && sees(p0 + row, docs[row], k0 + lane);
-      const float p = valid ? kernel_exp(s[r] * scale - lse_s[row]) : 0.0f;
-      dSs[row * kKeys + lane] = p * (dp[r] - delta_s[row]);
-    }
-    __syncwarp();
-    accumulate_warp_rows(acc, dSs, Ks, bc, lds, D);
-    __syncwarp();
+    dq_key_tile(acc, Qs, dOs, Ks, Vs, dSs, lse_s, delta_s, bc, lds, D, scale,
+                [&](int row, int key) { return key < bc && sees(p0 + row, docs[row], k0 + key); });
   }
 
 #pragma unroll
@@ -227,7 +200,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                                          const int64_t* doc_begin, const float* dout, const float* lse,
                                          const float* delta, const float* kv, int64_t n_k, int64_t k_pos0, int H,
                                          int D, float scale) {
-  const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y, warp = threadIdx.x / 32;
   const int64_t C = int64_t(H) * D, j0 = int64_t(blockIdx.x) * kBwdRows;
   const int bc = int(min(int64_t(kBwdRows), n_k - j0)), lds = padded_stride(D);
   const int64_t k0 = k_pos0 + j0;  // global position of the tile's first key
@@ -259,21 +232,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_doc_begins(docs, doc_begin + i0, br, kKeys);
     __syncthreads();
 
-    float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    dot_warp_rows(s, Ks, Qs, lds, D);
-    dot_warp_rows(dp, Vs, dOs, lds, D);
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const int key = warp * kBwdRowsPerWarp + r;
-      const bool valid = key < bc && sees(p0 + lane, docs[lane], k0 + key);
-      const float p = valid ? kernel_exp(s[r] * scale - lse_s[lane]) : 0.0f;
-      Pt[key * kKeys + lane] = p;
-      dSt[key * kKeys + lane] = p * (dp[r] - delta_s[lane]);
-    }
-    __syncwarp();
-    accumulate_warp_rows(dv, Pt, dOs, br, lds, D);
-    accumulate_warp_rows(dk, dSt, Qs, br, lds, D);
-    __syncwarp();
+    dkdv_query_tile(dk, dv, Ks, Vs, Qs, dOs, Pt, dSt, lse_s, delta_s, br, lds, D, scale,
+                    [&](int key, int query) { return key < bc && sees(p0 + query, docs[query], k0 + key); });
   }
 
 #pragma unroll

@@ -109,25 +109,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_rows(Vs, lds, k_rows + C, ld, bc, kKeys, D);
     __syncthreads();
 
-    float s[kFwdRowsPerWarp] = {};
-    dot_warp_rows(s, Qs, Ks, lds, D);
-#pragma unroll
-    for (int r = 0; r < kFwdRowsPerWarp; ++r) {
-      const int row = warp * kFwdRowsPerWarp + r;
-      const bool valid = row < br && lane < bc && k0 + lane <= q0 + row;
-      const float x = valid ? s[r] * scale : -INFINITY;
-      // Key 0 is in the first tile, so a real row's max is finite from then on; a row with no valid key in a
-      // tile keeps its max (alpha = 1) and gets p = 0 without evaluating exp(-inf - m).
-      const float alpha = online_softmax_advance(m[r], l[r], warp_max(x));
-      const float p = valid ? kernel_exp(x - m[r]) : 0.0f;
-      l[r] += warp_sum(p);
-      Ps[row * kKeys + lane] = p;
-#pragma unroll
-      for (int k = 0; k < kDPerLane; ++k) acc[r][k] *= alpha;
-    }
-    __syncwarp();
-    accumulate_warp_rows(acc, Ps, Vs, bc, lds, D);
-    __syncwarp();  // this warp's Ps rows are rewritten by the next tile
+    // Key 0 is in the first tile, so a real row's max is finite from then on.
+    fold_key_tile(m, l, acc, Qs, Ks, Vs, Ps, bc, lds, D, scale,
+                  [&](int row, int key) { return row < br && key < bc && k0 + key <= q0 + row; });
   }
 
 #pragma unroll
@@ -155,7 +139,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                                          float scale) {
   Tile tile;
   if (!find_tile(cu_seqlens, n_seq, kBwdRows, gridDim.x - 1 - blockIdx.x, tile)) return;
-  const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y, warp = threadIdx.x / 32;
   const int64_t C = int64_t(H) * D, ld = 3 * C;
   const int lds = padded_stride(D), q0 = tile.row0, br = tile.rows;
   const int64_t tq = tile.t0 + q0;  // first token of the tile
@@ -183,19 +167,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_rows(Vs, lds, k_rows + C, ld, bc, kKeys, D);
     __syncthreads();
 
-    float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    dot_warp_rows(s, Qs, Ks, lds, D);
-    dot_warp_rows(dp, dOs, Vs, lds, D);
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const int row = warp * kBwdRowsPerWarp + r;
-      const bool valid = row < br && lane < bc && k0 + lane <= q0 + row;
-      const float p = valid ? kernel_exp(s[r] * scale - lse_s[row]) : 0.0f;
-      dSs[row * kKeys + lane] = p * (dp[r] - delta_s[row]);
-    }
-    __syncwarp();
-    accumulate_warp_rows(acc, dSs, Ks, bc, lds, D);
-    __syncwarp();
+    dq_key_tile(acc, Qs, dOs, Ks, Vs, dSs, lse_s, delta_s, bc, lds, D, scale,
+                [&](int row, int key) { return row < br && key < bc && k0 + key <= q0 + row; });
   }
 
 #pragma unroll
@@ -216,7 +189,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   Tile tile;
   // Early key tiles see the most queries and come first in the numbering: launch in order.
   if (!find_tile(cu_seqlens, n_seq, kBwdRows, blockIdx.x, tile)) return;
-  const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y, warp = threadIdx.x / 32;
   const int64_t C = int64_t(H) * D, ld = 3 * C;
   const int lds = padded_stride(D), k0 = tile.row0, bc = tile.rows;
   const int64_t tk = tile.t0 + k0;  // first token of the key tile
@@ -246,21 +219,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     row_deltas(delta_s, dout + tq * C + h * D, out + tq * C + h * D, C, br, kKeys, D);
     __syncthreads();
 
-    float s[kBwdRowsPerWarp] = {}, dp[kBwdRowsPerWarp] = {};
-    dot_warp_rows(s, Ks, Qs, lds, D);
-    dot_warp_rows(dp, Vs, dOs, lds, D);
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const int key = warp * kBwdRowsPerWarp + r;
-      const bool valid = key < bc && lane < br && k0 + key <= q0 + lane;
-      const float p = valid ? kernel_exp(s[r] * scale - lse_s[lane]) : 0.0f;
-      Pt[key * kKeys + lane] = p;
-      dSt[key * kKeys + lane] = p * (dp[r] - delta_s[lane]);
-    }
-    __syncwarp();
-    accumulate_warp_rows(dv, Pt, dOs, br, lds, D);
-    accumulate_warp_rows(dk, dSt, Qs, br, lds, D);
-    __syncwarp();
+    dkdv_query_tile(dk, dv, Ks, Vs, Qs, dOs, Pt, dSt, lse_s, delta_s, br, lds, D, scale,
+                    [&](int key, int query) { return key < bc && query < br && k0 + key <= q0 + query; });
   }
 
 #pragma unroll

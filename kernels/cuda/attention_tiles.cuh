@@ -10,7 +10,10 @@
 #include <cstdint>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
+#include "kernels/shared/exp.h"
+#include "kernels/shared/online_softmax.h"
 
 namespace trident::cuda::attention {
 
@@ -83,6 +86,83 @@ __device__ __forceinline__ void add_lane_columns(T* row, const float (&acc)[kDPe
     const int d = lane + 32 * k;
     if (d < D) row[d] = from_float<T>(to_float(row[d]) + scale * acc[k]);
   }
+}
+
+// The three tile steps of the kernels. valid(row, col) says whether a warp row (query, or key in dK/dV) and the
+// lane's column (key, or query) of the score tile see each other; it must be false past either tile's end.
+
+// Forward: folds one key tile (Ks, Vs: bc keys) into the online softmax of the warp's R query rows (Qs): scores,
+// masks, m and l advanced, acc rescaled and P V added. Ps: the warp's rows of a (rows x kKeys) scratch tile.
+template <int R, class Valid>
+__device__ __forceinline__ void fold_key_tile(float (&m)[R], float (&l)[R], float (&acc)[R][kDPerLane],
+                                              const float* Qs, const float* Ks, const float* Vs, float* Ps, int bc,
+                                              int lds, int D, float scale, Valid valid) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float s[R] = {};
+  dot_warp_rows(s, Qs, Ks, lds, D);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = warp * R + r;
+    const bool ok = valid(row, lane);
+    const float x = ok ? s[r] * scale : -INFINITY;
+    // A row with no visible key in this tile keeps its max (alpha = 1, also while it is still -inf) and gets p = 0
+    // without evaluating exp(-inf - m).
+    const float alpha = online_softmax_advance(m[r], l[r], warp_max(x));
+    const float p = ok ? kernel_exp(x - m[r]) : 0.0f;
+    l[r] += warp_sum(p);
+    Ps[row * kKeys + lane] = p;
+#pragma unroll
+    for (int k = 0; k < kDPerLane; ++k) acc[r][k] *= alpha;
+  }
+  __syncwarp();
+  accumulate_warp_rows(acc, Ps, Vs, bc, lds, D);
+  __syncwarp();  // this warp's Ps rows are rewritten by the next tile
+}
+
+// dQ: one key tile's part of the gradient of the warp's R query rows. For key `lane` a lane forms
+// P = exp(scale q.k - lse) and dP = dO.v; dS = P (dP - delta) goes through dSs to acc += dS K (scaled by the caller).
+template <int R, class Valid>
+__device__ __forceinline__ void dq_key_tile(float (&acc)[R][kDPerLane], const float* Qs, const float* dOs,
+                                            const float* Ks, const float* Vs, float* dSs, const float* lse_s,
+                                            const float* delta_s, int bc, int lds, int D, float scale, Valid valid) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float s[R] = {}, dp[R] = {};
+  dot_warp_rows(s, Qs, Ks, lds, D);
+  dot_warp_rows(dp, dOs, Vs, lds, D);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = warp * R + r;
+    const float p = valid(row, lane) ? kernel_exp(s[r] * scale - lse_s[row]) : 0.0f;
+    dSs[row * kKeys + lane] = p * (dp[r] - delta_s[row]);
+  }
+  __syncwarp();
+  accumulate_warp_rows(acc, dSs, Ks, bc, lds, D);
+  __syncwarp();
+}
+
+// dK, dV: one query tile's part of the gradients of the warp's R keys. For query `lane` a lane forms P and dS against
+// its warp's keys; they go through Pt and dSt (transposed: rows are keys) to dV += P^T dO and dK += dS^T Q (scaled by
+// the caller).
+template <int R, class Valid>
+__device__ __forceinline__ void dkdv_query_tile(float (&dk)[R][kDPerLane], float (&dv)[R][kDPerLane], const float* Ks,
+                                                const float* Vs, const float* Qs, const float* dOs, float* Pt,
+                                                float* dSt, const float* lse_s, const float* delta_s, int br, int lds,
+                                                int D, float scale, Valid valid) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float s[R] = {}, dp[R] = {};
+  dot_warp_rows(s, Ks, Qs, lds, D);
+  dot_warp_rows(dp, Vs, dOs, lds, D);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int key = warp * R + r;
+    const float p = valid(key, lane) ? kernel_exp(s[r] * scale - lse_s[lane]) : 0.0f;
+    Pt[key * kKeys + lane] = p;
+    dSt[key * kKeys + lane] = p * (dp[r] - delta_s[lane]);
+  }
+  __syncwarp();
+  accumulate_warp_rows(dv, Pt, dOs, br, lds, D);
+  accumulate_warp_rows(dk, dSt, Qs, br, lds, D);
+  __syncwarp();
 }
 
 // Argument errors surface as a RuntimeError naming the failed condition, like a CUDA error.

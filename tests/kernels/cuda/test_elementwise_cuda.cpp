@@ -60,29 +60,32 @@ TEST_CASE("cuda decay_rows and fill/convert equal the CPU", "[cuda][decay_rows]"
   for (const bf16 x : weights_d.to_host()) REQUIRE(bf16_to_float(x) == 1.5f);
 }
 
+namespace {
+
+// copy_rows and add_rows on storage type T against the CPU: copies are exact, and so is each sum (one fp32 addition,
+// rounded once in bf16 on both sides).
+template <class T>
+void check_strided_rows(const std::vector<float>& src32, const std::vector<float>& base32, int64_t rows, int64_t ld_src,
+                        int64_t ld_dst, int64_t cols) {
+  const std::vector<T> src = to_storage<T>(src32), base = to_storage<T>(base32);
+  std::vector<T> copied = base, added = base;
+  cpu::copy_rows(copied.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
+  cpu::add_rows(added.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
+  DeviceVector<T> src_d(src), copied_d(base), added_d(base);
+  cuda::copy_rows(copied_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
+  cuda::add_rows(added_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
+  CHECK(from_storage(copied_d.to_host()) == from_storage(copied));
+  CHECK(from_storage(added_d.to_host()) == from_storage(added));
+}
+
+}  // namespace
+
 TEST_CASE("cuda copy_rows, add_rows and bf16 widening equal the CPU", "[cuda][rows]") {
   const int64_t rows = 517, ld_src = 45, ld_dst = 31, cols = 29;
   const auto src = random_normal<float>(rows * ld_src, 4);
   const auto base = random_normal<float>(rows * ld_dst, 5);
-  std::vector<float> copied = base, added = base;
-  cpu::copy_rows(copied.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
-  cpu::add_rows(added.data() + 1, ld_dst, src.data() + 7, ld_src, rows, cols);
-  DeviceVector<float> src_d(src), copied_d(base), added_d(base);
-  cuda::copy_rows(copied_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
-  cuda::add_rows(added_d.data() + 1, ld_dst, src_d.data() + 7, ld_src, rows, cols, nullptr);
-  CHECK(copied_d.to_host() == copied);  // copies are exact, and so is one fp32 addition
-  CHECK(added_d.to_host() == added);
-
-  // bf16: the same, each sum in fp32 rounded once on both sides
-  const std::vector<bf16> src16 = to_bf16(src), base16 = to_bf16(base);
-  std::vector<bf16> copied16 = base16, added16 = base16;
-  cpu::copy_rows(copied16.data() + 1, ld_dst, src16.data() + 7, ld_src, rows, cols);
-  cpu::add_rows(added16.data() + 1, ld_dst, src16.data() + 7, ld_src, rows, cols);
-  DeviceVector<bf16> src16_d(src16), copied16_d(base16), added16_d(base16);
-  cuda::copy_rows(copied16_d.data() + 1, ld_dst, src16_d.data() + 7, ld_src, rows, cols, nullptr);
-  cuda::add_rows(added16_d.data() + 1, ld_dst, src16_d.data() + 7, ld_src, rows, cols, nullptr);
-  CHECK(to_f32(copied16_d.to_host()) == to_f32(copied16));
-  CHECK(to_f32(added16_d.to_host()) == to_f32(added16));
+  check_strided_rows<float>(src, base, rows, ld_src, ld_dst, cols);
+  check_strided_rows<bf16>(src, base, rows, ld_src, ld_dst, cols);
 
   const std::vector<bf16> narrow = to_bf16(src);
   DeviceVector<bf16> narrow_d(narrow);

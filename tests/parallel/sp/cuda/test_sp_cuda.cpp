@@ -1,19 +1,18 @@
 // Sequence parallelism on the CUDA backend: each rank's qkv, out and gradients in device memory, the messages over
-// NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax): outputs and input gradients against
-// the CPU kernel on the whole batch, within the CUDA kernels' fp32 tolerance (2e-5). Runs under mpirun with 1, 2 and
-// 4 ranks, one device per rank; without a usable device every rank prints why and exits 77.
+// NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax), fp32 and bf16 activations: outputs
+// and input gradients against the CPU backend's kernels on the whole batch. Runs under mpirun with 1, 2 and 4 ranks,
+// one device per rank; without a usable device every rank prints why and exits 77.
 #define CATCH_CONFIG_RUNNER
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include "kernels/cpu/attention_linear.h"
-#include "kernels/cpu/attention_softmax.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
 #include "kernels/shared/decay.h"
@@ -38,76 +37,23 @@ Backend* g_cuda = nullptr;       // this rank's device, made in main
 Communicator* g_nccl = nullptr;  // the world over NCCL (results are gathered over MPI: host buffers)
 
 enum class Method { ulysses_softmax, ulysses_linear, ring };
+constexpr int kChunk = 7;  // linear attention
 
 const char* method_name(Method m) {
   return m == Method::ring ? "ring" : m == Method::ulysses_linear ? "ulysses linear" : "ulysses softmax";
 }
 
-void check_against_kernel(const std::vector<int>& lengths, int H, int D, Method method, uint64_t seed) {
+// Activations of storage type T (float or bf16) against the CPU backend's kernels of the same type on the whole
+// batch: out, dqkv (accumulated onto a non-zero dqkv) and, for Ring, this rank's columns of lse (H, N).
+template <class T>
+void check_against_kernel(const std::vector<int>& lengths, int H, int D, Method method, uint64_t seed, double tol) {
   Communicator& sp = *g_nccl;
-  constexpr int kChunk = 7;
-  const bool linear = method == Method::ulysses_linear;
-  const PackedProblem p = packed_problem(lengths, H, D, seed);
-  const std::vector<int32_t>& cu = p.cu;
-  const std::vector<float>&qkv = p.qkv, &dout = p.dout, &dqkv0 = p.dqkv0, &slopes = p.slopes;
-  const int n_seq = p.n_seq;
-  const int64_t N = p.N, C = p.C;
-
-  std::vector<float> want_out(N * C), want_lse(int64_t(H) * N), want_dqkv = dqkv0;
-  if (linear) {
-    cpu::attention_linear_forward(want_out.data(), nullptr, qkv.data(), slopes.data(), nullptr, cu.data(), n_seq, N,
-                                  H, D, kChunk);
-    cpu::attention_linear_backward(want_dqkv.data(), nullptr, dout.data(), nullptr, qkv.data(), slopes.data(),
-                                   nullptr, cu.data(), n_seq, N, H, D, kChunk);
-  } else {
-    cpu::attention_softmax_forward(want_out.data(), want_lse.data(), qkv.data(), cu.data(), n_seq, N, H, D);
-    cpu::attention_softmax_backward(want_dqkv.data(), dout.data(), qkv.data(), want_out.data(), want_lse.data(),
-                                    cu.data(), n_seq, N, H, D);
-  }
-
-  const int64_t begin = shard_begin(N, sp.size(), sp.rank()), end = shard_begin(N, sp.size(), sp.rank() + 1);
-  const DeviceVector<float> d_qkv(rows(qkv, begin, end, 3 * C)), d_dout(rows(dout, begin, end, C));
-  const DeviceVector<float> d_slopes(slopes);
-  DeviceVector<float> d_out(std::vector<float>((end - begin) * C, -1.0f)), d_dqkv(rows(dqkv0, begin, end, 3 * C));
-  DeviceVector<float> d_lse(std::vector<float>(H * (end - begin), 0.0f));
-  const SpBatch batch{cu.data(), n_seq, N, H, D};
-  if (method == Method::ring) {
-    RingCache cache(*g_cuda);
-    ring_attention_forward(sp, cache, d_out.data(), d_lse.data(), d_qkv.data(), batch);
-    ring_attention_backward(sp, cache, d_dqkv.data(), d_dout.data(), d_qkv.data(), d_out.data(), d_lse.data(), batch);
-  } else {
-    UlyssesCache cache(*g_cuda);
-    if (linear) {
-      ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
-      ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
-    } else {
-      ulysses_softmax_forward(sp, d_out.data(), cache, d_qkv.data(), batch);
-      ulysses_softmax_backward(sp, d_dqkv.data(), d_dout.data(), cache, batch);
-    }
-  }
-  g_cuda->synchronize();
-  const std::string name = fmt::format("cuda {} T={} N={} H={} D={}", method_name(method), sp.size(), N, H, D);
-  check_close(name + " out", gather_rows(world(), d_out.to_host(), N, C), want_out, 2e-5);
-  check_close(name + " dqkv", gather_rows(world(), d_dqkv.to_host(), N, 3 * C), want_dqkv, 2e-5);
-  if (method == Method::ring) {  // this rank's columns of every head's lse (H, N)
-    std::vector<float> want_local;
-    for (int h = 0; h < H; ++h)
-      want_local.insert(want_local.end(), want_lse.begin() + h * N + begin, want_lse.begin() + h * N + end);
-    check_close(name + " lse", d_lse.to_host(), want_local, 2e-5);
-  }
-}
-
-// Ulysses and Ring on bf16 activations (bf16 messages) against the CPU backend's bf16 kernels on the whole batch,
-// within the bf16 attention kernels' tolerance (2e-2, tests/kernels/cuda/test_attention_softmax_cuda.cpp).
-void check_bf16(const std::vector<int>& lengths, int H, int D, Method method, uint64_t seed) {
-  Communicator& sp = *g_nccl;
-  constexpr int kChunk = 7;
   const bool linear = method == Method::ulysses_linear;
   const PackedProblem p = packed_problem(lengths, H, D, seed);
   const int64_t N = p.N, C = p.C;
-  const std::vector<bf16> qkv = to_bf16(p.qkv), dout = to_bf16(p.dout), dqkv0 = to_bf16(p.dqkv0);
-  std::vector<bf16> want_out(N * C), want_dqkv = dqkv0;
-  std::vector<float> lse(int64_t(H) * N);
+  const std::vector<T> qkv = to_storage<T>(p.qkv), dout = to_storage<T>(p.dout), dqkv0 = to_storage<T>(p.dqkv0);
+  std::vector<T> want_out(N * C), want_dqkv = dqkv0;
+  std::vector<float> want_lse(int64_t(H) * N);
   Backend& cpu = cpu_backend();
   if (linear) {
     cpu.attention_linear_forward(want_out.data(), nullptr, qkv.data(), p.slopes.data(), nullptr, p.cu.data(), p.n_seq,
@@ -115,26 +61,26 @@ void check_bf16(const std::vector<int>& lengths, int H, int D, Method method, ui
     cpu.attention_linear_backward(want_dqkv.data(), nullptr, dout.data(), nullptr, qkv.data(), p.slopes.data(),
                                   nullptr, p.cu.data(), p.n_seq, N, H, D, kChunk);
   } else {
-    cpu.attention_softmax_forward(want_out.data(), lse.data(), qkv.data(), p.cu.data(), p.n_seq, N, H, D);
-    cpu.attention_softmax_backward(want_dqkv.data(), dout.data(), qkv.data(), want_out.data(), lse.data(),
+    cpu.attention_softmax_forward(want_out.data(), want_lse.data(), qkv.data(), p.cu.data(), p.n_seq, N, H, D);
+    cpu.attention_softmax_backward(want_dqkv.data(), dout.data(), qkv.data(), want_out.data(), want_lse.data(),
                                    p.cu.data(), p.n_seq, N, H, D);
   }
 
   const int64_t begin = shard_begin(N, sp.size(), sp.rank()), end = shard_begin(N, sp.size(), sp.rank() + 1);
-  auto mine = [&](const std::vector<bf16>& x, int64_t width) {
-    return std::vector<bf16>(x.begin() + begin * width, x.begin() + end * width);
+  auto mine = [&](const std::vector<T>& x, int64_t width) {
+    return std::vector<T>(x.begin() + begin * width, x.begin() + end * width);
   };
-  const DeviceVector<bf16> d_qkv(mine(qkv, 3 * C)), d_dout(mine(dout, C));
+  const DeviceVector<T> d_qkv(mine(qkv, 3 * C)), d_dout(mine(dout, C));
   const DeviceVector<float> d_slopes(p.slopes);
-  DeviceVector<bf16> d_out((end - begin) * C), d_dqkv(mine(dqkv0, 3 * C));
+  DeviceVector<T> d_out(to_storage<T>(std::vector<float>((end - begin) * C, -1.0f))), d_dqkv(mine(dqkv0, 3 * C));
+  DeviceVector<float> d_lse(std::vector<float>(H * (end - begin), 0.0f));
   const SpBatch batch{p.cu.data(), p.n_seq, N, H, D};
   if (method == Method::ring) {
-    DeviceVector<float> d_lse(H * (end - begin));
     RingCache cache(*g_cuda);
     ring_attention_forward(sp, cache, d_out.data(), d_lse.data(), d_qkv.data(), batch);
     ring_attention_backward(sp, cache, d_dqkv.data(), d_dout.data(), d_qkv.data(), d_out.data(), d_lse.data(), batch);
   } else {
-    UlyssesCacheOf<bf16> cache(*g_cuda);
+    UlyssesCacheOf<T> cache(*g_cuda);
     if (linear) {
       ulysses_linear_forward(sp, d_out.data(), cache, d_qkv.data(), d_slopes.data(), batch, kChunk);
       ulysses_linear_backward(sp, d_dqkv.data(), d_dout.data(), cache, d_slopes.data(), batch, kChunk);
@@ -144,26 +90,37 @@ void check_bf16(const std::vector<int>& lengths, int H, int D, Method method, ui
     }
   }
   g_cuda->synchronize();
-  const std::string name = fmt::format("cuda {} bf16 T={} N={} H={} D={}", method_name(method), sp.size(), N, H, D);
-  check_close(name + " out", gather_rows(world(), to_f32(d_out.to_host()), N, C), to_f32(want_out), 2e-2);
-  check_close(name + " dqkv", gather_rows(world(), to_f32(d_dqkv.to_host()), N, 3 * C), to_f32(want_dqkv), 2e-2);
+  const std::string name = fmt::format("cuda {} {} T={} N={} H={} D={}", method_name(method),
+                                       std::is_same_v<T, bf16> ? "bf16" : "fp32", sp.size(), N, H, D);
+  check_close(name + " out", gather_rows(world(), from_storage(d_out.to_host()), N, C), from_storage(want_out), tol);
+  check_close(name + " dqkv", gather_rows(world(), from_storage(d_dqkv.to_host()), N, 3 * C),
+              from_storage(want_dqkv), tol);
+  if (method == Method::ring) {  // lse stays fp32
+    std::vector<float> want_local;
+    for (int h = 0; h < H; ++h)
+      want_local.insert(want_local.end(), want_lse.begin() + h * N + begin, want_lse.begin() + h * N + end);
+    check_close(name + " lse", d_lse.to_host(), want_local, 2e-5);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal the CPU's bf16 kernels", "[sp][cuda]") {
-  for (Method method : {Method::ulysses_softmax, Method::ulysses_linear, Method::ring}) {
-    check_bf16({37, 1, 100, 5, 64}, 4, 16, method, 41);
-    check_bf16({2}, 4, 8, method, 51);
-  }
-}
-
+// Tolerances: the CUDA attention kernels' against the CPU's (tests/kernels/cuda/test_attention_softmax_cuda.cpp),
+// fp32 2e-5, bf16 2e-2.
 TEST_CASE("Ulysses and Ring Attention on the cuda backend over NCCL equal the kernel on the whole batch",
           "[sp][cuda]") {
   for (Method method : {Method::ulysses_softmax, Method::ulysses_linear, Method::ring}) {
-    check_against_kernel({37, 1, 100, 5, 64}, 4, 16, method, 11);  // documents across rank boundaries
-    check_against_kernel({203}, 4, 29, method, 21);                // one document over every rank, odd D
-    check_against_kernel({2}, 4, 8, method, 31);                   // fewer tokens than ranks
+    check_against_kernel<float>({37, 1, 100, 5, 64}, 4, 16, method, 11, 2e-5);  // documents across rank boundaries
+    check_against_kernel<float>({203}, 4, 29, method, 21, 2e-5);                // one document over every rank, odd D
+    check_against_kernel<float>({2}, 4, 8, method, 31, 2e-5);                   // fewer tokens than ranks
+  }
+}
+
+TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal the CPU's bf16 kernels",
+          "[sp][cuda]") {
+  for (Method method : {Method::ulysses_softmax, Method::ulysses_linear, Method::ring}) {
+    check_against_kernel<bf16>({37, 1, 100, 5, 64}, 4, 16, method, 41, 2e-2);
+    check_against_kernel<bf16>({2}, 4, 8, method, 51, 2e-2);
   }
 }
 
