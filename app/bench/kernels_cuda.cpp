@@ -344,7 +344,7 @@ double check_attention_block() {
       dq(n * C, 0.0f), dkv(n_k * 2 * C, 0.0f);
   cpu::attention_block_forward(m.data(), l.data(), acc.data(), q.data(), C, n, q_pos0, docs.data(), kv.data(), n_k,
                                k_pos0, h, d);
-  // Every row sees keys 60..89 at least, so the state is finished for the finish/backward check.
+  // Every row sees key 60 and its own position at least (l > 0), so the state is finished for finish and backward.
   cpu::attention_block_finish(out.data(), lse.data(), m.data(), l.data(), acc.data(), n, h, d);
   cpu::attention_block_delta(delta.data(), out.data(), dout.data(), n, h, d);
   cpu::attention_block_backward(dq.data(), C, dkv.data(), q.data(), C, n, q_pos0, docs.data(), dout.data(), lse.data(),
@@ -557,9 +557,9 @@ std::vector<CudaBench> attention_benches() {
   return benches;
 }
 
-// Ring Attention's block ops (fp32, as Ring Attention runs): one rank's T queries against a whole earlier block
-// of T keys of the same document, the step every rank but the first repeats T-1 times. FLOPs: forward 4 B T^2 C
-// (no causal half: every key is visible), backward 2.5x.
+// Ring Attention's block ops (fp32, as Ring Attention runs): one rank's N = B x T queries against a whole earlier
+// block of N keys of the same document, the step every rank but the first repeats. FLOPs: forward 4 N^2 C (no causal
+// half: every key is visible), backward 2.5x.
 std::vector<CudaBench> block_attention_benches() {
   struct Buffers {
     DeviceBuffer<float> q = random_buffer<float>(kNC, 53, 0.5f), kv = random_buffer<float>(2 * kNC, 54, 0.5f),

@@ -20,6 +20,9 @@ class DeviceVector {
   explicit DeviceVector(const std::vector<T>& host) : size_(host.size()) {
     cuda_or_throw(cudaMalloc(reinterpret_cast<void**>(&data_), bytes() + 1), "cudaMalloc");
     cuda_or_throw(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice), "cudaMemcpy to device");
+    // From pageable memory cudaMemcpy may return before the data has landed, and the code under test may run on a
+    // non-blocking stream that does not wait for the legacy one: finish the copy here.
+    cuda_or_throw(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   explicit DeviceVector(std::size_t n, T value = T{}) : DeviceVector(std::vector<T>(n, value)) {}
   DeviceVector(const DeviceVector&) = delete;
