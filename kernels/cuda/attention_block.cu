@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int br = int(min(int64_t(kFwdRows), n - r0)), lds = padded_stride(D);
   const int64_t p0 = q_pos0 + r0;  // global position of the tile's first query
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   int64_t* docs = reinterpret_cast<int64_t*>(smem);    // kFwdRows
   float* Qs = after_doc_begins(smem, kFwdRows);  //        kFwdRows x lds
   float* Ks = Qs + kFwdRows * lds;                      // kKeys x lds
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int br = int(min(int64_t(kBwdRows), n - r0)), lds = padded_stride(D);
   const int64_t p0 = q_pos0 + r0;
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   int64_t* docs = reinterpret_cast<int64_t*>(smem);    // kBwdRows
   float* Qs = after_doc_begins(smem, kBwdRows);  //        kBwdRows x lds
   float* dOs = Qs + kBwdRows * lds;                     // kBwdRows x lds
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int bc = int(min(int64_t(kBwdRows), n_k - j0)), lds = padded_stride(D);
   const int64_t k0 = k_pos0 + j0;  // global position of the tile's first key
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   int64_t* docs = reinterpret_cast<int64_t*>(smem);  // kKeys (the query tile's)
   float* Ks = after_doc_begins(smem, kKeys);   //        kBwdRows x lds
   float* Vs = Ks + kBwdRows * lds;                    // kBwdRows x lds
@@ -266,7 +266,8 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q, int
   const std::size_t smem =
       sizeof(float) * (2 * kFwdRows + std::size_t(kFwdRows + 2 * kKeys) * lds + kFwdRows * kKeys);
   allow_shared_memory(attention_block_forward_kernel, smem);
-  attention_block_forward_kernel<<<dim3(tiles(n, kFwdRows), H), kBlockThreads, smem, stream>>>(
+  const dim3 grid(tiles(n, kFwdRows), H);
+  TRIDENT_LAUNCH(attention_block_forward_kernel, grid, kBlockThreads, smem, stream)(
       m, l, acc, q, ld_q, n, q_pos0, doc_begin, kv, n_k, k_pos0, H, D, softmax_scale(D));
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
@@ -275,7 +276,8 @@ void attention_block_finish(float* out, float* lse, const float* m, const float*
                             int H, int D, cudaStream_t stream) {
   check_args(n, 0, H, D);
   if (n == 0) return;
-  attention_block_finish_kernel<<<elementwise_blocks(n * H * D), kThreads, 0, stream>>>(out, lse, m, l, acc, n, H, D);
+  TRIDENT_LAUNCH(attention_block_finish_kernel, elementwise_blocks(n * H * D), kThreads, 0, stream)(out, lse, m, l,
+                                                                                                   acc, n, H, D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -283,7 +285,8 @@ void attention_block_delta(float* delta, const float* out, const float* dout, in
                            cudaStream_t stream) {
   check_args(n, 0, H, D);
   if (n == 0) return;
-  attention_block_delta_kernel<<<row_kernel_blocks(n * H), kThreads, 0, stream>>>(delta, out, dout, n, H, D);
+  TRIDENT_LAUNCH(attention_block_delta_kernel, row_kernel_blocks(n * H), kThreads, 0, stream)(delta, out, dout, n, H,
+                                                                                              D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -300,14 +303,16 @@ void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float*
   const std::size_t dq_smem = sizeof(float) * (2 * kBwdRows + std::size_t(2 * kBwdRows + 2 * kKeys) * lds +
                                                kBwdRows * kKeys + 2 * kBwdRows);
   allow_shared_memory(attention_block_backward_dq_kernel, dq_smem);
-  attention_block_backward_dq_kernel<<<dim3(tiles(n, kBwdRows), H), kBlockThreads, dq_smem, stream>>>(
+  const dim3 dq_grid(tiles(n, kBwdRows), H);
+  TRIDENT_LAUNCH(attention_block_backward_dq_kernel, dq_grid, kBlockThreads, dq_smem, stream)(
       dq, ld_dq, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
   const std::size_t dkdv_smem = sizeof(float) * (2 * kKeys + std::size_t(2 * kBwdRows + 2 * kKeys) * lds +
                                                  2 * kBwdRows * kKeys + 2 * kKeys);
   allow_shared_memory(attention_block_backward_dkdv_kernel, dkdv_smem);
-  attention_block_backward_dkdv_kernel<<<dim3(tiles(n_k, kBwdRows), H), kBlockThreads, dkdv_smem, stream>>>(
+  const dim3 dkdv_grid(tiles(n_k, kBwdRows), H);
+  TRIDENT_LAUNCH(attention_block_backward_dkdv_kernel, dkdv_grid, kBlockThreads, dkdv_smem, stream)(
       dkv, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

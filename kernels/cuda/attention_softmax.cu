@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/exp.h"
@@ -84,7 +85,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int64_t C = int64_t(H) * D, ld = 3 * C;
   const int lds = padded_stride(D), q0 = tile.row0, br = tile.rows;
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   float* Qs = smem;                  // kFwdRows x lds
   float* Ks = Qs + kFwdRows * lds;   // kKeys x lds
   float* Vs = Ks + kKeys * lds;      // kKeys x lds
@@ -144,7 +145,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int lds = padded_stride(D), q0 = tile.row0, br = tile.rows;
   const int64_t tq = tile.t0 + q0;  // first token of the tile
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   float* Qs = smem;                    // kBwdRows x lds
   float* dOs = Qs + kBwdRows * lds;    // kBwdRows x lds
   float* Ks = dOs + kBwdRows * lds;    // kKeys x lds
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int lds = padded_stride(D), k0 = tile.row0, bc = tile.rows;
   const int64_t tk = tile.t0 + k0;  // first token of the key tile
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   float* Ks = smem;                    // kBwdRows x lds
   float* Vs = Ks + kBwdRows * lds;     // kBwdRows x lds
   float* Qs = Vs + kBwdRows * lds;     // kKeys x lds (the query tile)
@@ -251,8 +252,8 @@ void attention_softmax_forward(T* out, float* lse, const T* qkv, const int32_t* 
   const std::size_t smem = sizeof(float) * (std::size_t(kFwdRows + 2 * kKeys) * lds + kFwdRows * kKeys);
   allow_shared_memory(attention_softmax_forward_kernel<T>, smem);
   const dim3 grid(tile_blocks(N, n_seq, kFwdRows), H);
-  attention_softmax_forward_kernel<T><<<grid, kBlockThreads, smem, stream>>>(out, lse, qkv, cu_seqlens, n_seq, N, H,
-                                                                             D, softmax_scale(D));
+  TRIDENT_LAUNCH(attention_softmax_forward_kernel<T>, grid, kBlockThreads, smem, stream)(
+      out, lse, qkv, cu_seqlens, n_seq, N, H, D, softmax_scale(D));
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -269,7 +270,7 @@ void attention_softmax_backward(T* dqkv, const T* dout, const T* qkv, const T* o
       sizeof(float) * (std::size_t(2 * kBwdRows + 2 * kKeys) * lds + kBwdRows * kKeys + 2 * kBwdRows);
   allow_shared_memory(attention_softmax_backward_dq_kernel<T>, dq_smem);
   const dim3 dq_grid(tile_blocks(N, n_seq, kBwdRows), H);
-  attention_softmax_backward_dq_kernel<T><<<dq_grid, kBlockThreads, dq_smem, stream>>>(
+  TRIDENT_LAUNCH(attention_softmax_backward_dq_kernel<T>, dq_grid, kBlockThreads, dq_smem, stream)(
       dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
@@ -277,7 +278,7 @@ void attention_softmax_backward(T* dqkv, const T* dout, const T* qkv, const T* o
       sizeof(float) * (std::size_t(2 * kBwdRows + 2 * kKeys) * lds + 2 * kBwdRows * kKeys + 2 * kKeys);
   allow_shared_memory(attention_softmax_backward_dkdv_kernel<T>, dkdv_smem);
   const dim3 dkdv_grid(tile_blocks(N, n_seq, kBwdRows), H);
-  attention_softmax_backward_dkdv_kernel<T><<<dkdv_grid, kBlockThreads, dkdv_smem, stream>>>(
+  TRIDENT_LAUNCH(attention_softmax_backward_dkdv_kernel<T>, dkdv_grid, kBlockThreads, dkdv_smem, stream)(
       dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

@@ -1,0 +1,224 @@
+#pragma once
+// SIMT emulation: the subset of the CUDA runtime the attention kernels use, on the host, so their .cu sources run in
+// CI where no GPU is (tests/kernels/simt/README.md). "Device" memory is host memory. A launch runs the grid's blocks
+// one after another; a block's blockDim.x threads are fibers (ucontext) on the calling thread, switched at barriers:
+// __syncthreads waits for the block, __syncwarp and the shuffles for the thread's warp. A barrier that only part of
+// a block reaches is reported and aborts. Dynamic shared memory is filled with NaN before each block, so reading what
+// no thread wrote shows in the results. Arithmetic is the host's: kernel_exp is the host polynomial, not expf.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <ucontext.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+
+using cudaError_t = int;
+enum : int { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
+using cudaStream_t = struct CUstream_st*;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+// Device code calls min and max unqualified, as CUDA's overloads allow.
+using std::max;
+using std::min;
+
+namespace trident::simt {
+
+inline constexpr std::size_t kFiberStack = 64 * 1024;
+
+struct Fiber {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack{new char[kFiberStack]};
+  bool done = false;
+};
+
+// One running block: its fibers, barrier counters, the warps' shuffle slots and its shared memory.
+struct Block {
+  Block(unsigned threads, std::size_t shared_bytes)
+      : fibers(threads), warp_arrived((threads + 31) / 32), warp_generation((threads + 31) / 32), exchange(threads),
+        shared((shared_bytes + 7) / 8) {}
+  std::vector<Fiber> fibers;
+  unsigned running = 0;           // the fiber switched to
+  bool progress = false;          // since the scheduler's last pass: an arrival, a release or a finished fiber
+  unsigned arrived = 0;           // at __syncthreads
+  uint64_t generation = 0;        // __syncthreads released so far
+  std::vector<unsigned> warp_arrived;
+  std::vector<uint64_t> warp_generation;
+  std::vector<uint64_t> exchange;  // a shuffle slot per thread
+  std::vector<uint64_t> shared;    // 8-byte aligned, as the device's dynamic shared memory
+  ucontext_t scheduler;
+  const std::function<void()>* body = nullptr;
+};
+
+inline Block* current = nullptr;  // the emulation runs on one host thread at a time
+
+inline void* shared_memory() { return current->shared.data(); }
+
+// Back to the scheduler until the barrier (count threads, counters `arrived` and `generation`) releases.
+inline void barrier(unsigned& arrived, uint64_t& generation, unsigned count) {
+  Block& b = *current;
+  b.progress = true;
+  if (++arrived == count) {
+    arrived = 0;
+    ++generation;
+    return;
+  }
+  const uint64_t mine = generation;
+  while (generation == mine) swapcontext(&b.fibers[b.running].context, &b.scheduler);
+}
+
+inline void fiber_entry() {
+  Block& b = *current;
+  (*b.body)();
+  b.fibers[b.running].done = true;  // returning resumes the scheduler (uc_link)
+}
+
+// Runs one block to completion: every fiber in turn until it waits at a barrier or finishes; a full pass without
+// progress means some threads wait at a barrier the others never reach.
+inline void run_block(Block& b, const std::function<void()>& body) {
+  b.body = &body;
+  const float nan = std::nanf("");
+  float* f = reinterpret_cast<float*>(b.shared.data());
+  std::fill(f, f + 2 * b.shared.size(), nan);
+  for (Fiber& fiber : b.fibers) {
+    getcontext(&fiber.context);
+    fiber.context.uc_stack.ss_sp = fiber.stack.get();
+    fiber.context.uc_stack.ss_size = kFiberStack;
+    fiber.context.uc_link = &b.scheduler;
+    makecontext(&fiber.context, fiber_entry, 0);
+  }
+  std::size_t remaining = b.fibers.size();
+  while (remaining > 0) {
+    b.progress = false;
+    for (unsigned t = 0; t < b.fibers.size(); ++t) {
+      if (b.fibers[t].done) continue;
+      b.running = t;
+      threadIdx = dim3(t);
+      swapcontext(&b.scheduler, &b.fibers[t].context);
+      if (b.fibers[t].done) {
+        --remaining;
+        b.progress = true;
+      }
+    }
+    if (!b.progress) {
+      std::fprintf(stderr, "SIMT emulation: block (%u, %u, %u) deadlocks: a barrier that only some threads reach\n",
+                   blockIdx.x, blockIdx.y, blockIdx.z);
+      std::abort();
+    }
+  }
+}
+
+template <class Body>
+void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const Body& body) {
+  gridDim = grid;
+  blockDim = block;
+  const std::function<void()> run = body;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        Block b(block.x * block.y * block.z, shared_bytes);
+        current = &b;
+        blockIdx = dim3(x, y, z);
+        run_block(b, run);
+        current = nullptr;
+      }
+}
+
+// TRIDENT_LAUNCH(kernel, grid, block, shared, stream)(args...): the grid, run to completion.
+template <class... Params>
+struct Launch {
+  void (*kernel)(Params...);
+  dim3 grid, block;
+  std::size_t shared_bytes;
+  template <class... Args>
+  void operator()(Args&&... args) const {
+    run_grid(grid, block, shared_bytes, [&] { kernel(args...); });
+  }
+};
+template <class... Params>
+Launch<Params...> launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes) {
+  return {kernel, grid, block, shared_bytes};
+}
+
+}  // namespace trident::simt
+
+#define TRIDENT_LAUNCH(kernel, grid, block, shared_bytes, stream) \
+  ::trident::simt::launch(kernel, grid, block, shared_bytes)
+#define TRIDENT_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::trident::simt::shared_memory())
+
+inline void __syncthreads() {
+  trident::simt::Block& b = *trident::simt::current;
+  trident::simt::barrier(b.arrived, b.generation, unsigned(b.fibers.size()));
+}
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  trident::simt::Block& b = *trident::simt::current;
+  const unsigned w = threadIdx.x / 32;
+  trident::simt::barrier(b.warp_arrived[w], b.warp_generation[w], std::min(32u, unsigned(b.fibers.size()) - 32 * w));
+}
+
+// Every lane publishes its value, the warp meets, each reads its partner's, the warp meets again (so no slot is
+// overwritten before it is read).
+template <class T>
+T __shfl_xor_sync(unsigned, T value, int lane_mask) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
+  trident::simt::Block& b = *trident::simt::current;
+  const unsigned lane = threadIdx.x % 32, first = threadIdx.x - lane;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  b.exchange[threadIdx.x] = bits;
+  __syncwarp();
+  bits = b.exchange[first + (lane ^ unsigned(lane_mask))];
+  __syncwarp();
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+// ---- the runtime: host memory, everything synchronous ----
+inline cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+  *p = std::malloc(bytes > 0 ? bytes : 1);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+template <class T>
+cudaError_t cudaMalloc(T** p, std::size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+inline const char* cudaGetErrorString(cudaError_t) { return "error (SIMT emulation)"; }
+template <class Kernel>
+cudaError_t cudaFuncSetAttribute(Kernel, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
