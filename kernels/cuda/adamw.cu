@@ -24,7 +24,8 @@ __global__ void adamw_update_kernel(float* params, const float* grads, float* m,
 void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,
                   float grad_scale, cudaStream_t stream) {
   if (n == 0) return;
-  adamw_update_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(params, grads, m, v, n, step, grad_scale);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, adamw_update_kernel)(
+      params, grads, m, v, n, step, grad_scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -267,7 +267,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q, int
       sizeof(float) * (2 * kFwdRows + std::size_t(kFwdRows + 2 * kKeys) * lds + kFwdRows * kKeys);
   allow_shared_memory(attention_block_forward_kernel, smem);
   const dim3 grid(tiles(n, kFwdRows), H);
-  TRIDENT_LAUNCH(attention_block_forward_kernel, grid, kBlockThreads, smem, stream)(
+  TRIDENT_LAUNCH(grid, kBlockThreads, smem, stream, attention_block_forward_kernel)(
       m, l, acc, q, ld_q, n, q_pos0, doc_begin, kv, n_k, k_pos0, H, D, softmax_scale(D));
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
@@ -276,8 +276,8 @@ void attention_block_finish(float* out, float* lse, const float* m, const float*
                             int H, int D, cudaStream_t stream) {
   check_args(n, 0, H, D);
   if (n == 0) return;
-  TRIDENT_LAUNCH(attention_block_finish_kernel, elementwise_blocks(n * H * D), kThreads, 0, stream)(out, lse, m, l,
-                                                                                                   acc, n, H, D);
+  TRIDENT_LAUNCH(elementwise_blocks(n * H * D), kThreads, 0, stream, attention_block_finish_kernel)(
+      out, lse, m, l, acc, n, H, D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -285,8 +285,8 @@ void attention_block_delta(float* delta, const float* out, const float* dout, in
                            cudaStream_t stream) {
   check_args(n, 0, H, D);
   if (n == 0) return;
-  TRIDENT_LAUNCH(attention_block_delta_kernel, row_kernel_blocks(n * H), kThreads, 0, stream)(delta, out, dout, n, H,
-                                                                                              D);
+  TRIDENT_LAUNCH(row_kernel_blocks(n * H), kThreads, 0, stream, attention_block_delta_kernel)(
+      delta, out, dout, n, H, D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -304,7 +304,7 @@ void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float*
                                                kBwdRows * kKeys + 2 * kBwdRows);
   allow_shared_memory(attention_block_backward_dq_kernel, dq_smem);
   const dim3 dq_grid(tiles(n, kBwdRows), H);
-  TRIDENT_LAUNCH(attention_block_backward_dq_kernel, dq_grid, kBlockThreads, dq_smem, stream)(
+  TRIDENT_LAUNCH(dq_grid, kBlockThreads, dq_smem, stream, attention_block_backward_dq_kernel)(
       dq, ld_dq, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
@@ -312,7 +312,7 @@ void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float*
                                                  2 * kBwdRows * kKeys + 2 * kKeys);
   allow_shared_memory(attention_block_backward_dkdv_kernel, dkdv_smem);
   const dim3 dkdv_grid(tiles(n_k, kBwdRows), H);
-  TRIDENT_LAUNCH(attention_block_backward_dkdv_kernel, dkdv_grid, kBlockThreads, dkdv_smem, stream)(
+  TRIDENT_LAUNCH(dkdv_grid, kBlockThreads, dkdv_smem, stream, attention_block_backward_dkdv_kernel)(
       dkv, q, ld_q, n, q_pos0, doc_begin, dout, lse, delta, kv, n_k, k_pos0, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

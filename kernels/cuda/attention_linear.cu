@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/decay.h"
 
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const float s = slopes[h];
   const int lds = padded_stride(D);
 
-  extern __shared__ float smem[];
+  TRIDENT_DYNAMIC_SHARED(float, smem);
   float* Xs = smem;                 // kTile x lds: the row tile
   float* Ys = Xs + kTile * lds;     // kTile x lds: the key tile
   float* Zs = Ys + kTile * lds;     // kTile x kSlice
@@ -238,7 +239,7 @@ void launch_pass(const Pass<T>& p, const float* slopes, const int32_t* cu_seqlen
   if (smem > 48 * 1024)
     TRIDENT_CUDA_CHECK(cudaFuncSetAttribute(attention_linear_pass_kernel<T, kReverse>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  attention_linear_pass_kernel<T, kReverse><<<unsigned(blocks), kBlockThreads, smem, stream>>>(
+  TRIDENT_LAUNCH(unsigned(blocks), kBlockThreads, smem, stream, attention_linear_pass_kernel<T, kReverse>)(
       p, slopes, cu_seqlens, H, D, chunk, n_slices);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

@@ -252,7 +252,7 @@ void attention_softmax_forward(T* out, float* lse, const T* qkv, const int32_t* 
   const std::size_t smem = sizeof(float) * (std::size_t(kFwdRows + 2 * kKeys) * lds + kFwdRows * kKeys);
   allow_shared_memory(attention_softmax_forward_kernel<T>, smem);
   const dim3 grid(tile_blocks(N, n_seq, kFwdRows), H);
-  TRIDENT_LAUNCH(attention_softmax_forward_kernel<T>, grid, kBlockThreads, smem, stream)(
+  TRIDENT_LAUNCH(grid, kBlockThreads, smem, stream, attention_softmax_forward_kernel<T>)(
       out, lse, qkv, cu_seqlens, n_seq, N, H, D, softmax_scale(D));
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
@@ -270,7 +270,7 @@ void attention_softmax_backward(T* dqkv, const T* dout, const T* qkv, const T* o
       sizeof(float) * (std::size_t(2 * kBwdRows + 2 * kKeys) * lds + kBwdRows * kKeys + 2 * kBwdRows);
   allow_shared_memory(attention_softmax_backward_dq_kernel<T>, dq_smem);
   const dim3 dq_grid(tile_blocks(N, n_seq, kBwdRows), H);
-  TRIDENT_LAUNCH(attention_softmax_backward_dq_kernel<T>, dq_grid, kBlockThreads, dq_smem, stream)(
+  TRIDENT_LAUNCH(dq_grid, kBlockThreads, dq_smem, stream, attention_softmax_backward_dq_kernel<T>)(
       dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
@@ -278,7 +278,7 @@ void attention_softmax_backward(T* dqkv, const T* dout, const T* qkv, const T* o
       sizeof(float) * (std::size_t(2 * kBwdRows + 2 * kKeys) * lds + 2 * kBwdRows * kKeys + 2 * kKeys);
   allow_shared_memory(attention_softmax_backward_dkdv_kernel<T>, dkdv_smem);
   const dim3 dkdv_grid(tile_blocks(N, n_seq, kBwdRows), H);
-  TRIDENT_LAUNCH(attention_softmax_backward_dkdv_kernel<T>, dkdv_grid, kBlockThreads, dkdv_smem, stream)(
+  TRIDENT_LAUNCH(dkdv_grid, kBlockThreads, dkdv_smem, stream, attention_softmax_backward_dkdv_kernel<T>)(
       dqkv, dout, qkv, out, lse, cu_seqlens, n_seq, N, H, D, scale);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

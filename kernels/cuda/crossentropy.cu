@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/crossentropy.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/exp.h"
 #include "kernels/shared/online_softmax.h"
@@ -119,8 +120,8 @@ void launch(float* losses, const T* logits, T* dlogits, const int32_t* targets, 
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&bad_token), sizeof *bad_token, stream));
   TRIDENT_CUDA_CHECK(cudaMemsetAsync(bad_token, 0xff, sizeof *bad_token, stream));  // kNoBadToken
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(N, INT_MAX));
-  crossentropy_kernel<T, kBackward>
-      <<<grid, kRowThreads, 0, stream>>>(losses, logits, dlogits, targets, weight, N, V, bad_token);
+  TRIDENT_LAUNCH(grid, kRowThreads, 0, stream, crossentropy_kernel<T, kBackward>)(
+      losses, logits, dlogits, targets, weight, N, V, bad_token);
   if (const cudaError_t rc = cudaGetLastError(); rc != cudaSuccess) {
     cudaFreeAsync(bad_token, stream);
     TRIDENT_CUDA_CHECK(rc);

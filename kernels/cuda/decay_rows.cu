@@ -19,7 +19,8 @@ __global__ void decay_rows_kernel(float* dst, const float* src, int64_t ld, int6
 void decay_rows(float* dst, const float* src, int64_t ld, int64_t n, int D, float s, int64_t offset, int sign,
                 cudaStream_t stream) {
   if (n == 0 || D == 0) return;
-  decay_rows_kernel<<<elementwise_blocks(n * D), kThreads, 0, stream>>>(dst, src, ld, n, D, s, offset, sign);
+  TRIDENT_LAUNCH(elementwise_blocks(n * D), kThreads, 0, stream, decay_rows_kernel)(
+      dst, src, ld, n, D, s, offset, sign);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -24,7 +24,7 @@ void fill(T* x, int64_t n, float value, cudaStream_t stream) {
     TRIDENT_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(T) * static_cast<std::size_t>(n), stream));
     return;
   }
-  fill_kernel<T><<<elementwise_blocks(n), kThreads, 0, stream>>>(x, n, from_float<T>(value));
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, fill_kernel<T>)(x, n, from_float<T>(value));
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -34,7 +34,7 @@ template void fill<bf16>(bf16*, int64_t, float, cudaStream_t);
 template <class To, class From>
 void convert(To* dst, const From* src, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  convert_kernel<To, From><<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, convert_kernel<To, From>)(dst, src, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -26,14 +26,14 @@ __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64
 template <class T>
 void gelu_forward(T* out, const T* inp, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  gelu_forward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(out, inp, n);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, gelu_forward_kernel<T>)(out, inp, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  gelu_backward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, gelu_backward_kernel<T>)(dinp, inp, dout, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

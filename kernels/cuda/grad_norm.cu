@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 
 namespace trident::cuda {
@@ -52,9 +53,9 @@ void squared_norm_accumulate(double* total, const float* x, int64_t n, cudaStrea
   const int blocks = static_cast<int>(std::min((n + per_block - 1) / per_block, kNormMaxBlocks));  // from n alone
   double* partial = nullptr;
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), blocks * sizeof(double), stream));
-  squared_norm_partials_kernel<<<blocks, kThreads, 0, stream>>>(partial, x, n);
+  TRIDENT_LAUNCH(blocks, kThreads, 0, stream, squared_norm_partials_kernel)(partial, x, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
-  squared_norm_final_kernel<<<1, kThreads, 0, stream>>>(total, partial, blocks);
+  TRIDENT_LAUNCH(1, kThreads, 0, stream, squared_norm_final_kernel)(total, partial, blocks);
   TRIDENT_CUDA_CHECK_LAUNCH();
   TRIDENT_CUDA_CHECK(cudaFreeAsync(partial, stream));
 }
@@ -74,7 +75,7 @@ double squared_norm(const float* x, int64_t n, cudaStream_t stream) {
 
 void scale(float* x, int64_t n, float s, cudaStream_t stream) {
   if (n == 0) return;
-  scale_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, n, s);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, scale_kernel)(x, n, s);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

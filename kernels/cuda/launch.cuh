@@ -19,10 +19,10 @@ inline int elementwise_blocks(int64_t n) {
 
 // Kernel launches and dynamic shared memory, spelled so a kernel file also compiles as host C++ for the SIMT
 // emulation test (tests/kernels/simt/: blocks of CPU threads), which defines both before including any kernel:
-//   TRIDENT_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...)
+//   TRIDENT_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...)   (kernel last: it may hold commas, f<T, U>)
 //   TRIDENT_DYNAMIC_SHARED(float, smem);
 #if defined(__CUDACC__)
-#define TRIDENT_LAUNCH(kernel, grid, block, shared_bytes, stream) kernel<<<grid, block, shared_bytes, stream>>>
+#define TRIDENT_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
 #define TRIDENT_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 

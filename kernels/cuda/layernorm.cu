@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/layernorm.h"
@@ -125,7 +126,8 @@ template <class T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const float* weight, const float* bias,
                        int64_t N, int C, cudaStream_t stream) {
   if (N == 0 || C == 0) return;
-  layernorm_forward_kernel<<<row_kernel_blocks(N), kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
+  TRIDENT_LAUNCH(row_kernel_blocks(N), kThreads, 0, stream, layernorm_forward_kernel<T>)(
+      out, mean, rstd, inp, weight, bias, N, C);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -133,8 +135,8 @@ template <class T>
 void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C, cudaStream_t stream) {
   if (N == 0 || C == 0) return;
-  layernorm_backward_dinp_kernel<<<row_kernel_blocks(N), kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd,
-                                                                                 N, C);
+  TRIDENT_LAUNCH(row_kernel_blocks(N), kThreads, 0, stream, layernorm_backward_dinp_kernel<T>)(
+      dinp, dout, inp, weight, mean, rstd, N, C);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
   const int64_t rows_per_block = std::max(kParamMinRows, (N + kParamMaxBlocks - 1) / kParamMaxBlocks);
@@ -144,11 +146,12 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * blocks * C * sizeof(float), stream));
   float* dw_part = scratch;
   float* db_part = scratch + blocks * C;
-  layernorm_param_partials_kernel<<<dim3(static_cast<unsigned>(blocks), strips), dim3(kParamCols, kParamLanes), 0,
-                                    stream>>>(dw_part, db_part, dout, inp, mean, rstd, N, C, rows_per_block);
+  const dim3 grid(static_cast<unsigned>(blocks), strips), block(kParamCols, kParamLanes);
+  TRIDENT_LAUNCH(grid, block, 0, stream, layernorm_param_partials_kernel<T>)(
+      dw_part, db_part, dout, inp, mean, rstd, N, C, rows_per_block);
   TRIDENT_CUDA_CHECK_LAUNCH();
-  layernorm_param_sum_kernel<<<elementwise_blocks(C), kThreads, 0, stream>>>(dweight, dbias, dw_part, db_part, blocks,
-                                                                             C);
+  TRIDENT_LAUNCH(elementwise_blocks(C), kThreads, 0, stream, layernorm_param_sum_kernel)(
+      dweight, dbias, dw_part, db_part, blocks, C);
   TRIDENT_CUDA_CHECK_LAUNCH();
   TRIDENT_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }

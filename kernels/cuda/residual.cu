@@ -27,14 +27,14 @@ __global__ void residual_backward_kernel(T* da, T* db, const T* dout, int64_t n)
 template <class T>
 void residual_forward(T* out, const T* a, const T* b, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  residual_forward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(out, a, b, n);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, residual_forward_kernel<T>)(out, a, b, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void residual_backward(T* da, T* db, const T* dout, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  residual_backward_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(da, db, dout, n);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, residual_backward_kernel<T>)(da, db, dout, n);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

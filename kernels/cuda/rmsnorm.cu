@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/rmsnorm.h"
@@ -51,7 +52,7 @@ __global__ void rmsnorm_backward_kernel(T* dinp, const T* dout, const T* inp, co
 template <class T>
 void rmsnorm_forward(T* out, float* rrms, const T* inp, int64_t rows, int D, cudaStream_t stream) {
   if (rows == 0 || D == 0) return;
-  rmsnorm_forward_kernel<<<row_kernel_blocks(rows), kThreads, 0, stream>>>(out, rrms, inp, rows, D);
+  TRIDENT_LAUNCH(row_kernel_blocks(rows), kThreads, 0, stream, rmsnorm_forward_kernel<T>)(out, rrms, inp, rows, D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -59,7 +60,8 @@ template <class T>
 void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const float* rrms, int64_t rows, int D,
                       cudaStream_t stream) {
   if (rows == 0 || D == 0) return;
-  rmsnorm_backward_kernel<<<row_kernel_blocks(rows), kThreads, 0, stream>>>(dinp, dout, inp, rrms, rows, D);
+  TRIDENT_LAUNCH(row_kernel_blocks(rows), kThreads, 0, stream, rmsnorm_backward_kernel<T>)(
+      dinp, dout, inp, rrms, rows, D);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -28,7 +28,8 @@ void copy_rows(T* dst, int64_t ld_dst, const T* src, int64_t ld_src, int64_t row
 template <class T>
 void add_rows(T* dst, int64_t ld_dst, const T* src, int64_t ld_src, int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  add_rows_kernel<T><<<elementwise_blocks(rows * cols), kThreads, 0, stream>>>(dst, ld_dst, src, ld_src, rows, cols);
+  TRIDENT_LAUNCH(elementwise_blocks(rows * cols), kThreads, 0, stream, add_rows_kernel<T>)(
+      dst, ld_dst, src, ld_src, rows, cols);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -27,6 +27,11 @@ __global__ void neighbour_kernel(float* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = shared[(threadIdx.x + 1) % blockDim.x];
 }
 
+// A 2-D block: thread (x, y) is linear thread x + blockDim.x * y.
+__global__ void index_kernel(unsigned* out) {
+  out[threadIdx.x + blockDim.x * threadIdx.y] = threadIdx.y * 100 + threadIdx.x;
+}
+
 // Reads shared memory nobody wrote.
 __global__ void unwritten_kernel(float* out) {
   TRIDENT_DYNAMIC_SHARED(float, shared);
@@ -39,7 +44,7 @@ TEST_CASE("SIMT emulation: shuffles, block barriers and poisoned shared memory",
   const unsigned blocks = 3, threads = 96;  // three warps a block
   std::vector<float> x(blocks * threads), sums(x.size()), maxes(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 37) % 101) - 50.0f;
-  TRIDENT_LAUNCH(warp_reduce_kernel, dim3(blocks), dim3(threads), 0, nullptr)(sums.data(), maxes.data(), x.data());
+  TRIDENT_LAUNCH(dim3(blocks), dim3(threads), 0, nullptr, warp_reduce_kernel)(sums.data(), maxes.data(), x.data());
   for (std::size_t w = 0; w < x.size() / 32; ++w) {
     float sum = 0, max = -INFINITY;
     for (std::size_t i = 32 * w; i < 32 * w + 32; ++i) {
@@ -53,10 +58,15 @@ TEST_CASE("SIMT emulation: shuffles, block barriers and poisoned shared memory",
   }
 
   std::vector<float> out(blocks * threads);
-  TRIDENT_LAUNCH(neighbour_kernel, dim3(blocks), dim3(threads), threads * sizeof(float), nullptr)(out.data());
+  TRIDENT_LAUNCH(dim3(blocks), dim3(threads), threads * sizeof(float), nullptr, neighbour_kernel)(out.data());
   for (unsigned b = 0; b < blocks; ++b)
     for (unsigned t = 0; t < threads; ++t) CHECK(out[b * threads + t] == float(b * 1000 + (t + 1) % threads));
 
-  TRIDENT_LAUNCH(unwritten_kernel, dim3(1), dim3(32), 32 * sizeof(float), nullptr)(out.data());
+  TRIDENT_LAUNCH(dim3(1), dim3(32), 32 * sizeof(float), nullptr, unwritten_kernel)(out.data());
   for (unsigned t = 0; t < 32; ++t) CHECK(std::isnan(out[t]));
+
+  std::vector<unsigned> index(8 * 5);
+  TRIDENT_LAUNCH(dim3(1), dim3(8, 5), 0, nullptr, index_kernel)(index.data());
+  for (unsigned y = 0; y < 5; ++y)
+    for (unsigned i = 0; i < 8; ++i) CHECK(index[i + 8 * y] == y * 100 + i);
 }

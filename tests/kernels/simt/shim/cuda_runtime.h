@@ -23,6 +23,9 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// A block's threads are fibers of one host thread and blocks run one after another, so a function-local static is
+// what __shared__ is: one variable the block's threads share.
+#define __shared__ static
 
 using cudaError_t = int;
 enum : int { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
@@ -112,8 +115,8 @@ inline void run_block(Block& b, const std::function<void()>& body) {
     b.progress = false;
     for (unsigned t = 0; t < b.fibers.size(); ++t) {
       if (b.fibers[t].done) continue;
-      b.running = t;
-      threadIdx = dim3(t);
+      b.running = t;  // the linear thread index: warps are consecutive runs of 32 of it
+      threadIdx = dim3(t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y));
       swapcontext(&b.scheduler, &b.fibers[t].context);
       if (b.fibers[t].done) {
         --remaining;
@@ -144,7 +147,7 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const Body& body)
       }
 }
 
-// TRIDENT_LAUNCH(kernel, grid, block, shared, stream)(args...): the grid, run to completion.
+// TRIDENT_LAUNCH(grid, block, shared, stream, kernel)(args...): the grid, run to completion.
 template <class... Params>
 struct Launch {
   void (*kernel)(Params...);
@@ -162,8 +165,8 @@ Launch<Params...> launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::
 
 }  // namespace trident::simt
 
-#define TRIDENT_LAUNCH(kernel, grid, block, shared_bytes, stream) \
-  ::trident::simt::launch(kernel, grid, block, shared_bytes)
+#define TRIDENT_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  ::trident::simt::launch(__VA_ARGS__, grid, block, shared_bytes)
 #define TRIDENT_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::trident::simt::shared_memory())
 
 inline void __syncthreads() {
@@ -172,7 +175,7 @@ inline void __syncthreads() {
 }
 inline void __syncwarp(unsigned = 0xffffffffu) {
   trident::simt::Block& b = *trident::simt::current;
-  const unsigned w = threadIdx.x / 32;
+  const unsigned w = b.running / 32;
   trident::simt::barrier(b.warp_arrived[w], b.warp_generation[w], std::min(32u, unsigned(b.fibers.size()) - 32 * w));
 }
 
@@ -182,16 +185,24 @@ template <class T>
 T __shfl_xor_sync(unsigned, T value, int lane_mask) {
   static_assert(sizeof(T) <= sizeof(uint64_t));
   trident::simt::Block& b = *trident::simt::current;
-  const unsigned lane = threadIdx.x % 32, first = threadIdx.x - lane;
+  const unsigned lane = b.running % 32, first = b.running - lane;
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  b.exchange[threadIdx.x] = bits;
+  b.exchange[b.running] = bits;
   __syncwarp();
   bits = b.exchange[first + (lane ^ unsigned(lane_mask))];
   __syncwarp();
   T out;
   std::memcpy(&out, &bits, sizeof(T));
   return out;
+}
+
+// Fibers switch only at barriers, so a read-modify-write is atomic as it stands.
+template <class T>
+T atomicMin(T* address, T value) {
+  const T old = *address;
+  if (value < old) *address = value;
+  return old;
 }
 
 // ---- the runtime: host memory, everything synchronous ----
@@ -215,6 +226,21 @@ inline cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
   std::memset(p, value, bytes);
   return cudaSuccess;
 }
+inline cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+inline cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t) {
+  return cudaMemset(p, value, bytes);
+}
+inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                                     std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t) {
+  for (std::size_t r = 0; r < height; ++r)
+    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "error (SIMT emulation)"; }

@@ -1,2 +1,0 @@
-// The CUDA source itself, compiled as host C++ against the SIMT emulation (shim/cuda_runtime.h).
-#include "kernels/cuda/attention_block.cu"
