@@ -4,6 +4,7 @@
 #include <climits>
 #include <cub/device/device_radix_sort.cuh>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 #include "kernels/shared/bf16.h"
 
@@ -67,8 +68,8 @@ template <class T>
 void embedding_forward(T* out, const int32_t* tokens, const int32_t* positions, const float* wte, const float* wpe,
                        int64_t N, int C, cudaStream_t stream) {
   if (N == 0 || C == 0) return;
-  embedding_forward_kernel<<<elementwise_blocks(N * C), kThreads, 0, stream>>>(out, tokens, positions, wte, wpe, N,
-                                                                                C);
+  TRIDENT_LAUNCH(elementwise_blocks(N * C), kThreads, 0, stream, embedding_forward_kernel<T>)(
+      out, tokens, positions, wte, wpe, N, C);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 
@@ -93,7 +94,7 @@ void embedding_backward(float* dwte, float* dwpe, const T* dout, const int32_t* 
   auto* order = reinterpret_cast<int32_t*>(scratch + 2 * ids_bytes);
   void* sort_tmp = scratch + 3 * ids_bytes;
 
-  iota_kernel<<<elementwise_blocks(N), kThreads, 0, stream>>>(iota, N);
+  TRIDENT_LAUNCH(elementwise_blocks(N), kThreads, 0, stream, iota_kernel)(iota, N);
   TRIDENT_CUDA_CHECK_LAUNCH();
   const int64_t entry_blocks = (N + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(entry_blocks, kScatterMaxBlocks)),
@@ -102,7 +103,7 @@ void embedding_backward(float* dwte, float* dwpe, const T* dout, const int32_t* 
     std::size_t bytes = sort_bytes;
     TRIDENT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_tmp, bytes, ids, keys, static_cast<const int32_t*>(iota),
                                                        order, n, 0, 32, stream));
-    embedding_scatter_kernel<<<grid, kThreads, 0, stream>>>(dtable, dout, keys, order, N, C);
+    TRIDENT_LAUNCH(grid, kThreads, 0, stream, embedding_scatter_kernel<T>)(dtable, dout, keys, order, N, C);
     TRIDENT_CUDA_CHECK_LAUNCH();
   };
   scatter(dwte, tokens);

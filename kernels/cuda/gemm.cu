@@ -74,7 +74,8 @@ template <class TC>
 void scale(TC* C, int64_t M, int64_t N, int64_t ldc, int64_t stride_c, int64_t batch, float beta,
            cudaStream_t stream) {
   if (beta == 1.0f) return;
-  scale_kernel<<<elementwise_blocks(batch * M * N), kThreads, 0, stream>>>(C, M, N, ldc, stride_c, batch, beta);
+  TRIDENT_LAUNCH(elementwise_blocks(batch * M * N), kThreads, 0, stream, scale_kernel<TC>)(C, M, N, ldc, stride_c,
+                                                                                      batch, beta);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -67,9 +67,9 @@ void bias_backward(float* dbias, const T* dout, int64_t N, int OC, cudaStream_t 
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), sizeof(float) * blocks * OC, stream));
   const int tiles = (OC + kBiasCols - 1) / kBiasCols;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min(tiles, kMaxGridY)));
-  bias_partial_kernel<<<grid, dim3(kBiasCols, kBiasLanes), 0, stream>>>(partial, dout, N, OC);
+  TRIDENT_LAUNCH(grid, dim3(kBiasCols, kBiasLanes), 0, stream, bias_partial_kernel<T>)(partial, dout, N, OC);
   TRIDENT_CUDA_CHECK_LAUNCH();
-  bias_finish_kernel<<<elementwise_blocks(OC), kThreads, 0, stream>>>(dbias, partial, blocks, OC);
+  TRIDENT_LAUNCH(elementwise_blocks(OC), kThreads, 0, stream, bias_finish_kernel)(dbias, partial, blocks, OC);
   TRIDENT_CUDA_CHECK_LAUNCH();
   TRIDENT_CUDA_CHECK(cudaFreeAsync(partial, stream));
 }
@@ -84,7 +84,7 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_
   if (N == 0 || OC == 0) return;
   float beta = 0.0f;
   if (bias != nullptr) {  // start from the broadcast bias and let the GEMM accumulate onto it, as the CPU kernel does
-    broadcast_bias_kernel<<<elementwise_blocks(N * OC), kThreads, 0, stream>>>(out, bias, N, OC);
+    TRIDENT_LAUNCH(elementwise_blocks(N * OC), kThreads, 0, stream, broadcast_bias_kernel<T>)(out, bias, N, OC);
     TRIDENT_CUDA_CHECK_LAUNCH();
     beta = 1.0f;
   }

@@ -55,7 +55,8 @@ struct Fiber {
   bool done = false;
 };
 
-// One running block: its fibers, barrier counters, the warps' shuffle slots and its shared memory.
+// The running block: its fibers, barrier counters, the warps' shuffle slots and its shared memory. One per launch,
+// reset for each block (fiber stacks are too large to allocate per block).
 struct Block {
   Block(unsigned threads, std::size_t shared_bytes)
       : fibers(threads), warp_arrived((threads + 31) / 32), warp_generation((threads + 31) / 32), exchange(threads),
@@ -100,11 +101,16 @@ inline void fiber_entry() {
 // progress means some threads wait at a barrier the others never reach.
 inline void run_block(Block& b, const std::function<void()>& body) {
   b.body = &body;
+  b.arrived = 0;
+  std::fill(b.warp_arrived.begin(), b.warp_arrived.end(), 0u);
   const float nan = std::nanf("");
   float* f = reinterpret_cast<float*>(b.shared.data());
   std::fill(f, f + 2 * b.shared.size(), nan);
+  ucontext_t start;
+  getcontext(&start);
   for (Fiber& fiber : b.fibers) {
-    getcontext(&fiber.context);
+    fiber.done = false;
+    fiber.context = start;
     fiber.context.uc_stack.ss_sp = fiber.stack.get();
     fiber.context.uc_stack.ss_size = kFiberStack;
     fiber.context.uc_link = &b.scheduler;
@@ -136,15 +142,15 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const Body& body)
   gridDim = grid;
   blockDim = block;
   const std::function<void()> run = body;
+  Block b(block.x * block.y * block.z, shared_bytes);
+  current = &b;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
-        Block b(block.x * block.y * block.z, shared_bytes);
-        current = &b;
         blockIdx = dim3(x, y, z);
         run_block(b, run);
-        current = nullptr;
       }
+  current = nullptr;
 }
 
 // TRIDENT_LAUNCH(grid, block, shared, stream, kernel)(args...): the grid, run to completion.
@@ -241,6 +247,11 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidValue; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "error (SIMT emulation)"; }
