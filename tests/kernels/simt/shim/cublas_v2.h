@@ -25,6 +25,7 @@ inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+inline const char* cublasGetStatusString(cublasStatus_t) { return "cuBLAS status (SIMT emulation)"; }
 inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 

@@ -247,6 +247,69 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+// ---- one emulated device, streams and events: every call has finished when it returns ----
+enum : int { cudaErrorNotReady = 600 };
+enum : unsigned { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+enum cudaDeviceAttr {
+  cudaDevAttrComputeCapabilityMajor,
+  cudaDevAttrComputeCapabilityMinor,
+  cudaDevAttrMultiProcessorCount,
+  cudaDevAttrClockRate
+};
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold };
+using cudaEvent_t = struct CUevent_st*;
+using cudaMemPool_t = struct CUmemPoolHandle_st*;
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  int major, minor;
+};
+namespace trident::simt {
+inline int handle_storage;  // what stream, event and pool handles point to
+template <class Handle>
+Handle handle() {
+  return reinterpret_cast<Handle>(&handle_storage);
+}
+}  // namespace trident::simt
+inline cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return cudaErrorInvalidValue;
+  *prop = {};
+  std::snprintf(prop->name, sizeof prop->name, "SIMT emulation");
+  prop->totalGlobalMem = std::size_t(1) << 32;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device != 0) return cudaErrorInvalidValue;
+  *value = attr == cudaDevAttrComputeCapabilityMajor ? 0 : attr == cudaDevAttrMultiProcessorCount ? 1 : 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
+  *pool = trident::simt::handle<cudaMemPool_t>();
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+inline cudaError_t cudaMallocHost(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = trident::simt::handle<cudaStream_t>();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  *event = trident::simt::handle<cudaEvent_t>();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+inline const char* cudaGetErrorName(cudaError_t) { return "cudaError (SIMT emulation)"; }
 inline cudaError_t cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
