@@ -49,9 +49,11 @@ void pack_kv(Backend& backend, T* kv, const T* qkv, int64_t n, int64_t C) {
   backend.copy_rows(kv, 2 * C, qkv + C, 3 * C, n, 2 * C);
 }
 
-// The K/V message buffers for activations of type T.
+// The K/V message buffers for activations of type T. bf16 blocks are widened into cache.kv, sized here for the
+// largest block, so it never grows in the middle of the ring.
 template <class T>
 std::pair<T*, T*> kv_messages(RingCache& cache, int64_t block) {
+  cache.kv.data(block);
   if constexpr (std::is_same_v<T, bf16>)
     return {cache.kv_bf16.data(block), cache.kv_bf16_next.data(block)};
   else
