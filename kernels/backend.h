@@ -22,6 +22,7 @@
 #include "core/tensor/memory_resource.h"
 #include "kernels/shared/adamw.h"
 #include "kernels/shared/bf16.h"
+#include "kernels/shared/feature_map.h"
 #include "kernels/shared/trans.h"
 
 namespace trident {
@@ -86,12 +87,20 @@ class Backend {
   virtual void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) = 0;
   virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;
   virtual void residual_backward(bf16* da, bf16* db, const bf16* dout, int64_t n) = 0;
-  virtual void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) = 0;
-  virtual void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) = 0;
-  virtual void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
-                                int D) = 0;
-  virtual void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
-                                int D) = 0;
+  // Optionally gated (gate nullptr: none; dgate is then ignored): linear attention's output norm and gate.
+  virtual void rmsnorm_forward(float* out, float* rrms, const float* inp, const float* gate, int64_t rows,
+                               int D) = 0;
+  virtual void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, const bf16* gate, int64_t rows, int D) = 0;
+  virtual void rmsnorm_backward(float* dinp, float* dgate, const float* dout, const float* inp, const float* gate,
+                                const float* rrms, int64_t rows, int D) = 0;
+  virtual void rmsnorm_backward(bf16* dinp, bf16* dgate, const bf16* dout, const bf16* inp, const bf16* gate,
+                                const float* rrms, int64_t rows, int D) = 0;
+  // Linear attention's q/k feature map, in place on qkv (kernels/cpu/feature_map.h; backward rescales, it does not
+  // accumulate).
+  virtual void feature_map_forward(float* qkv, float* qk_pre, int64_t N, int C, FeatureMap map) = 0;
+  virtual void feature_map_forward(bf16* qkv, bf16* qk_pre, int64_t N, int C, FeatureMap map) = 0;
+  virtual void feature_map_backward(float* dqkv, const float* qk_pre, int64_t N, int C, FeatureMap map) = 0;
+  virtual void feature_map_backward(bf16* dqkv, const bf16* qk_pre, int64_t N, int C, FeatureMap map) = 0;
 
   // ---- attention (kernels/cpu/attention_softmax.h, attention_linear.h) ----
   virtual void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens,

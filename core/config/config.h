@@ -27,6 +27,10 @@ struct ModelConfig {
   std::string attention = "softmax";  // softmax | linear
   int64_t linear_chunk = 64;          // chunk length of the chunked linear-attention kernel
   bool decay_layer_scaling = true;    // TNL per-layer decay factor s * (1 - l/(L-1) + 1e-5)
+  // model.linear.*: the TransNormerLLM linear-attention block (core/model/README.md)
+  std::string linear_qk_activation = "silu";  // feature map of q and k: silu | elu1 | none
+  bool linear_output_gate = true;             // attention output times a gate projection (attn.c_gate)
+  std::string linear_output_norm = "hidden";  // RMSNorm of the attention output over: hidden (all heads) | head
 
   bool operator==(const ModelConfig&) const = default;
 };

@@ -30,10 +30,12 @@ Activations<T> allocate_activations(const ModelConfig& m, int64_t max_tokens, Al
       l.ln1_mean = stat(N);
       l.ln1_rstd = stat(N);
       l.qkv = act(3 * N * C);
+      l.qk_pre = linear && m.linear_qk_activation != "none" ? act(2 * N * C) : nullptr;
+      l.gate = linear && m.linear_output_gate ? act(N * C) : nullptr;
       l.att = act(N * C);
       l.lse = linear ? nullptr : stat(H * N);
       l.o = linear ? act(N * C) : nullptr;
-      l.rrms = linear ? stat(N * H) : nullptr;
+      l.rrms = linear ? stat(m.linear_output_norm == "head" ? N * H : N) : nullptr;
       l.res2 = act(N * C);
       l.ln2 = act(N * C);
       l.ln2_mean = stat(N);

@@ -16,11 +16,13 @@ struct LayerActivations {
   T* ln1;            // (N, C)  ln_1 output
   float* ln1_mean;   // (N)
   float* ln1_rstd;   // (N)
-  T* qkv;            // (N, 3C)
+  T* qkv;            // (N, 3C) [q | k | v]; linear: q and k after the feature map
+  T* qk_pre;         // (N, 2C) linear with a feature map: q and k before it
+  T* gate;           // (N, C)  linear with an output gate: attn.c_gate output
   T* att;            // (N, C)  attention output fed to attn.c_proj
   float* lse;        // (H, N)  softmax: log-sum-exp per query row
-  T* o;              // (N, C)  linear: attention output before the per-head RMSNorm
-  float* rrms;       // (N, H)  linear: 1/rms of each head's output
+  T* o;              // (N, C)  linear: attention output before the output norm (and gate)
+  float* rrms;       // (N) linear: 1/rms of each token's output (output_norm hidden); (N, H) per head (head)
   T* res2;           // (N, C)  residual stream after attention
   T* ln2;            // (N, C)
   float* ln2_mean;   // (N)

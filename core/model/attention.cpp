@@ -8,6 +8,17 @@
 
 namespace trident {
 
+namespace {
+
+FeatureMap feature_map_named(const std::string& name) {
+  if (name == "silu") return FeatureMap::silu;
+  if (name == "elu1") return FeatureMap::elu1;
+  if (name == "none") return FeatureMap::none;
+  throw_config_error("model.linear.qk_activation: '{}' is not one of silu, elu1, none", name);
+}
+
+}  // namespace
+
 Attention::Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator)
     : backend_(&backend),
       linear_(config.attention == "linear"),
@@ -15,6 +26,8 @@ Attention::Attention(const ModelConfig& config, int layer, Backend& backend, All
       D_(static_cast<int>(config.n_embd / config.n_head)),
       chunk_(static_cast<int>(config.linear_chunk)) {
   if (linear_) {
+    feature_map_ = feature_map_named(config.linear_qk_activation);
+    norm_per_head_ = config.linear_output_norm == "head";
     slopes_ = config.decay_layer_scaling ? linear_attention_slopes(H_, layer, static_cast<int>(config.n_layer))
                                          : linear_attention_slopes(H_);
     slopes_on_backend_ = Tensor::empty(allocator, {H_});
@@ -30,38 +43,54 @@ Bf16AttentionOp* entry(AttentionOp& op, const bf16*) { return op.bf16_entry(); }
 
 }  // namespace
 
+// ---- the block -----------------------------------------------------------------------------------------------------
+
 template <class T>
 void Attention::forward(LayerActivations<T>& l, const TokenBatch& b) const {
-  if (op_) {
-    auto* op = entry(*op_, l.qkv);
-    if constexpr (std::is_same_v<T, bf16>)
-      if (op == nullptr) return forward_widened(l, b);
-    if (!linear_) return op->forward(l.att, l.lse, l.qkv, nullptr, 0, b);
-    op->forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), chunk_, b);
-    return backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
-  }
-  if (!linear_) {
-    backend_->attention_softmax_forward(l.att, l.lse, l.qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
-    return;
-  }
-  backend_->attention_linear_forward(l.o, nullptr, l.qkv, slopes_on_backend_.data<float>(), nullptr, b.cu_seqlens,
-                                     b.num_sequences, b.num_tokens, H_, D_, chunk_);
-  backend_->rmsnorm_forward(l.att, l.rrms, l.o, b.num_tokens * H_, D_);
+  if (!linear_) return attend(l.att, l.lse, l.qkv, b);
+  const int64_t N = b.num_tokens;
+  if (feature_map_ != FeatureMap::none) backend_->feature_map_forward(l.qkv, l.qk_pre, N, H_ * D_, feature_map_);
+  attend(l.o, nullptr, l.qkv, b);
+  backend_->rmsnorm_forward(l.att, l.rrms, l.o, l.gate, norm_rows(N), norm_width());
 }
 
 template <class T>
-void Attention::backward(T* dqkv, const T* datt, T* scratch, const LayerActivations<T>& l, const TokenBatch& b) const {
-  const T* dout = datt;  // the gradient entering the attention kernel (or op)
-  if (linear_) {
-    T* d_o = scratch;
-    backend_->fill(d_o, b.num_tokens * H_ * D_, 0.0f);
-    backend_->rmsnorm_backward(d_o, datt, l.o, l.rrms, b.num_tokens * H_, D_);
-    dout = d_o;
+void Attention::backward(T* dqkv, T* dgate, const T* datt, T* scratch, const LayerActivations<T>& l,
+                         const TokenBatch& b) const {
+  if (!linear_) return attend_backward(dqkv, datt, l, b);
+  const int64_t N = b.num_tokens;
+  T* d_o = scratch;  // the gradient entering the attention kernel (or op)
+  backend_->fill(d_o, N * H_ * D_, 0.0f);
+  backend_->rmsnorm_backward(d_o, dgate, datt, l.o, l.gate, l.rrms, norm_rows(N), norm_width());
+  attend_backward(dqkv, d_o, l, b);
+  if (feature_map_ != FeatureMap::none) backend_->feature_map_backward(dqkv, l.qk_pre, N, H_ * D_, feature_map_);
+}
+
+// ---- the attention itself: the local kernel, or the op -------------------------------------------------------------
+
+template <class T>
+void Attention::attend(T* out, float* lse, const T* qkv, const TokenBatch& b) const {
+  const float* slopes = linear_ ? slopes_on_backend_.data<float>() : nullptr;
+  if (op_) {
+    auto* op = entry(*op_, qkv);
+    if constexpr (std::is_same_v<T, bf16>)
+      if (op == nullptr) return attend_widened(out, lse, qkv, b);
+    return op->forward(out, lse, qkv, slopes, linear_ ? chunk_ : 0, b);
   }
+  if (!linear_) {
+    backend_->attention_softmax_forward(out, lse, qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
+    return;
+  }
+  backend_->attention_linear_forward(out, nullptr, qkv, slopes, nullptr, b.cu_seqlens, b.num_sequences, b.num_tokens,
+                                     H_, D_, chunk_);
+}
+
+template <class T>
+void Attention::attend_backward(T* dqkv, const T* dout, const LayerActivations<T>& l, const TokenBatch& b) const {
   if (op_) {
     auto* op = entry(*op_, l.qkv);
     if constexpr (std::is_same_v<T, bf16>)
-      if (op == nullptr) return backward_widened(dqkv, dout, l, b);
+      if (op == nullptr) return attend_backward_widened(dqkv, dout, l, b);
     return op->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
   }
   if (!linear_) {
@@ -75,25 +104,19 @@ void Attention::backward(T* dqkv, const T* datt, T* scratch, const LayerActivati
 
 // The op between exact widenings of its bf16 inputs and one rounding of each output: the arithmetic of the bf16
 // kernels (bf16 in, fp32 inside, bf16 out), with fp32 messages.
-void Attention::forward_widened(LayerActivations<bf16>& l, const TokenBatch& b) const {
+void Attention::attend_widened(bf16* out, float* lse, const bf16* qkv, const TokenBatch& b) const {
   TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
   const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
-  float* qkv = wide_->qkv.data(3 * N * C);
-  float* out = wide_->out.data(N * C);
-  backend_->convert(qkv, l.qkv, 3 * N * C);
-  if (!linear_) {
-    op_->forward(out, l.lse, qkv, nullptr, 0, b);
-    backend_->convert(l.att, out, N * C);
-    return;
-  }
-  op_->forward(out, nullptr, qkv, slopes_on_backend_.data<float>(), chunk_, b);
-  backend_->convert(l.o, out, N * C);
-  backend_->rmsnorm_forward(l.att, l.rrms, l.o, N * H_, D_);
+  float* qkv32 = wide_->qkv.data(3 * N * C);
+  float* out32 = wide_->out.data(N * C);
+  backend_->convert(qkv32, qkv, 3 * N * C);
+  op_->forward(out32, lse, qkv32, linear_ ? slopes_on_backend_.data<float>() : nullptr, linear_ ? chunk_ : 0, b);
+  backend_->convert(out, out32, N * C);
 }
 
 // Widens again what forward widened (the copies are shared by the layers), and the gradient accumulated so far.
-void Attention::backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& l,
-                                 const TokenBatch& b) const {
+void Attention::attend_backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& l,
+                                        const TokenBatch& b) const {
   TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
   const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
   float* qkv = wide_->qkv.data(3 * N * C);
@@ -110,9 +133,9 @@ void Attention::backward_widened(bf16* dqkv, const bf16* dout, const LayerActiva
 
 template void Attention::forward<float>(LayerActivations<float>&, const TokenBatch&) const;
 template void Attention::forward<bf16>(LayerActivations<bf16>&, const TokenBatch&) const;
-template void Attention::backward<float>(float*, const float*, float*, const LayerActivations<float>&,
+template void Attention::backward<float>(float*, float*, const float*, float*, const LayerActivations<float>&,
                                          const TokenBatch&) const;
-template void Attention::backward<bf16>(bf16*, const bf16*, bf16*, const LayerActivations<bf16>&,
+template void Attention::backward<bf16>(bf16*, bf16*, const bf16*, bf16*, const LayerActivations<bf16>&,
                                         const TokenBatch&) const;
 
 }  // namespace trident

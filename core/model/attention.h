@@ -1,7 +1,9 @@
 #pragma once
 // The attention sublayer between attn.c_attn and attn.c_proj: qkv (N, 3C) -> att (N, C), both attention types.
 //   softmax: causal softmax attention per sequence, scale 1/sqrt(D)
-//   linear:  chunked linear attention with per-head decay per sequence, then a per-head RMSNorm (NormAttention)
+//   linear:  TransNormerLLM's block: the q/k feature map (in place on qkv), chunked linear attention with per-head
+//            decay per sequence, an RMSNorm of its output (over the hidden dimension or per head), times the gate
+//            (attn.c_gate's output, computed by the caller) when the block has one
 #include <memory>
 #include <vector>
 
@@ -23,8 +25,8 @@ class AttentionOp {
  public:
   virtual ~AttentionOp() = default;
   // out (N, C) from qkv (N, 3C). softmax: lse (H, N) of this rank's tokens, as the kernel saves it (an op that keeps
-  // its own may leave it unwritten), slopes nullptr. linear: out is before the per-head RMSNorm, lse nullptr, slopes
-  // (H) and chunk are the layer's.
+  // its own may leave it unwritten), slopes nullptr. linear: qkv holds q and k after the feature map, out is before
+  // the output norm, lse nullptr, slopes (H) and chunk are the layer's.
   virtual void forward(float* out, float* lse, const float* qkv, const float* slopes, int chunk,
                        const TokenBatch& batch) = 0;
   // dqkv (N, 3C) += the gradient of the last forward applied to dout; out and lse are that forward's (lse nullptr
@@ -58,13 +60,16 @@ class Attention {
   // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`.
   Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator);
 
-  // Reads layer.qkv, writes layer.att (and layer.lse, or layer.o and layer.rrms). T: the activations' storage type
-  // (float or bf16; an AttentionOp sees bf16 activations through fp32 copies).
+  // Reads layer.qkv (and layer.gate), writes layer.att (and layer.lse; or layer.o, layer.rrms, and layer.qk_pre with
+  // layer.qkv's q and k mapped in place). T: the activations' storage type (float or bf16; an AttentionOp sees bf16
+  // activations through fp32 copies).
   template <class T>
   void forward(LayerActivations<T>& layer, const TokenBatch& batch) const;
-  // dqkv (N, 3C) += d att / d qkv applied to datt. `scratch` (N, C) is overwritten.
+  // The gradients of att applied to datt: dqkv (N, 3C), which must hold zeros on entry, w.r.t. qkv as c_attn wrote it
+  // (before the feature map); dgate (N, C) += the gate's (nullptr without a gate). `scratch` (N, C) is overwritten.
   template <class T>
-  void backward(T* dqkv, const T* datt, T* scratch, const LayerActivations<T>& layer, const TokenBatch& batch) const;
+  void backward(T* dqkv, T* dgate, const T* datt, T* scratch, const LayerActivations<T>& layer,
+                const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
   // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel). With bf16 activations
@@ -78,14 +83,24 @@ class Attention {
   Backend* backend_;
   bool linear_;
   int H_, D_, chunk_;
+  FeatureMap feature_map_ = FeatureMap::none;  // linear only
+  bool norm_per_head_ = false;                 // linear only: output_norm head (else over the hidden dimension)
   std::vector<float> slopes_;
   Tensor slopes_on_backend_;
   std::unique_ptr<AttentionOp> op_;
   std::shared_ptr<WideActivations> wide_;
 
-  void forward_widened(LayerActivations<bf16>& layer, const TokenBatch& batch) const;
-  void backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& layer,
-                        const TokenBatch& batch) const;
+  // The attention kernel, or the op: out (and lse) from qkv; its backward into dqkv from dout.
+  template <class T>
+  void attend(T* out, float* lse, const T* qkv, const TokenBatch& batch) const;
+  template <class T>
+  void attend_backward(T* dqkv, const T* dout, const LayerActivations<T>& layer, const TokenBatch& batch) const;
+  void attend_widened(bf16* out, float* lse, const bf16* qkv, const TokenBatch& batch) const;
+  void attend_backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& layer,
+                               const TokenBatch& batch) const;
+  // The output norm's rows: (N, C) over the hidden dimension, (N * H, D) per head.
+  int64_t norm_rows(int64_t N) const { return norm_per_head_ ? N * H_ : N; }
+  int norm_width() const { return norm_per_head_ ? D_ : H_ * D_; }
 };
 
 }  // namespace trident

@@ -157,6 +157,7 @@ void GPT::forward_trunk(const TokenBatch& b) {
     // x + attn(ln_1(x))
     backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p + w.ln1_w, p + w.ln1_b, N, C);
     backend_->linear_forward(a.qkv, a.ln1, w16 + w.qkv_w, w16 + w.qkv_b, N, C, 3 * C);
+    if (w.gate_w >= 0) backend_->linear_forward(a.gate, a.ln1, w16 + w.gate_w, w16 + w.gate_b, N, C, C);
     attention_[l].forward(a, b);
     backend_->linear_forward(a.res2, a.att, w16 + w.attproj_w, w16 + w.attproj_b, N, C, C);
     backend_->residual_forward(a.res2, a.res2, x, N * C);
@@ -266,13 +267,15 @@ void GPT::backward_trunk(const TokenBatch& b) {
     backend_->linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, w16 + w.fc_w, N, C, 4 * C);
     backend_->layernorm_backward(dres, g + w.ln2_w, g + w.ln2_b, dnarrow, a.res2, p + w.ln2_w, a.ln2_mean, a.ln2_rstd,
                                  N, C);
-    // res2 = x + c_proj(attn(c_attn(ln_1(x))))
+    // res2 = x + c_proj(attn(c_attn(ln_1(x)), c_gate(ln_1(x))))
     backend_->fill(dnarrow, N * C, 0.0f);
     backend_->linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, w16 + w.attproj_w, N, C, C);
-    backend_->fill(dwide2, N * 3 * C, 0.0f);
-    attention_[l].backward(dwide2, dnarrow, dwide1, a, b);
+    T* dgate = w.gate_w >= 0 ? dwide2 + 3 * N * C : nullptr;  // dwide2 = [dqkv (N, 3C) | dgate (N, C)]
+    backend_->fill(dwide2, N * (dgate ? 4 : 3) * C, 0.0f);
+    attention_[l].backward(dwide2, dgate, dnarrow, dwide1, a, b);
     backend_->fill(dnarrow, N * C, 0.0f);
     backend_->linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, w16 + w.qkv_w, N, C, 3 * C);
+    if (dgate) backend_->linear_backward(dnarrow, g + w.gate_w, g + w.gate_b, dgate, a.ln1, w16 + w.gate_w, N, C, C);
     backend_->layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
     ready(static_cast<std::size_t>(config_.n_layer - l));
   }

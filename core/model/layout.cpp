@@ -31,6 +31,10 @@ ModelLayout model_layout(const ModelConfig& m) {
     b.ln1_b = bias(p + "ln_1.bias", C);
     b.qkv_w = weight(p + "attn.c_attn.weight", {C, 3 * C}, std_base);
     b.qkv_b = bias(p + "attn.c_attn.bias", 3 * C);
+    if (m.attention == "linear" && m.linear_output_gate) {
+      b.gate_w = weight(p + "attn.c_gate.weight", {C, C}, std_base);
+      b.gate_b = bias(p + "attn.c_gate.bias", C);
+    }
     b.attproj_w = weight(p + "attn.c_proj.weight", {C, C}, std_residual);
     b.attproj_b = bias(p + "attn.c_proj.bias", C);
     b.ln2_w = gain(p + "ln_2.weight", C);

@@ -2,6 +2,7 @@
 // Every parameter of the GPT in one flat fp32 buffer, in this order (core/model/README.md has the table):
 //   transformer.wte.weight (V, C)         transformer.wpe.weight (P, C)   [softmax attention only]
 //   per layer l: ln_1.weight (C), ln_1.bias (C), attn.c_attn.weight (C, 3C), attn.c_attn.bias (3C),
+//                attn.c_gate.weight (C, C), attn.c_gate.bias (C)   [linear attention with model.linear.output_gate]
 //                attn.c_proj.weight (C, C), attn.c_proj.bias (C), ln_2.weight (C), ln_2.bias (C),
 //                mlp.c_fc.weight (C, 4C), mlp.c_fc.bias (4C), mlp.c_proj.weight (4C, C), mlp.c_proj.bias (C)
 //   transformer.ln_f.weight (C), transformer.ln_f.bias (C)
@@ -26,9 +27,10 @@ struct ParamEntry {
   float init_value = 0.0f;
 };
 
-// Offsets of one block's tensors in the flat buffer.
+// Offsets of one block's tensors in the flat buffer (gate_w and gate_b are -1 when the block has no output gate).
 struct BlockOffsets {
-  int64_t ln1_w, ln1_b, qkv_w, qkv_b, attproj_w, attproj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
+  int64_t ln1_w, ln1_b, qkv_w, qkv_b, gate_w = -1, gate_b = -1, attproj_w, attproj_b, ln2_w, ln2_b, fc_w, fc_b,
+      fcproj_w, fcproj_b;
 };
 
 struct ModelLayout {

@@ -13,6 +13,7 @@
 #include "kernels/cpu/decay_rows.h"
 #include "kernels/cpu/strided_rows.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/feature_map.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/grad_norm.h"
@@ -85,12 +86,18 @@ class CpuBackend final : public Backend {
   void residual_backward(float* da, float* db, const float* dout, int64_t n) override {
     cpu::residual_backward(da, db, dout, n);
   }
-  void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) override {
-    cpu::rmsnorm_forward(out, rrms, inp, rows, D);
+  void rmsnorm_forward(float* out, float* rrms, const float* inp, const float* gate, int64_t rows, int D) override {
+    cpu::rmsnorm_forward(out, rrms, inp, gate, rows, D);
   }
-  void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
-                        int D) override {
-    cpu::rmsnorm_backward(dinp, dout, inp, rrms, rows, D);
+  void rmsnorm_backward(float* dinp, float* dgate, const float* dout, const float* inp, const float* gate,
+                        const float* rrms, int64_t rows, int D) override {
+    cpu::rmsnorm_backward(dinp, dgate, dout, inp, gate, rrms, rows, D);
+  }
+  void feature_map_forward(float* qkv, float* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cpu::feature_map_forward(qkv, qk_pre, N, C, map);
+  }
+  void feature_map_backward(float* dqkv, const float* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cpu::feature_map_backward(dqkv, qk_pre, N, C, map);
   }
 
   void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens, int n_seq,
@@ -222,14 +229,25 @@ class CpuBackend final : public Backend {
     Narrowed a(da, n, Narrowed::accumulate), b(db, n, Narrowed::accumulate);
     cpu::residual_backward(a, b, Widened(dout, n), n);
   }
-  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) override {
+  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, const bf16* gate, int64_t rows, int D) override {
     Narrowed o(out, rows * D, Narrowed::overwrite);
-    cpu::rmsnorm_forward(o, rrms, Widened(inp, rows * D), rows, D);
+    cpu::rmsnorm_forward(o, rrms, Widened(inp, rows * D), Widened(gate, rows * D), rows, D);
   }
-  void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
-                        int D) override {
+  void rmsnorm_backward(bf16* dinp, bf16* dgate, const bf16* dout, const bf16* inp, const bf16* gate,
+                        const float* rrms, int64_t rows, int D) override {
     Narrowed di(dinp, rows * D, Narrowed::accumulate);
-    cpu::rmsnorm_backward(di, Widened(dout, rows * D), Widened(inp, rows * D), rrms, rows, D);
+    Narrowed dg(gate == nullptr ? nullptr : dgate, rows * D, Narrowed::accumulate);
+    cpu::rmsnorm_backward(di, dg, Widened(dout, rows * D), Widened(inp, rows * D), Widened(gate, rows * D), rrms,
+                          rows, D);
+  }
+  void feature_map_forward(bf16* qkv, bf16* qk_pre, int64_t N, int C, FeatureMap map) override {
+    Narrowed q(qkv, 3 * N * C, Narrowed::accumulate);  // v passes through unchanged (widened, rounded: exact)
+    Narrowed pre(qk_pre, 2 * N * C, Narrowed::overwrite);
+    cpu::feature_map_forward(q, pre, N, C, map);
+  }
+  void feature_map_backward(bf16* dqkv, const bf16* qk_pre, int64_t N, int C, FeatureMap map) override {
+    Narrowed d(dqkv, 3 * N * C, Narrowed::accumulate);
+    cpu::feature_map_backward(d, Widened(qk_pre, 2 * N * C), N, C, map);
   }
   void attention_softmax_forward(bf16* out, float* lse, const bf16* qkv, const int32_t* cu_seqlens, int n_seq,
                                  int64_t N, int H, int D) override {
