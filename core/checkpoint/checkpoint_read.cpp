@@ -11,6 +11,7 @@
 
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include <zlib.h>
 
 #include "core/checkpoint/checkpoint.h"
@@ -244,6 +245,52 @@ std::optional<fs::path> find_resume_checkpoint(const fs::path& run_dir, const Ch
   return std::nullopt;
 }
 
+namespace {
+
+// The run's model keys against those the checkpoint was trained with. Most differences also change a tensor's shape
+// and fail to load, but some change only what the weights compute (the head count, the linear block's options, its
+// decay slopes): resuming across those would silently train another model.
+void check_same_model(const fs::path& dir, const std::string& config_yaml, const ModelConfig& now) {
+  const std::string source = (dir / "trainer_state.json").string() + " (config)";
+  ModelConfig then;
+  try {
+    then = parse_config(config_yaml, source).model;
+    // Written before model.linear existed: the linear block was the one those keys now select.
+    const YAML::Node model = YAML::Load(config_yaml)["model"];
+    if (model && !model["linear"]) {
+      then.linear_qk_activation = "none";
+      then.linear_output_gate = false;
+      then.linear_output_norm = "head";
+    }
+  } catch (const ConfigError& e) {
+    throw_runtime_error("checkpoint '{}': cannot read the config it was trained with: {}", dir.string(), e.what());
+  } catch (const YAML::Exception& e) {
+    throw_runtime_error("checkpoint '{}': cannot read the config it was trained with: {}", dir.string(), e.what());
+  }
+  std::vector<std::string> differences;
+  auto compare = [&](const char* key, const auto& a, const auto& b) {
+    if (a != b) differences.push_back(fmt::format("model.{}: {} in the checkpoint, {} now", key, a, b));
+  };
+  compare("attention", then.attention, now.attention);
+  compare("n_layer", then.n_layer, now.n_layer);
+  compare("n_embd", then.n_embd, now.n_embd);
+  compare("n_head", then.n_head, now.n_head);
+  compare("vocab_size", then.vocab_size, now.vocab_size);
+  if (now.attention == "softmax") compare("max_seq_len", then.max_seq_len, now.max_seq_len);
+  if (now.attention == "linear" && then.attention == "linear") {
+    compare("decay_layer_scaling", then.decay_layer_scaling, now.decay_layer_scaling);
+    compare("linear.qk_activation", then.linear_qk_activation, now.linear_qk_activation);
+    compare("linear.output_gate", then.linear_output_gate, now.linear_output_gate);
+    compare("linear.output_norm", then.linear_output_norm, now.linear_output_norm);
+  }
+  if (!differences.empty())
+    throw_config_error("checkpoint '{}' was trained with another model: {}; set these keys as the checkpoint has them "
+                       "(its config is in trainer_state.json) or start a new run.dir",
+                       dir.string(), fmt::join(differences, "; "));
+}
+
+}  // namespace
+
 TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) {
   const CheckpointCheck check = verify_checkpoint(dir);
   if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
@@ -265,6 +312,7 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
     throw_runtime_error("checkpoint '{}' does not fit this model (written for another model shape?): {}",
                         dir.string(), e.what());
   }
+  check_same_model(dir, state.config_yaml, model.config());
   return state;
 }
 

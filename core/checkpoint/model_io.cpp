@@ -1,5 +1,7 @@
 #include "core/checkpoint/model_io.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/checkpoint/safetensors.h"
@@ -17,15 +19,33 @@ void save_model(const std::filesystem::path& path, const GPT& model, const std::
   write_safetensors(path, tensors, meta);
 }
 
+namespace {
+
+// What a missing or extra tensor says about the file: the linear-attention block changed its tensors once.
+std::string hint(const std::string& name) {
+  if (name.find(".attn.c_gate.") == std::string::npos) return "";
+  return " (attn.c_gate is the output gate of the linear-attention block, model.linear.output_gate; a checkpoint of "
+         "the block before it loads with model.linear.qk_activation: none, model.linear.output_gate: false and "
+         "model.linear.output_norm: head)";
+}
+
+}  // namespace
+
 void load_model(const std::filesystem::path& path, GPT& model) {
   SafetensorsFile file(path);
+  for (const ParamEntry& e : model.layout().params)
+    if (!file.contains(e.name))
+      throw_runtime_error("'{}' has no tensor '{}', which this model has{}", path.string(), e.name, hint(e.name));
+  for (const StTensor& t : file.tensors()) {
+    const auto& params = model.layout().params;
+    if (std::none_of(params.begin(), params.end(), [&](const ParamEntry& e) { return e.name == t.name; }))
+      throw_runtime_error("'{}' holds a tensor '{}' that this model does not have{}", path.string(), t.name,
+                          hint(t.name));
+  }
   for (const ParamEntry& e : model.layout().params) {
     const StTensor& t = file.get(e.name, StDType::F32, e.shape);
     model.backend().upload(model.params() + e.offset, t.data, sizeof(float) * static_cast<std::size_t>(e.numel));
   }
-  if (file.tensors().size() != model.layout().params.size())
-    throw_runtime_error("'{}' holds {} tensors but the model has {}: it was written for another model shape",
-                        path.string(), file.tensors().size(), model.layout().params.size());
 }
 
 }  // namespace trident

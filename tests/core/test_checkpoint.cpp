@@ -264,3 +264,79 @@ TEST_CASE("a run without checkpoints has no checkpoint to resume", "[core][check
   CHECK_THROWS_WITH(latest_checkpoint(run), Catch::Contains("not a checkpoint directory name"));
   fs::remove_all(run);
 }
+
+namespace {
+
+// The linear-attention block before model.linear existed: no feature map, no gate, a per-head output norm.
+ModelConfig old_linear_block() {
+  ModelConfig m = tiny_model(16, "linear");
+  m.linear_qk_activation = "none";
+  m.linear_output_gate = false;
+  m.linear_output_norm = "head";
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint of the old linear block is refused naming the gate it lacks", "[core][checkpoint]") {
+  const fs::path run = temp_dir("ckpt_old_linear");
+  State old(old_linear_block(), 3);
+  const fs::path dir = save(run, 1, old).dir;
+  State now(tiny_model(16, "linear"), 3);  // the default block: silu, gated, norm over the hidden dimension
+  CHECK_THROWS_AS(load_checkpoint(dir, now.model, now.optimizer), RuntimeError);
+  CHECK_THROWS_WITH(load_checkpoint(dir, now.model, now.optimizer),
+                    Catch::Contains("no tensor 'transformer.h.0.attn.c_gate.weight'") &&
+                        Catch::Contains("model.linear.output_gate: false"));
+  // and the other way round: a gated checkpoint into a model without the gate names the extra tensor
+  const fs::path gated = save(run, 2, now).dir;
+  CHECK_THROWS_WITH(load_checkpoint(gated, old.model, old.optimizer),
+                    Catch::Contains("'transformer.h.0.attn.c_gate.bias' that this model does not have"));
+  fs::remove_all(run);
+}
+
+TEST_CASE("resuming into a model that computes differently with the same tensors is refused", "[core][checkpoint]") {
+  const fs::path run = temp_dir("ckpt_same_shapes");
+  State saved(tiny_model(16, "linear"), 5);
+  const fs::path dir = save(run, 1, saved).dir;
+  ModelConfig elu = tiny_model(16, "linear");
+  elu.linear_qk_activation = "elu1";
+  elu.linear_output_norm = "head";
+  State other(elu, 5);
+  CHECK_THROWS_AS(load_checkpoint(dir, other.model, other.optimizer), ConfigError);
+  CHECK_THROWS_WITH(load_checkpoint(dir, other.model, other.optimizer),
+                    Catch::Contains("model.linear.qk_activation: silu in the checkpoint, elu1 now") &&
+                        Catch::Contains("model.linear.output_norm: hidden in the checkpoint, head now"));
+  ModelConfig heads = tiny_model(16, "linear");
+  heads.n_head = 4;  // the same tensors, other heads
+  State four(heads, 5);
+  CHECK_THROWS_WITH(load_checkpoint(dir, four.model, four.optimizer), Catch::Contains("model.n_head: 2"));
+  State same(tiny_model(16, "linear"), 9);
+  CHECK_NOTHROW(load_checkpoint(dir, same.model, same.optimizer));
+  fs::remove_all(run);
+}
+
+TEST_CASE("a checkpoint written before model.linear existed resumes into the old block", "[core][checkpoint]") {
+  const fs::path run = temp_dir("ckpt_before_linear_keys");
+  State old(old_linear_block(), 3);
+  const fs::path dir = save(run, 1, old).dir;
+  // Remove the model.linear section from the recorded config, as trainer_state.json had it then.
+  nlohmann::json state = nlohmann::json::parse(read_text(dir / "trainer_state.json"));
+  std::string yaml = state["config"].get<std::string>();
+  const std::size_t begin = yaml.find("  linear:\n");
+  REQUIRE(begin != std::string::npos);
+  std::size_t end = begin + 10;
+  while (end < yaml.size() && yaml.compare(end, 4, "    ") == 0) end = yaml.find('\n', end) + 1;
+  yaml.erase(begin, end - begin);
+  REQUIRE(yaml.find("qk_activation") == std::string::npos);
+  state["config"] = yaml;
+  std::ofstream(dir / "trainer_state.json", std::ios::trunc) << state.dump(2);
+  State loaded(old_linear_block(), 8);
+  CHECK_NOTHROW(load_checkpoint(dir, loaded.model, loaded.optimizer));
+  CHECK(loaded.params() == old.params());
+  ModelConfig gateless = tiny_model(16, "linear");
+  gateless.linear_output_gate = false;  // same tensors as the old block, but silu and the hidden-dimension norm
+  State silu(gateless, 8);
+  CHECK_THROWS_WITH(load_checkpoint(dir, silu.model, silu.optimizer),
+                    Catch::Contains("model.linear.qk_activation: none in the checkpoint, silu now"));
+  fs::remove_all(run);
+}
