@@ -16,14 +16,23 @@ using namespace trident::test;
 
 namespace {
 
+// "softmax", "linear" (the default block: silu, gated, norm over the hidden dimension), or a linear block variant
+// named "linear/<qk_activation>/<gate|nogate>/<hidden|head>".
 ModelConfig tiny_model(const std::string& attention) {
   ModelConfig m;
+  if (attention.rfind("linear/", 0) == 0) {
+    const std::string rest = attention.substr(7);
+    const std::size_t a = rest.find('/'), b = rest.rfind('/');
+    m.linear_qk_activation = rest.substr(0, a);
+    m.linear_output_gate = rest.substr(a + 1, b - a - 1) == "gate";
+    m.linear_output_norm = rest.substr(b + 1);
+  }
   m.n_layer = 2;
   m.n_embd = 24;
   m.n_head = 3;
   m.vocab_size = 37;
   m.max_seq_len = 16;
-  m.attention = attention;
+  m.attention = attention.substr(0, attention.find('/'));
   m.linear_chunk = 4;
   return m;
 }
@@ -55,8 +64,12 @@ OwnedBatch make_batch(const std::vector<int>& lengths, int vocab, uint64_t seed)
 
 }  // namespace
 
+// Every linear block variant: the default, elu1 with a per-head norm, the old block (no map, no gate, per head).
+#define ALL_ATTENTION_KINDS "softmax", "linear", "linear/elu1/gate/head", "linear/none/nogate/head", \
+                            "linear/silu/nogate/hidden"
+
 TEST_CASE("GPT gradients match finite differences of the loss", "[core][model]") {
-  const std::string attention = GENERATE("softmax", "linear");
+  const std::string attention = GENERATE(ALL_ATTENTION_KINDS);
   CAPTURE(attention);
   GPT model(tiny_model(attention), 64, test_allocator());
   model.init_weights(7);
@@ -92,7 +105,7 @@ TEST_CASE("GPT gradients match finite differences of the loss", "[core][model]")
 }
 
 TEST_CASE("a packed batch equals its documents run one by one", "[core][model]") {
-  const std::string attention = GENERATE("softmax", "linear");
+  const std::string attention = GENERATE(ALL_ATTENTION_KINDS);
   CAPTURE(attention);
   GPT model(tiny_model(attention), 64, test_allocator());
   model.init_weights(11);
@@ -169,7 +182,7 @@ TEST_CASE("backward reports every gradient range once, in gradient_buckets order
 // backend's bf16 emulation: the same model code the CUDA backend runs in bf16.
 
 TEST_CASE("the bf16 model tracks the fp32 model: loss, gradients and logits", "[core][model][bf16]") {
-  const std::string attention = GENERATE("softmax", "linear");
+  const std::string attention = GENERATE(ALL_ATTENTION_KINDS);
   CAPTURE(attention);
   const ModelConfig m = tiny_model(attention);
   GPT fp32(m, 64, test_allocator()), bf16(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
@@ -261,7 +274,7 @@ class KernelOp final : public AttentionOp {
 // emulated bf16 kernels, so the model with the kernel as an op is the model without it, bit for bit.
 TEST_CASE("sequence-parallel attention ops on bf16 activations equal the bf16 kernels bit for bit",
           "[core][model][bf16]") {
-  for (const char* attention : {"softmax", "linear"}) {
+  for (const char* attention : {ALL_ATTENTION_KINDS}) {
     const ModelConfig m = tiny_model(attention);
     GPT plain(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
     GPT with_op(m, 64, test_allocator(), cpu_backend(), Precision::bf16);
