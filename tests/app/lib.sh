@@ -57,13 +57,14 @@ mpirun_env() {
   export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 }
 
-# mpi NRANKS CODE ARGS...: `mpirun -np NRANKS trident ARGS` with the exit code checked (at most 120 s).
+# mpi NRANKS CODE ARGS...: `mpirun -np NRANKS trident ARGS` with the exit code checked (at most MPI_TIMEOUT
+# seconds, default 120).
 mpi() {
   local n=$1 expected=$2
   shift 2
   checks=$((checks + 1))
   echo "check $checks: mpirun -np $n trident $* -> exit $expected"
-  timeout 120 mpirun -np "$n" "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout "${MPI_TIMEOUT:-120}" mpirun -np "$n" "$trident" "$@" >"$tmp/out" 2>"$tmp/err"
   local code=$?
   [[ $code == "$expected" ]] || fail "exit code $code, expected $expected"
 }
