@@ -10,13 +10,7 @@ build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j"$(nproc)" --target trident
 
-corpus=runs/data/fortunes.txt
-if [[ ! -s $corpus ]]; then
-  mkdir -p "$(dirname "$corpus")"
-  # the fortune text files (not their .dat indexes), in a fixed order, written under a temporary name first
-  find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort | xargs cat >"$corpus.tmp"
-  mv "$corpus.tmp" "$corpus"
-fi
+bash scripts/fortunes_corpus.sh runs/data/fortunes.txt
 
 # a previous quickstart run is kept, not overwritten
 if [[ -e runs/quickstart ]]; then mv runs/quickstart "runs/quickstart.$(date +%Y%m%d-%H%M%S)"; fi

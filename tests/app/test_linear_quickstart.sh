@@ -10,9 +10,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mpirun_env
 export MPI_TIMEOUT=400
 
-# The quickstart's corpus: every fortune text file of Debian's `fortunes` package (scripts/quickstart.sh).
-find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort | xargs cat >"$tmp/fortunes.txt"
-[[ -s $tmp/fortunes.txt ]] || fail "no fortune texts under /usr/share/games/fortunes (scripts/install-deps.sh installs them)"
+# The quickstart's corpus (Debian's fortune cookies).
+bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/fortunes_corpus.sh" "$tmp/fortunes.txt" >"$tmp/out" 2>"$tmp/err" ||
+  fail "cannot assemble the fortunes corpus"
 base=(--set model.attention=linear --set data.path="$tmp/fortunes.txt" --set train.steps=30 --set train.eval_every=0
       --set checkpoint.every=0 --set sample.tokens=0)
 
