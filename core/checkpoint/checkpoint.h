@@ -2,6 +2,8 @@
 // Training checkpoints: RUN_DIR/checkpoints/step_XXXXXXXX/ (XXXXXXXX = optimizer steps completed, zero-padded to 8
 // digits) holding
 //   model.safetensors      the weights under their Hugging Face GPT-2 names (core/checkpoint/model_io.h)
+//   config.json            the model for Hugging Face transformers (core/checkpoint/hf_config.h): with softmax
+//                          attention the directory opens with GPT2LMHeadModel.from_pretrained
 //   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar)
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
 //                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601)}
@@ -39,7 +41,8 @@ struct TrainerState {
   int64_t world_size = 1;
   std::string config_yaml;  // the resolved config of the run that wrote it (to_yaml)
   std::string created;      // UTC, e.g. 2024-05-01T12:34:56Z
-  std::map<std::string, CheckpointFileRecord> files;  // model.safetensors, optimizer.safetensors
+  // model.safetensors, optimizer.safetensors, and config.json where recorded (checkpoints before it had none)
+  std::map<std::string, CheckpointFileRecord> files;
 };
 
 struct SavedCheckpoint {

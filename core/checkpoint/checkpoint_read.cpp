@@ -26,6 +26,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kDataFiles[] = {"model.safetensors", "optimizer.safetensors"};
+// Files a checkpoint holds since a later version: checked where trainer_state.json records them, so checkpoints
+// written before them still verify and load.
+constexpr const char* kOptionalFiles[] = {"config.json"};
 
 TrainerState parse_state_file(const fs::path& dir) {
   const fs::path path = dir / "trainer_state.json";
@@ -63,6 +66,15 @@ TrainerState parse_state_file(const fs::path& dir) {
     if (f == files.end() || !f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() ||
         !f->contains("crc32") || !f->at("crc32").is_string())
       throw_runtime_error("trainer_state.json: 'files.{}' is missing or lacks bytes and crc32", name);
+    s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
+  }
+  for (const char* name : kOptionalFiles) {
+    const nlohmann::json& files = j.at("files");
+    const auto f = files.find(name);
+    if (f == files.end()) continue;
+    if (!f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() || !f->contains("crc32") ||
+        !f->at("crc32").is_string())
+      throw_runtime_error("trainer_state.json: 'files.{}' lacks bytes and crc32", name);
     s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
   }
   return s;
@@ -103,6 +115,38 @@ void check_optimizer_tensors(const SafetensorsFile& optimizer, std::optional<int
   const bool has_step = optimizer.contains("step") && optimizer.get("step").dtype == StDType::I64 &&
                         optimizer.get("step").shape.empty();
   if (!has_step) problems.push_back("optimizer.safetensors: no I64 scalar tensor 'step'");
+}
+
+// A file's presence, its size against `record` (nullptr: nothing recorded to compare with) and, with `read_data`,
+// its crc32. False after adding the problem found.
+bool check_file(const fs::path& dir, const char* name, const CheckpointFileRecord* record, bool read_data,
+                std::vector<std::string>& problems) {
+  const fs::path path = dir / name;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    problems.push_back(fmt::format("{}: missing", name));
+    return false;
+  }
+  const uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) {
+    problems.push_back(fmt::format("{}: unreadable ({})", name, ec.message()));
+    return false;
+  }
+  if (record && bytes != record->bytes) {
+    problems.push_back(fmt::format("{}: {} bytes, but trainer_state.json records {} (truncated or overwritten)", name,
+                                   bytes, record->bytes));
+    return false;
+  }
+  if (!read_data || !record) return true;
+  try {
+    const std::string crc = file_crc32(path);
+    if (crc == record->crc32) return true;
+    problems.push_back(
+        fmt::format("{}: crc32 {}, but trainer_state.json records {} (the file is corrupt)", name, crc, record->crc32));
+  } catch (const RuntimeError& e) {
+    problems.push_back(fmt::format("{}: {}", name, e.what()));
+  }
+  return false;
 }
 
 std::string join_problems(const CheckpointCheck& check) { return fmt::format("{}", fmt::join(check.problems, "; ")); }
@@ -190,34 +234,11 @@ CheckpointCheck verify_checkpoint(const fs::path& dir, bool read_data) {
   }
   std::optional<int64_t> num_params;  // from the model file, to check the optimizer's moments against
   for (const char* name : kDataFiles) {
-    const fs::path path = dir / name;
-    if (!fs::exists(path, ec)) {
-      check.problems.push_back(fmt::format("{}: missing", name));
-      continue;
-    }
-    const uintmax_t bytes = fs::file_size(path, ec);
-    if (ec) {
-      check.problems.push_back(fmt::format("{}: unreadable ({})", name, ec.message()));
-      continue;
-    }
     const CheckpointFileRecord* record = state ? &state->files.at(name) : nullptr;
-    if (record && bytes != record->bytes) {
-      check.problems.push_back(fmt::format("{}: {} bytes, but trainer_state.json records {} (truncated or "
-                                           "overwritten)", name, bytes, record->bytes));
-      continue;
-    }
-    if (!read_data) continue;
+    if (!check_file(dir, name, record, read_data, check.problems) || !read_data) continue;
     try {
-      if (record) {
-        const std::string crc = file_crc32(path);
-        if (crc != record->crc32) {
-          check.problems.push_back(fmt::format("{}: crc32 {}, but trainer_state.json records {} (the file is "
-                                               "corrupt)", name, crc, record->crc32));
-          continue;
-        }
-      }
       // One file in memory at a time: the optimizer file alone is twice the model's size.
-      const SafetensorsFile file(path);
+      const SafetensorsFile file(dir / name);
       if (name == std::string_view("model.safetensors"))
         num_params = check_model_tensors(file, check.problems);
       else
@@ -226,6 +247,10 @@ CheckpointCheck verify_checkpoint(const fs::path& dir, bool read_data) {
       check.problems.push_back(fmt::format("{}: {}", name, e.what()));
     }
   }
+  if (state)
+    for (const char* name : kOptionalFiles)
+      if (const auto record = state->files.find(name); record != state->files.end())
+        check_file(dir, name, &record->second, read_data, check.problems);
   return check;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/hf_config.h"
 #include "core/checkpoint/model_io.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/common/atomic_file.h"
@@ -91,11 +92,12 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
   }
 }
 
-// Fills `dir` with the three files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
+// Fills `dir` with the four files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
                  int world_size) {
   save_model(dir / "model.safetensors", model);
   test_delay_hook();
+  write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
   const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
   const HostFloats v(optimizer.backend(), optimizer.v(), optimizer.size());
   const int64_t adam_steps = optimizer.steps_taken();
@@ -107,7 +109,7 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
 
   // The crc32 is of the bytes read back from the file, not of the buffers they were written from.
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json"}) {
     std::error_code ec;
     const uintmax_t bytes = fs::file_size(dir / file, ec);
     if (ec) throw_runtime_error("cannot stat '{}': {}", (dir / file).string(), ec.message());
