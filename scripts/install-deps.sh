@@ -37,13 +37,31 @@ else
   echo "install-deps: installed ${#missing[@]} package(s): ${missing[*]}"
 fi
 
-# The `safetensors` Python package (not packaged by Debian), for the test that Trident's weight files open with
-# the standard loader: installed from PyPI into the repository's .deps/python, never into the system.
+# Python packages Debian does not have, from PyPI into the repository's .deps/python, never into the system. The tests
+# run them with Debian's /usr/bin/python3 (PYTHONPATH=.deps/python), beside its python3-torch and python3-numpy:
+#   safetensors   that Trident's weight files open with the standard loader
+#   transformers  that a checkpoint directory opens with GPT2LMHeadModel.from_pretrained. 4.49.0 is the newest release
+#                 that runs on bookworm's torch 1.13 (4.50 and 4.51 import torch.distributed.tensor, which 1.13 lacks;
+#                 from 4.52 on it requires torch >= 2.1). Installed with --no-deps, so pip pulls no second torch or
+#                 numpy: its dependencies Debian lacks are listed and pinned; numpy, pyyaml, requests and packaging
+#                 are Debian's.
 pydeps="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/python"
+pip_target() {
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --upgrade \
+    --target "$pydeps" "$@"
+}
 if PYTHONPATH="$pydeps" /usr/bin/python3 -c "import safetensors" 2>/dev/null; then
   echo "install-deps: safetensors (Python) already in $pydeps"
 else
-  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    --target "$pydeps" "safetensors==0.8.0"
+  pip_target "safetensors==0.8.0"
   echo "install-deps: installed safetensors 0.8.0 (Python) into $pydeps"
+fi
+transformers_version=4.49.0
+if PYTHONPATH="$pydeps" /usr/bin/python3 -c "import sys, tokenizers, huggingface_hub, transformers
+sys.exit(transformers.__version__ != '$transformers_version')" 2>/dev/null; then
+  echo "install-deps: transformers $transformers_version (Python) already in $pydeps"
+else
+  pip_target "transformers==$transformers_version" tokenizers==0.21.1 huggingface-hub==0.30.2 tqdm==4.70.1 \
+    regex==2026.11.19 filelock==4.2.12 fsspec==2026.9.0
+  echo "install-deps: installed transformers $transformers_version and its Python dependencies into $pydeps"
 fi
