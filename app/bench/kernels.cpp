@@ -20,11 +20,14 @@
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/feature_map.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/grad_norm.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/strided_rows.h"
 #include "kernels/shared/decay.h"
 #include "kernels/reference/attention_linear_naive.h"
 #include "kernels/reference/attention_softmax_naive.h"
@@ -100,6 +103,7 @@ std::vector<KernelBench> layer_kernel_benches() {
   // Buffers for the timed shape, shared by the closures below (kept alive by the shared_ptr).
   struct Buffers {
     std::vector<float> x, y, dy, dx, w, b, dw, db, mean, rstd, wide, dwide, fc_w, dfc_w, logits, loss, weight;
+    std::vector<float> gate, dgate, qkv, qk_pre, dqkv, dqk_saved;  // linear attention's output gate and feature map
     std::vector<int32_t> tokens, positions, targets;
   };
   auto buf = std::make_shared<Buffers>();
@@ -120,6 +124,14 @@ std::vector<KernelBench> layer_kernel_benches() {
   buf->logits = randn(N * V, 7);
   buf->loss.resize(N);
   buf->weight.assign(N, 1.0f / N);
+  buf->gate = randn(NC, 9);
+  buf->dgate.resize(NC);
+  buf->qkv = randn(3 * NC, 10, 2.0);
+  buf->qk_pre.resize(2 * NC);
+  cpu::copy_rows(buf->qk_pre.data(), 2 * C, buf->qkv.data(), 3 * C, N, 2 * C);  // q|k, restored before each call
+  buf->dqkv = randn(3 * NC, 11);
+  buf->dqk_saved.resize(2 * NC);
+  cpu::copy_rows(buf->dqk_saved.data(), 2 * C, buf->dqkv.data(), 3 * C, N, 2 * C);
   buf->tokens.resize(N);
   buf->positions.resize(N);
   buf->targets.resize(N);
@@ -161,6 +173,39 @@ std::vector<KernelBench> layer_kernel_benches() {
                             c);
     auto g = reference::layernorm_backward(to_double(dy), to_double(x), to_double(w), n, c);
     return std::max({normalised_error(dx, g.dx), normalised_error(dw, g.dw), normalised_error(db, g.db)});
+  };
+  // linear attention's output norm over whole rows, gated
+  auto check_rmsnorm_gated = [](bool backward) {
+    const int64_t n = 37;
+    const int c = 70;
+    auto x = randn(n * c, 25, 3.0), gate = randn(n * c, 26), dy = randn(n * c, 27);
+    std::vector<float> y(n * c), rrms(n), dx(n * c), dgate(n * c);
+    auto xd = to_double(x), gd = to_double(gate);
+    cpu::rmsnorm_forward(y.data(), rrms.data(), x.data(), gate.data(), n, c);
+    if (!backward) return normalised_error(y, reference::rmsnorm_forward(xd, n, c, &gd));
+    cpu::rmsnorm_backward(dx.data(), dgate.data(), dy.data(), x.data(), gate.data(), rrms.data(), n, c);
+    auto g = reference::rmsnorm_backward(to_double(dy), xd, n, c, &gd);
+    return std::max(normalised_error(dx, g.dx), normalised_error(dgate, g.dgate));
+  };
+  // both maps, both directions (the bench times silu, TransNormerLLM's default)
+  auto check_feature_map = [] {
+    const int64_t n = 37;
+    const int c = 45;
+    double err = 0;
+    for (FeatureMap map : {FeatureMap::silu, FeatureMap::elu1}) {
+      auto qkv = randn(n * 3 * c, 28, 3.0), dqkv = randn(n * 3 * c, 29);
+      auto qkvd = to_double(qkv), dqkvd = to_double(dqkv);
+      std::vector<float> pre(n * 2 * c);
+      cpu::feature_map_forward(qkv.data(), pre.data(), n, c, map);
+      cpu::feature_map_backward(dqkv.data(), pre.data(), n, c, map);
+      const bool silu = map == FeatureMap::silu;
+      auto y = silu ? reference::map_qk(qkvd, c, reference::silu<double>)
+                    : reference::map_qk(qkvd, c, reference::elu1<double>);
+      auto d = silu ? reference::map_qk_backward(dqkvd, qkvd, c, reference::silu_grad<double>)
+                    : reference::map_qk_backward(dqkvd, qkvd, c, reference::elu1_grad<double>);
+      err = std::max({err, normalised_error(qkv, y), normalised_error(dqkv, d)});
+    }
+    return err;
   };
   auto check_gelu = [] {
     auto x = randn(999, 19, 2.0);
@@ -227,6 +272,32 @@ std::vector<KernelBench> layer_kernel_benches() {
                                                buf->x.data(), buf->w.data(), buf->mean.data(), buf->rstd.data(), N, C);
                      },
                      0, 4 * NC * f});
+  benches.push_back({"rmsnorm gated fwd", nc, [=] { return check_rmsnorm_gated(false); },
+                     [buf] {
+                       cpu::rmsnorm_forward(buf->y.data(), buf->rstd.data(), buf->x.data(), buf->gate.data(), N, C);
+                     },
+                     0, 3 * NC * f});
+  benches.push_back({"rmsnorm gated bwd", nc, [=] { return check_rmsnorm_gated(true); },
+                     [buf] {
+                       cpu::rmsnorm_backward(buf->dx.data(), buf->dgate.data(), buf->dy.data(), buf->x.data(),
+                                             buf->gate.data(), buf->rstd.data(), N, C);
+                     },
+                     0, 7 * NC * f});
+  // The feature map works in place: each call first restores its input (q|k, dq|dk), or repeated calls would run
+  // on values decaying into the subnormal range, which the CPU computes slowly. Bytes count the restore.
+  const std::string qkv = fmt::format("N={} 3C={} (+ restore)", N, 3 * C);
+  benches.push_back({"feature map fwd (silu)", qkv, check_feature_map,
+                     [buf] {
+                       cpu::copy_rows(buf->qkv.data(), 3 * C, buf->qk_pre.data(), 2 * C, N, 2 * C);
+                       cpu::feature_map_forward(buf->qkv.data(), buf->qk_pre.data(), N, C, FeatureMap::silu);
+                     },
+                     0, 10 * NC * f});
+  benches.push_back({"feature map bwd (silu)", qkv, check_feature_map,
+                     [buf] {
+                       cpu::copy_rows(buf->dqkv.data(), 3 * C, buf->dqk_saved.data(), 2 * C, N, 2 * C);
+                       cpu::feature_map_backward(buf->dqkv.data(), buf->qk_pre.data(), N, C, FeatureMap::silu);
+                     },
+                     0, 10 * NC * f});
   const std::string fc = fmt::format("N={} {}->{}", N, C, 4 * C);
   benches.push_back({"linear fwd (mlp.c_fc)", fc, check_linear,
                      [buf] {

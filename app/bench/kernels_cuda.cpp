@@ -36,12 +36,14 @@
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/feature_map.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/grad_norm.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/cpu/rmsnorm.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/attention_block.h"
 #include "kernels/cuda/attention_linear.h"
@@ -50,13 +52,16 @@
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/feature_map.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/grad_norm.h"
 #include "kernels/cuda/layernorm.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/residual.h"
+#include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/streams.h"
+#include "kernels/cuda/strided_rows.h"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/decay.h"
 
@@ -287,6 +292,44 @@ double check_embedding() {
   return std::max({error(y_d, y), error(dwte_d, dwte), error(dwpe_d, dwpe)});
 }
 
+// Linear attention's output norm over whole rows, gated; dinp and dgate from non-zero values (they accumulate).
+template <class T>
+double check_rmsnorm_gated() {
+  const int64_t n = 37;
+  const int c = 70;
+  auto x = rounded<T>(random_vector(n * c, 28, 3.0f)), gate = rounded<T>(random_vector(n * c, 29));
+  auto dy = rounded<T>(random_vector(n * c, 30)), dx0 = rounded<T>(random_vector(n * c, 38));
+  auto dgate0 = rounded<T>(random_vector(n * c, 39));
+  std::vector<float> y(n * c), rrms(n), dx = dx0, dgate = dgate0;
+  cpu::rmsnorm_forward(y.data(), rrms.data(), x.data(), gate.data(), n, c);
+  cpu::rmsnorm_backward(dx.data(), dgate.data(), dy.data(), x.data(), gate.data(), rrms.data(), n, c);
+  DeviceBuffer<T> x_d(to_storage<T>(x)), gate_d(to_storage<T>(gate)), dy_d(to_storage<T>(dy)), y_d(y.size());
+  DeviceBuffer<T> dx_d(to_storage<T>(dx0)), dgate_d(to_storage<T>(dgate0));
+  DeviceBuffer<float> rrms_d(rrms.size());
+  cuda::rmsnorm_forward(y_d.get(), rrms_d.get(), x_d.get(), gate_d.get(), n, c, nullptr);
+  cuda::rmsnorm_backward(dx_d.get(), dgate_d.get(), dy_d.get(), x_d.get(), gate_d.get(), rrms_d.get(), n, c, nullptr);
+  return std::max({error(y_d, y), error(rrms_d, rrms), error(dx_d, dx), error(dgate_d, dgate)});
+}
+
+// Linear attention's q/k feature map, both maps (the bench times silu, TransNormerLLM's default).
+template <class T>
+double check_feature_map() {
+  const int64_t n = 37;
+  const int c = 45;
+  double err = 0;
+  for (FeatureMap map : {FeatureMap::silu, FeatureMap::elu1}) {
+    auto qkv = rounded<T>(random_vector(n * 3 * c, 40, 4.0f)), dqkv = rounded<T>(random_vector(n * 3 * c, 41));
+    DeviceBuffer<T> qkv_d(to_storage<T>(qkv)), dqkv_d(to_storage<T>(dqkv)), pre_d(n * 2 * c);
+    std::vector<float> pre(n * 2 * c);
+    cpu::feature_map_forward(qkv.data(), pre.data(), n, c, map);
+    cpu::feature_map_backward(dqkv.data(), pre.data(), n, c, map);
+    cuda::feature_map_forward(qkv_d.get(), pre_d.get(), n, c, map, nullptr);
+    cuda::feature_map_backward(dqkv_d.get(), pre_d.get(), n, c, map, nullptr);
+    err = std::max({err, error(qkv_d, qkv), error(pre_d, pre), error(dqkv_d, dqkv)});
+  }
+  return err;
+}
+
 // Attention checks: 3 sequences (one of a single token) of 135 tokens, H = 3, D = 16.
 constexpr int kCheckH = 3, kCheckD = 16, kCheckSeqs = 3;
 constexpr int64_t kCheckN = 135;
@@ -437,8 +480,16 @@ std::vector<CudaBench> layer_benches() {
     DeviceBuffer<float> mean{kN}, rstd{kN}, dweight{4 * kC * kC}, dbias{4 * kC}, dwte{int64_t{kV} * kC},
         dwpe{int64_t{kT} * kC};
     DeviceBuffer<int32_t> tokens{cyclic_ids(kN, 7919, kV)}, positions{cyclic_ids(kN, 1, kT)};
+    // linear attention's output gate and q/k feature map
+    DeviceBuffer<T> gate = random_buffer<T>(kNC, 10), dgate{kNC}, qkv = random_buffer<T>(3 * kNC, 11, 2.0f),
+                    qk_pre{2 * kNC}, dqkv = random_buffer<T>(3 * kNC, 12), dqk_saved{2 * kNC};
+    DeviceBuffer<float> rrms{kN};
   };
   auto buf = std::make_shared<Buffers>();
+  // what the in-place feature map benches restore before each call: q|k into qk_pre, dq|dk into dqk_saved
+  cuda::copy_rows(buf->qk_pre.get(), 2 * kC, buf->qkv.get(), 3 * kC, kN, 2 * kC, nullptr);
+  cuda::copy_rows(buf->dqk_saved.get(), 2 * kC, buf->dqkv.get(), 3 * kC, kN, 2 * kC, nullptr);
+  TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
   const double e = sizeof(T), f = sizeof(float);
   const std::string nc = fmt::format("N={} C={}", kN, kC), nw = fmt::format("n={}", kWide);
   std::vector<CudaBench> benches;
@@ -506,6 +557,33 @@ std::vector<CudaBench> layer_benches() {
                        cuda::residual_backward(buf->b.get(), buf->c.get(), buf->a.get(), kNC, s);
                      },
                      0, 5 * kNC * e});
+  // Linear attention's output norm and gate over whole rows (not part of the GPT-2 step estimate).
+  benches.push_back({"rmsnorm gated fwd", nc, check_rmsnorm_gated<T>, tolerance<T>(false),
+                     [buf](cudaStream_t s) {
+                       cuda::rmsnorm_forward(buf->b.get(), buf->rrms.get(), buf->a.get(), buf->gate.get(), kN, kC, s);
+                     },
+                     0, 3 * kNC * e});
+  benches.push_back({"rmsnorm gated bwd", nc, check_rmsnorm_gated<T>, tolerance<T>(false),
+                     [buf](cudaStream_t s) {
+                       cuda::rmsnorm_backward(buf->c.get(), buf->dgate.get(), buf->b.get(), buf->a.get(),
+                                              buf->gate.get(), buf->rrms.get(), kN, kC, s);
+                     },
+                     0, 7 * kNC * e});
+  // The feature map works in place: each call first restores its input (q|k, dq|dk), so every call maps the same
+  // values rather than ones drifting towards 0 (silu) or subnormals. Bytes count the restore.
+  const std::string qkv = fmt::format("N={} 3C={} (+ restore)", kN, 3 * kC);
+  benches.push_back({"feature map fwd (silu)", qkv, check_feature_map<T>, tolerance<T>(false),
+                     [buf](cudaStream_t s) {
+                       cuda::copy_rows(buf->qkv.get(), 3 * kC, buf->qk_pre.get(), 2 * kC, kN, 2 * kC, s);
+                       cuda::feature_map_forward(buf->qkv.get(), buf->qk_pre.get(), kN, kC, FeatureMap::silu, s);
+                     },
+                     0, 10 * kNC * e});
+  benches.push_back({"feature map bwd (silu)", qkv, check_feature_map<T>, tolerance<T>(false),
+                     [buf](cudaStream_t s) {
+                       cuda::copy_rows(buf->dqkv.get(), 3 * kC, buf->dqk_saved.get(), 2 * kC, kN, 2 * kC, s);
+                       cuda::feature_map_backward(buf->dqkv.get(), buf->qk_pre.get(), kN, kC, FeatureMap::silu, s);
+                     },
+                     0, 10 * kNC * e});
   return benches;
 }
 

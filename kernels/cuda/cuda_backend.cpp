@@ -9,6 +9,7 @@
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/cuda/decay_rows.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/feature_map.h"
 #include "kernels/cuda/fill.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/gemm.h"
@@ -88,12 +89,18 @@ class CudaBackend final : public Backend {
   void residual_backward(float* da, float* db, const float* dout, int64_t n) override {
     cuda::residual_backward<float>(da, db, dout, n, stream());
   }
-  void rmsnorm_forward(float* out, float* rrms, const float* inp, int64_t rows, int D) override {
-    cuda::rmsnorm_forward<float>(out, rrms, inp, rows, D, stream());
+  void rmsnorm_forward(float* out, float* rrms, const float* inp, const float* gate, int64_t rows, int D) override {
+    cuda::rmsnorm_forward<float>(out, rrms, inp, gate, rows, D, stream());
   }
-  void rmsnorm_backward(float* dinp, const float* dout, const float* inp, const float* rrms, int64_t rows,
-                        int D) override {
-    cuda::rmsnorm_backward<float>(dinp, dout, inp, rrms, rows, D, stream());
+  void rmsnorm_backward(float* dinp, float* dgate, const float* dout, const float* inp, const float* gate,
+                        const float* rrms, int64_t rows, int D) override {
+    cuda::rmsnorm_backward<float>(dinp, dgate, dout, inp, gate, rrms, rows, D, stream());
+  }
+  void feature_map_forward(float* qkv, float* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cuda::feature_map_forward<float>(qkv, qk_pre, N, C, map, stream());
+  }
+  void feature_map_backward(float* dqkv, const float* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cuda::feature_map_backward<float>(dqkv, qk_pre, N, C, map, stream());
   }
 
   void attention_softmax_forward(float* out, float* lse, const float* qkv, const int32_t* cu_seqlens, int n_seq,
@@ -208,12 +215,18 @@ class CudaBackend final : public Backend {
   void residual_backward(bf16* da, bf16* db, const bf16* dout, int64_t n) override {
     cuda::residual_backward<bf16>(da, db, dout, n, stream());
   }
-  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, int64_t rows, int D) override {
-    cuda::rmsnorm_forward<bf16>(out, rrms, inp, rows, D, stream());
+  void rmsnorm_forward(bf16* out, float* rrms, const bf16* inp, const bf16* gate, int64_t rows, int D) override {
+    cuda::rmsnorm_forward<bf16>(out, rrms, inp, gate, rows, D, stream());
   }
-  void rmsnorm_backward(bf16* dinp, const bf16* dout, const bf16* inp, const float* rrms, int64_t rows,
-                        int D) override {
-    cuda::rmsnorm_backward<bf16>(dinp, dout, inp, rrms, rows, D, stream());
+  void rmsnorm_backward(bf16* dinp, bf16* dgate, const bf16* dout, const bf16* inp, const bf16* gate,
+                        const float* rrms, int64_t rows, int D) override {
+    cuda::rmsnorm_backward<bf16>(dinp, dgate, dout, inp, gate, rrms, rows, D, stream());
+  }
+  void feature_map_forward(bf16* qkv, bf16* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cuda::feature_map_forward<bf16>(qkv, qk_pre, N, C, map, stream());
+  }
+  void feature_map_backward(bf16* dqkv, const bf16* qk_pre, int64_t N, int C, FeatureMap map) override {
+    cuda::feature_map_backward<bf16>(dqkv, qk_pre, N, C, map, stream());
   }
   void attention_softmax_forward(bf16* out, float* lse, const bf16* qkv, const int32_t* cu_seqlens, int n_seq,
                                  int64_t N, int H, int D) override {

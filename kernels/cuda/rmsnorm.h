@@ -1,8 +1,9 @@
 #pragma once
-// RMSNorm without a weight over rows of D on the device (NormAttention's per-head output normalisation);
-// kernels/shared/rmsnorm.h holds the row arithmetic the CPU backend also runs.
-//   out = inp * rrms,  rrms = 1 / sqrt(mean(inp^2) + eps);   inp, out, dinp, dout (rows, D) in the storage type T
-//   (float or bf16);  rrms (rows) fp32, saved for backward. Arithmetic is fp32; one warp per row, warp-shuffle sums.
+// RMSNorm without a weight over rows of D on the device, optionally gated (linear attention's output norm and
+// gate); kernels/shared/rmsnorm.h holds the row arithmetic the CPU backend also runs.
+//   out = inp * rrms * gate,  rrms = 1 / sqrt(mean(inp^2) + eps);  inp, gate, out, dinp, dgate, dout (rows, D) in the
+//   storage type T (float or bf16);  rrms (rows) fp32, saved for backward. gate nullptr: no gate (dgate is then
+//   ignored). Arithmetic is fp32; one warp per row (lanes stride over the row, so any D), warp-shuffle sums.
 // Every call is asynchronous on `stream`.
 #include <cuda_runtime.h>
 
@@ -11,11 +12,11 @@
 namespace trident::cuda {
 
 template <class T>
-void rmsnorm_forward(T* out, float* rrms, const T* inp, int64_t rows, int D, cudaStream_t stream);
+void rmsnorm_forward(T* out, float* rrms, const T* inp, const T* gate, int64_t rows, int D, cudaStream_t stream);
 
-// dinp += rrms * (dout - inp * rrms^2 * mean(dout * inp))
+// dinp += rrms * (g - inp * rrms^2 * mean(g * inp)) with g = dout * gate;  dgate += dout * inp * rrms
 template <class T>
-void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const float* rrms, int64_t rows, int D,
-                      cudaStream_t stream);
+void rmsnorm_backward(T* dinp, T* dgate, const T* dout, const T* inp, const T* gate, const float* rrms, int64_t rows,
+                      int D, cudaStream_t stream);
 
 }  // namespace trident::cuda

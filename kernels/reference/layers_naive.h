@@ -58,31 +58,46 @@ LayernormGrads<T> layernorm_backward(const Vec<T>& dy, const Vec<T>& x, const Ve
   return g;
 }
 
-// ---- RMSNorm without weight over rows of D ----
+// ---- RMSNorm without weight over rows of D, optionally gated: y = x / sqrt(mean(x^2) + eps) * gate ----
+// gate nullptr: no gate.
 template <class T>
-Vec<T> rmsnorm_forward(const Vec<T>& x, int64_t rows, int D, T eps = T(1e-5)) {
+Vec<T> rmsnorm_forward(const Vec<T>& x, int64_t rows, int D, const Vec<T>* gate = nullptr, T eps = T(1e-5)) {
   Vec<T> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     T ms = 0;
     for (int i = 0; i < D; ++i) ms += x[r * D + i] * x[r * D + i] / D;
-    for (int i = 0; i < D; ++i) y[r * D + i] = x[r * D + i] / std::sqrt(ms + eps);
+    for (int i = 0; i < D; ++i)
+      y[r * D + i] = x[r * D + i] / std::sqrt(ms + eps) * (gate ? (*gate)[r * D + i] : T(1));
   }
   return y;
 }
 
 template <class T>
-Vec<T> rmsnorm_backward(const Vec<T>& dy, const Vec<T>& x, int64_t rows, int D, T eps = T(1e-5)) {
-  Vec<T> dx(x.size());
+struct RmsnormGrads {
+  Vec<T> dx, dgate;  // dgate empty without a gate
+};
+
+// With g = dy * gate (the gradient of the normalised row xhat = x * inv):
+//   dx = inv * g - inv^3 * x * sum(g * x) / D,  dgate = dy * xhat
+template <class T>
+RmsnormGrads<T> rmsnorm_backward(const Vec<T>& dy, const Vec<T>& x, int64_t rows, int D,
+                                 const Vec<T>* gate = nullptr, T eps = T(1e-5)) {
+  RmsnormGrads<T> grads{Vec<T>(x.size()), gate ? Vec<T>(x.size()) : Vec<T>()};
   for (int64_t r = 0; r < rows; ++r) {
     T ms = 0, dot = 0;
     for (int i = 0; i < D; ++i) {
+      const T g = dy[r * D + i] * (gate ? (*gate)[r * D + i] : T(1));
       ms += x[r * D + i] * x[r * D + i] / D;
-      dot += dy[r * D + i] * x[r * D + i];
+      dot += g * x[r * D + i];
     }
     T inv = T(1) / std::sqrt(ms + eps);
-    for (int i = 0; i < D; ++i) dx[r * D + i] = inv * dy[r * D + i] - inv * inv * inv * x[r * D + i] * dot / D;
+    for (int i = 0; i < D; ++i) {
+      const T g = dy[r * D + i] * (gate ? (*gate)[r * D + i] : T(1));
+      grads.dx[r * D + i] = inv * g - inv * inv * inv * x[r * D + i] * dot / D;
+      if (gate) grads.dgate[r * D + i] = dy[r * D + i] * x[r * D + i] * inv;
+    }
   }
-  return dx;
+  return grads;
 }
 
 // ---- linear: x (N, C), w (C, OC), b (OC) ----

@@ -1,10 +1,11 @@
-// CUDA layernorm and rmsnorm against the CPU kernels, forward and backward, fp32 and bf16 activations.
+// CUDA layernorm and rmsnorm (with and without its gate) against the CPU kernels, forward and backward, fp32 and bf16
+// activations.
 // Tolerances (max error over the largest reference magnitude):
 //   fp32: 1e-5 for every output and gradient. The GPU sums a row across a warp and dweight/dbias over blocks of
 //     rows, in another order than the CPU; an emulation of both orders on these shapes gives at most ~3e-6.
 //   bf16 activations: the inputs are rounded to bf16 and the CPU runs on those values. The fp32 statistics (mean,
-//     rstd, rrms) and the fp32 parameter gradients keep 1e-5; the bf16 outputs and dinp are rounded once more on
-//     store, which is half an ulp (2^-8 of the value) plus the fp32 difference: 8e-3, one bf16 ulp.
+//     rstd, rrms) and the fp32 parameter gradients keep 1e-5; the bf16 outputs, dinp and dgate are rounded once more
+//     on store, which is half an ulp (2^-8 of the value) plus the fp32 difference: 8e-3, one bf16 ulp.
 // The parameter gradients must also be bit-identical run to run.
 #include <cstring>
 
@@ -84,27 +85,39 @@ void check_layernorm(int64_t N, int C, double act_tol) {
   CHECK(same_bits(host_f32(dx2_d), host_f32(dx_d)));
 }
 
+// With a gate (linear attention's output norm and gate) or without; dinp and dgate start non-zero (they accumulate).
 template <class T>
-void check_rmsnorm(int64_t rows, int D, double act_tol) {
+void check_rmsnorm(int64_t rows, int D, bool gated, double act_tol) {
   auto x = random_normal<float>(rows * D, 20, 2.0, 0.5), dout = random_normal<float>(rows * D, 21);
-  auto dx0 = random_normal<float>(rows * D, 22);
+  auto dx0 = random_normal<float>(rows * D, 22), gate = random_normal<float>(rows * D, 23, 1.5, 0.3);
+  auto dgate0 = random_normal<float>(rows * D, 24);
   if constexpr (!std::is_same_v<T, float>) {
     x = round_bf16(x);
     dout = round_bf16(dout);
     dx0 = round_bf16(dx0);
+    gate = round_bf16(gate);
+    dgate0 = round_bf16(dgate0);
   }
+  const float* g = gated ? gate.data() : nullptr;
 
-  std::vector<float> y(rows * D), rrms(rows), dx = dx0;
-  cpu::rmsnorm_forward(y.data(), rrms.data(), x.data(), rows, D);
-  cpu::rmsnorm_backward(dx.data(), dout.data(), x.data(), rrms.data(), rows, D);
+  std::vector<float> y(rows * D), rrms(rows), dx = dx0, dgate = dgate0;
+  cpu::rmsnorm_forward(y.data(), rrms.data(), x.data(), g, rows, D);
+  cpu::rmsnorm_backward(dx.data(), dgate.data(), dout.data(), x.data(), g, rrms.data(), rows, D);
 
   DeviceVector<T> x_d(storage<T>(x)), dout_d(storage<T>(dout)), y_d(rows * D), dx_d(storage<T>(dx0));
+  DeviceVector<T> gate_d(storage<T>(gate)), dgate_d(storage<T>(dgate0));
   DeviceVector<float> rrms_d(rows);
-  cuda::rmsnorm_forward(y_d.data(), rrms_d.data(), x_d.data(), rows, D, nullptr);
-  cuda::rmsnorm_backward(dx_d.data(), dout_d.data(), x_d.data(), rrms_d.data(), rows, D, nullptr);
+  T* g_d = gated ? gate_d.data() : nullptr;
+  cuda::rmsnorm_forward(y_d.data(), rrms_d.data(), x_d.data(), g_d, rows, D, nullptr);
+  cuda::rmsnorm_backward(dx_d.data(), dgate_d.data(), dout_d.data(), x_d.data(), g_d, rrms_d.data(), rows, D, nullptr);
   check_close("rmsnorm forward", host_f32(y_d), y, act_tol);
   check_close("rmsnorm rrms", rrms_d.to_host(), rrms, 1e-5);
   check_close("rmsnorm dinp", host_f32(dx_d), dx, act_tol);
+  if (gated) {
+    check_close("rmsnorm dgate", host_f32(dgate_d), dgate, act_tol);
+  } else {
+    CHECK(host_f32(dgate_d) == dgate0);  // no gate: dgate is not touched
+  }
 }
 
 // Shapes with more rows than the row grid has warps: on a device, not under the SIMT emulation.
@@ -128,11 +141,16 @@ TEST_CASE("cuda layernorm forward and backward equal the CPU kernel (fp32 and bf
   SECTION("bf16") { check_layernorm<bf16>(N, C, 8e-3); }
 }
 
-TEST_CASE("cuda rmsnorm forward and backward equal the CPU kernel (fp32 and bf16)", "[cuda][rmsnorm]") {
+TEST_CASE("cuda rmsnorm forward and backward equal the CPU kernel (fp32 and bf16, with and without a gate)",
+          "[cuda][rmsnorm]") {
+  // per-head rows (D = 64), whole rows of GPT-2 small (768) and of a wide model (4096, 128 values per lane), widths
+  // below a warp and not multiples of 32
   auto [rows, D] = GENERATE(std::pair<int64_t, int>{1, 1}, std::pair<int64_t, int>{5, 33},
                             std::pair<int64_t, int>{300, 64}, std::pair<int64_t, int>{77, 100},
+                            std::pair<int64_t, int>{19, 768}, std::pair<int64_t, int>{3, 4096},
                             std::pair<int64_t, int>{kLargeRows ? 600001 : 2, 4});
-  CAPTURE(rows, D);
-  SECTION("fp32") { check_rmsnorm<float>(rows, D, 1e-5); }
-  SECTION("bf16") { check_rmsnorm<bf16>(rows, D, 8e-3); }
+  const bool gated = GENERATE(false, true);
+  CAPTURE(rows, D, gated);
+  SECTION("fp32") { check_rmsnorm<float>(rows, D, gated, 1e-5); }
+  SECTION("bf16") { check_rmsnorm<bf16>(rows, D, gated, 8e-3); }
 }
