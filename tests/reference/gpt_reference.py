@@ -12,8 +12,10 @@ mis-shaped tensor; 2: unreadable input. For softmax attention the key part of c_
 
 What is independent of Trident's C++ (nothing here was derived from it):
 - the model is written from the specification in core/model/README.md and papers.md section 1 only;
-- linear attention uses the *quadratic* form O = [(Q K^T) * Dmask] V with Dmask_ij = lambda^(i-j) (i >= j, else 0)
-  on whole documents, not Trident's chunked form with its q/k/block decays, so chunking errors cannot cancel out;
+- linear attention uses the *quadratic* form O = [(phi(Q) phi(K)^T) * Dmask] V with Dmask_ij = lambda^(i-j) (i >= j,
+  else 0) on whole documents, not Trident's chunked form with its q/k/block decays, so chunking errors cannot cancel
+  out; the feature map, the output norm (over the hidden dimension or per head) and the output gate are plain
+  elementwise torch expressions differentiated by autograd, not Trident's fused gated-norm op;
 - gradients come from torch autograd, not from hand-written backward formulas;
 - AdamW and gradient clipping are written out from their textbook definitions;
 - safetensors files are parsed by a small reader written from the format description, and, when the `safetensors`
@@ -140,6 +142,14 @@ def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
 # Configuration, parameter table, batch
 # ----------------------------------------------------------------------------------------------------------------
 
+# model.linear.* keys of config.json and their allowed values (the first is the default)
+LINEAR_KEYS: dict[str, tuple] = {
+    "qk_activation": ("silu", "elu1", "none"),
+    "output_gate": (True, False),
+    "output_norm": ("hidden", "head"),
+}
+
+
 @dataclass(frozen=True)
 class Config:
     n_layer: int
@@ -156,6 +166,11 @@ class Config:
     weight_decay: float
     grad_clip: float
     steps: int
+    # The linear-attention block (core/model/README.md, model.linear.*); required in config.json for linear attention,
+    # optional (and unused) for softmax attention.
+    qk_activation: str = "silu"
+    output_gate: bool = True
+    output_norm: str = "hidden"
 
     @property
     def head_dim(self) -> int:
@@ -164,15 +179,22 @@ class Config:
     @staticmethod
     def from_dict(raw: dict) -> Config:
         fields = Config.__dataclass_fields__
-        missing = [key for key in fields if key not in raw]
+        required = [key for key in fields if key not in LINEAR_KEYS]
+        if raw.get("attention") == "linear":
+            required += list(LINEAR_KEYS)
+        missing = [key for key in required if key not in raw]
         if missing:
             raise FormatError(f"config.json: missing keys {missing}")
         extra = sorted(set(raw) - set(fields))
         if extra:
             print(f"  note: config.json keys not used by the reference: {extra}")
-        cfg = Config(**{key: raw[key] for key in fields})
+        cfg = Config(**{key: raw[key] for key in fields if key in raw})
         if cfg.attention not in ("softmax", "linear"):
             raise FormatError(f"config.json: attention must be softmax or linear, got {cfg.attention!r}")
+        if cfg.attention == "linear":
+            for key, allowed in LINEAR_KEYS.items():
+                if getattr(cfg, key) not in allowed or type(getattr(cfg, key)) is not type(allowed[0]):
+                    raise FormatError(f"config.json: {key} must be one of {list(allowed)}, got {getattr(cfg, key)!r}")
         if cfg.n_head < 1 or cfg.n_embd % cfg.n_head != 0:
             raise FormatError(f"config.json: n_head {cfg.n_head} does not divide n_embd {cfg.n_embd}")
         if cfg.n_layer < 1 or cfg.steps < 0:
@@ -203,6 +225,13 @@ def param_specs(cfg: Config) -> list[ParamSpec]:
             ParamSpec(f"{h}.ln_1.bias", (C,), False, None, 0.0),
             ParamSpec(f"{h}.attn.c_attn.weight", (C, 3 * C), True, 0.02),
             ParamSpec(f"{h}.attn.c_attn.bias", (3 * C,), False, None, 0.0),
+        ]
+        if cfg.attention == "linear" and cfg.output_gate:
+            specs += [
+                ParamSpec(f"{h}.attn.c_gate.weight", (C, C), True, 0.02),
+                ParamSpec(f"{h}.attn.c_gate.bias", (C,), False, None, 0.0),
+            ]
+        specs += [
             ParamSpec(f"{h}.attn.c_proj.weight", (C, C), True, proj_std),
             ParamSpec(f"{h}.attn.c_proj.bias", (C,), False, None, 0.0),
             ParamSpec(f"{h}.ln_2.weight", (C,), False, None, 1.0),
@@ -323,30 +352,66 @@ def decay_mask(rates: list[float], n: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(past_or_self, lam ** distance.clamp(min=0), torch.zeros((), dtype=dtype))
 
 
+def feature_map(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """phi of model.linear.qk_activation: silu(x) = x sigmoid(x); elu1(x) = 1 + elu(x) (x + 1 for x > 0, exp(x)
+    otherwise); none = identity."""
+    if kind == "silu":
+        return x * torch.sigmoid(x)
+    if kind == "elu1":
+        return torch.where(x > 0, x + 1.0, torch.exp(torch.clamp(x, max=0.0)))
+    if kind == "none":
+        return x
+    raise ValueError(f"unknown qk_activation {kind!r}")
+
+
+def rms_normalise(x: torch.Tensor) -> torch.Tensor:
+    """RMSNorm without weight over the last dimension: x / sqrt(mean(x^2) + eps)."""
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS)
+
+
+def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rates: list[float]) -> torch.Tensor:
+    """Quadratic form O = [(Q K^T) * Dmask] V per head, (H, n, D); no normaliser (q and k already mapped by phi)."""
+    return ((q @ k.transpose(1, 2)) * decay_mask(rates, q.shape[1], q.dtype)) @ v
+
+
 def normalised_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rates: list[float]) -> torch.Tensor:
-    """Quadratic form O = [(Q K^T) * Dmask] V, then per-head RMSNorm without weight."""
-    o = ((q @ k.transpose(1, 2)) * decay_mask(rates, q.shape[1], q.dtype)) @ v
-    return o / torch.sqrt(o.pow(2).mean(-1, keepdim=True) + RMS_EPS)
+    """Quadratic form, then per-head RMSNorm without weight (the output_norm: head case, without feature map)."""
+    return rms_normalise(linear_attention(q, k, v, rates))
 
 
 def attention(qkv: torch.Tensor, batch: Batch, cfg: Config, layer: int) -> torch.Tensor:
-    """Attention over each document of the packed batch separately; nothing crosses a document boundary."""
+    """Attention over each document of the packed batch separately; nothing crosses a document boundary. For linear
+    attention: phi on q and k, the quadratic form, and the output norm (per token over C, or per head over D); the
+    gate is applied by the caller."""
     C = cfg.n_embd
     rates = layer_decay_rates(cfg, layer)
     outputs = []
-    for begin, end in batch.documents():
-        q, k, v = (split_heads(qkv[begin:end, i * C : (i + 1) * C], cfg.n_head) for i in range(3))
+    # torch.split, not qkv[begin:end]: the backward of a slice is a zero tensor the size of qkv, per document
+    lengths = [end - begin for begin, end in batch.documents()]
+    assert sum(lengths) == qkv.shape[0], "documents must cover the batch"
+    for doc in qkv.split(lengths, dim=0):
+        q, k, v = (split_heads(doc[:, i * C : (i + 1) * C], cfg.n_head) for i in range(3))
         if cfg.attention == "softmax":
             outputs.append(merge_heads(causal_softmax_attention(q, k, v)))
+            continue
+        q, k = feature_map(q, cfg.qk_activation), feature_map(k, cfg.qk_activation)
+        o = linear_attention(q, k, v, rates)
+        if cfg.output_norm == "head":
+            outputs.append(merge_heads(rms_normalise(o)))
+        elif cfg.output_norm == "hidden":
+            outputs.append(rms_normalise(merge_heads(o)))
         else:
-            outputs.append(merge_heads(normalised_linear_attention(q, k, v, rates)))
+            raise ValueError(f"unknown output_norm {cfg.output_norm!r}")
     return torch.cat(outputs, dim=0)
 
 
 def block(x: torch.Tensor, params: Params, batch: Batch, cfg: Config, layer: int) -> torch.Tensor:
     h = f"transformer.h.{layer}"
-    qkv = conv1d(layer_norm(x, params[f"{h}.ln_1.weight"], params[f"{h}.ln_1.bias"]), params, f"{h}.attn.c_attn")
-    x = x + conv1d(attention(qkv, batch, cfg, layer), params, f"{h}.attn.c_proj")
+    normed = layer_norm(x, params[f"{h}.ln_1.weight"], params[f"{h}.ln_1.bias"])
+    a = attention(conv1d(normed, params, f"{h}.attn.c_attn"), batch, cfg, layer)
+    if cfg.attention == "linear" and cfg.output_gate:
+        a = a * conv1d(normed, params, f"{h}.attn.c_gate")
+    x = x + conv1d(a, params, f"{h}.attn.c_proj")
     hidden = gelu_tanh(conv1d(layer_norm(x, params[f"{h}.ln_2.weight"], params[f"{h}.ln_2.bias"]), params, f"{h}.mlp.c_fc"))
     return x + conv1d(hidden, params, f"{h}.mlp.c_proj")
 
@@ -520,7 +585,8 @@ def run(parity_dir: Path, rtol: float, rtol_final: float, mask_gauge: bool) -> i
     outputs = load_safetensors(parity_dir / "outputs.safetensors")
     doc_lens = [end - begin for begin, end in zip(batch.cu_seqlens, batch.cu_seqlens[1:])]
     scored = int((batch.targets != LOSS_IGNORE).sum())
-    print(f"  batch: N = {batch.tokens.numel()} tokens, document lengths {doc_lens}, {scored} scored")
+    shown = f"{doc_lens}" if len(doc_lens) <= 16 else f"{doc_lens[:12]} ... ({len(doc_lens)} documents)"
+    print(f"  batch: N = {batch.tokens.numel()} tokens, document lengths {shown}, {scored} scored")
     problems = check_weights(weights, cfg)
     if problems:
         print("\n".join(f"  {p}  FAIL" for p in problems))

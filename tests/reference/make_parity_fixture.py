@@ -2,6 +2,7 @@
 """Write a parity directory (tests/reference/README.md) from the reference model itself.
 
 Usage:  /usr/bin/python3 tests/reference/make_parity_fixture.py OUT_DIR [--attention linear] [--n-head 3 --n-embd 24]
+            [--qk-activation silu|elu1|none] [--output-gate | --no-output-gate] [--output-norm hidden|head]
 
 Until Trident's own dumper exists this exercises gpt_reference.py end to end: random GPT-2 initial weights (the
 table of core/model/README.md, stored F32), a random packed batch of several documents (by default lengths 9, 1 and
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from gpt_reference import Batch, Config, Params, param_specs, reference_outputs
+from gpt_reference import LINEAR_KEYS, Batch, Config, Params, param_specs, reference_outputs
 
 DTYPE_NAMES: dict[torch.dtype, str] = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32", torch.int64: "I64"}
 
@@ -91,6 +92,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int, default=64)
     p.add_argument("--max-seq-len", type=int, default=32)
     p.add_argument("--decay-layer-scaling", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--qk-activation", choices=list(LINEAR_KEYS["qk_activation"]), default="silu",
+                   help="linear attention: feature map of q and k")
+    p.add_argument("--output-gate", action=argparse.BooleanOptionalAction, default=True,
+                   help="linear attention: output gate (attn.c_gate)")
+    p.add_argument("--output-norm", choices=list(LINEAR_KEYS["output_norm"]), default="hidden",
+                   help="linear attention: RMSNorm of the attention output over the hidden dimension or per head")
     p.add_argument("--doc-lens", default="9,1,14", help="comma-separated document lengths")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -109,7 +116,8 @@ def main() -> int:
     cfg = Config(n_layer=args.n_layer, n_embd=args.n_embd, n_head=args.n_head, vocab_size=args.vocab_size,
                  max_seq_len=args.max_seq_len, attention=args.attention, decay_layer_scaling=args.decay_layer_scaling,
                  lr=args.lr, beta1=0.9, beta2=0.95, eps=args.eps, weight_decay=args.weight_decay,
-                 grad_clip=args.grad_clip, steps=args.steps)
+                 grad_clip=args.grad_clip, steps=args.steps, qk_activation=args.qk_activation,
+                 output_gate=args.output_gate, output_norm=args.output_norm)
     gen = torch.Generator().manual_seed(args.seed)
     weights = init_weights(cfg, gen)
     batch_tensors = random_batch(cfg, [int(n) for n in args.doc_lens.split(",")], gen)

@@ -5,6 +5,8 @@ Usage:  /usr/bin/python3 tests/reference/selftest_gpt_reference.py
 
 - ALiBi slopes against the values listed in papers.md section 1, and the per-layer factor;
 - linear attention (quadratic form) against the token-by-token recurrence S = lambda S + k^T v, o = q S (fp64 oracle);
+- the linear block's feature maps against torch.nn.functional, and the whole block (feature map, output norm over the
+  hidden dimension or per head, output gate) against a token-by-token loop; c_gate's place in the parameter table;
 - softmax attention against a row-by-row loop; LayerNorm and GELU against torch.nn.functional;
 - no attention across documents, causality inside a document;
 - autograd gradient against a central finite difference along a random direction;
@@ -38,10 +40,17 @@ def check(fn: Callable[[], None]) -> Callable[[], None]:
 
 
 def tiny_config(attention: str, n_head: int = 4, n_embd: int = 32, n_layer: int = 2, steps: int = 3,
-                scaling: bool = True) -> ref.Config:
+                scaling: bool = True, qk_activation: str = "silu", output_gate: bool = True,
+                output_norm: str = "hidden") -> ref.Config:
     return ref.Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, vocab_size=64, max_seq_len=32,
                       attention=attention, decay_layer_scaling=scaling, lr=1e-2, beta1=0.9, beta2=0.95, eps=1e-8,
-                      weight_decay=0.1, grad_clip=1.0, steps=steps)
+                      weight_decay=0.1, grad_clip=1.0, steps=steps, qk_activation=qk_activation,
+                      output_gate=output_gate, output_norm=output_norm)
+
+
+# (qk_activation, output_gate, output_norm): the default block, the old block, and mixed ones
+LINEAR_VARIANTS = [("silu", True, "hidden"), ("none", False, "head"), ("elu1", False, "head"), ("silu", True, "head"),
+                   ("elu1", True, "hidden"), ("none", False, "hidden")]
 
 
 def tiny_problem(cfg: ref.Config, seed: int = 0, doc_lens: tuple[int, ...] = (9, 1, 14)) -> tuple[ref.Params, ref.Batch]:
@@ -96,6 +105,65 @@ def linear_attention_matches_recurrence() -> None:
 
 
 @check
+def feature_maps_match_torch() -> None:
+    x = torch.randn(50) * 3
+    x[:3] = torch.tensor([0.0, -0.0, 1e-300])
+    assert_close(ref.feature_map(x, "silu"), F.silu(x), 1e-15, "silu")
+    assert_close(ref.feature_map(x, "elu1"), F.elu(x) + 1, 1e-15, "elu1")
+    assert torch.equal(ref.feature_map(x, "none"), x)
+    leaf = torch.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    (grad,) = torch.autograd.grad(ref.feature_map(leaf, "elu1").sum(), leaf)
+    assert_close(grad, torch.tensor([math.exp(-2.0), 1.0, 1.0]), 1e-15, "elu1 derivative")
+
+
+@check
+def linear_block_matches_token_loop() -> None:
+    """attention() + the gate of block() against a token-by-token loop over the recurrence of core/model/README.md."""
+    for act, gate, norm in LINEAR_VARIANTS:
+        cfg = tiny_config("linear", n_head=3, n_embd=24, qk_activation=act, output_gate=gate, output_norm=norm)
+        params, batch = tiny_problem(cfg, seed=4)
+        layer, C, H, D = 1, cfg.n_embd, cfg.n_head, cfg.head_dim
+        h = torch.randn(batch.tokens.numel(), C)
+        qkv = ref.conv1d(h, params, f"transformer.h.{layer}.attn.c_attn")
+        got = ref.attention(qkv, batch, cfg, layer)
+        if gate:
+            got = got * ref.conv1d(h, params, f"transformer.h.{layer}.attn.c_gate")
+        phi = {"silu": F.silu, "elu1": lambda t: F.elu(t) + 1, "none": lambda t: t}[act]
+        lam = [math.exp(-s) for s in ref.layer_decay_rates(cfg, layer)]
+        for begin, end in batch.documents():
+            states = [torch.zeros(D, D) for _ in range(H)]
+            for t in range(begin, end):
+                heads = []
+                for hd in range(H):
+                    q, k, v = (qkv[t, i * C + hd * D : i * C + (hd + 1) * D] for i in range(3))
+                    states[hd] = lam[hd] * states[hd] + torch.outer(phi(k), v)
+                    heads.append(phi(q) @ states[hd])
+                if norm == "head":
+                    o = torch.cat([x / torch.sqrt((x * x).mean() + 1e-5) for x in heads])
+                else:
+                    o = torch.cat(heads)
+                    o = o / torch.sqrt((o * o).mean() + 1e-5)
+                if gate:
+                    u = h[t] @ params[f"transformer.h.{layer}.attn.c_gate.weight"]
+                    o = o * (u + params[f"transformer.h.{layer}.attn.c_gate.bias"])
+                assert_close(got[t], o, 1e-12, f"{act}/{gate}/{norm} token {t}")
+
+
+@check
+def gate_weights_follow_c_attn() -> None:
+    for attention, gate in (("linear", True), ("linear", False), ("softmax", True)):
+        names = [spec.name for spec in ref.param_specs(tiny_config(attention, output_gate=gate))]
+        has_gate = attention == "linear" and gate
+        assert ("transformer.h.1.attn.c_gate.weight" in names) == has_gate, (attention, gate)
+        if has_gate:
+            i = names.index("transformer.h.1.attn.c_attn.bias")
+            assert names[i + 1 : i + 3] == ["transformer.h.1.attn.c_gate.weight", "transformer.h.1.attn.c_gate.bias"]
+    spec = {s.name: s for s in ref.param_specs(tiny_config("linear"))}
+    w, b = spec["transformer.h.0.attn.c_gate.weight"], spec["transformer.h.0.attn.c_gate.bias"]
+    assert (w.shape, w.decay, w.init_std, b.shape, b.decay, b.init_std) == ((32, 32), True, 0.02, (32,), False, None)
+
+
+@check
 def softmax_attention_matches_loop() -> None:
     H, n, D = 2, 7, 4
     q, k, v = (torch.randn(H, n, D) for _ in range(3))
@@ -136,8 +204,10 @@ def documents_are_isolated_and_causal() -> None:
 
 @check
 def autograd_matches_finite_difference() -> None:
-    for attention, heads, width in (("softmax", 4, 32), ("linear", 4, 32), ("linear", 3, 24)):
-        cfg = tiny_config(attention, n_head=heads, n_embd=width)
+    cases = [("softmax", 4, 32, LINEAR_VARIANTS[0]), ("linear", 3, 24, LINEAR_VARIANTS[0])]
+    cases += [("linear", 4, 32, variant) for variant in LINEAR_VARIANTS]
+    for attention, heads, width, (act, gate, norm) in cases:
+        cfg = tiny_config(attention, n_head=heads, n_embd=width, qk_activation=act, output_gate=gate, output_norm=norm)
         params, batch = tiny_problem(cfg, seed=1)
         _, _, grads = ref.loss_and_grads(params, batch, cfg)
         direction = {name: torch.randn_like(p) for name, p in params.items()}
@@ -151,7 +221,8 @@ def autograd_matches_finite_difference() -> None:
 
         numeric = (loss_at(1.0) - loss_at(-1.0)) / (2 * eps)
         analytic = sum(float((grads[n] * direction[n]).sum()) for n in params)
-        assert abs(numeric - analytic) <= 1e-6 * abs(analytic), f"{attention} H={heads}: {numeric} vs {analytic}"
+        what = f"{attention} H={heads} {act}/{gate}/{norm}"
+        assert abs(numeric - analytic) <= 1e-6 * abs(analytic), f"{what}: {numeric} vs {analytic}"
 
 
 @check
