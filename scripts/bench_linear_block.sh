@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # The linear-attention block's conditioning, measured on the quickstart model (configs/quickstart.yaml, Debian's
-# fortune cookies): 200 steps of softmax, of the linear block (TransNormerLLM's: silu feature map, output norm over
-# the hidden dimension, output gate) and of the old linear block (no feature map, no gate, a per-head norm), with
-# their loss curves on one plot and each run's gradient norms; then 30 steps of each linear block on 1 rank against
-# LASP on 4 ranks, with the largest relative loss difference. Writes runs/bench_linear_block/{linear_block.md,loss.png}.
-# About 20 minutes on 2 cores.
+# fortune cookies): 200 steps of softmax and of the linear block (TransNormerLLM's: silu feature map, output norm over
+# the hidden dimension, output gate), with their loss curves on one plot and each run's gradient norms; then 30 steps
+# of the linear block on 1 rank against LASP on 4 ranks, with the largest relative loss difference. Writes
+# runs/bench_linear_block/{linear_block.md,loss.png}. About 12 minutes on 2 cores.
 # Usage: bash scripts/bench_linear_block.sh [--steps 200] [--agreement-steps 30]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,7 +26,6 @@ bash scripts/fortunes_corpus.sh runs/data/fortunes.txt
 cores=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 common=(--set data.path=runs/data/fortunes.txt --set checkpoint.every=0 --set sample.tokens=0)
-old=(--set model.linear.qk_activation=none --set model.linear.output_gate=false --set model.linear.output_norm=head)
 one() {  # NAME ARGS...: one rank using every core
   local name=$1
   shift
@@ -45,14 +43,11 @@ lasp4() {  # NAME ARGS...: LASP on 4 ranks
 
 one softmax --set train.steps="$steps"
 one linear --set train.steps="$steps" --set model.attention=linear
-one linear_old --set train.steps="$steps" --set model.attention=linear "${old[@]}"
 short=(--set train.steps="$agreement_steps" --set train.eval_every=0 --set model.attention=linear)
 one agree_linear_1 "${short[@]}"
 lasp4 agree_linear_4 "${short[@]}"
-one agree_old_1 "${short[@]}" "${old[@]}"
-lasp4 agree_old_4 "${short[@]}" "${old[@]}"
 
-/usr/bin/python3 scripts/plot.py "$out/softmax" "$out/linear" "$out/linear_old" -o "$out/loss.png"
+/usr/bin/python3 scripts/plot.py "$out/softmax" "$out/linear" -o "$out/loss.png"
 /usr/bin/python3 - "$out" "$steps" "$agreement_steps" <<'PY'
 import json, statistics, sys
 from pathlib import Path
@@ -61,8 +56,7 @@ rows = lambda name: [json.loads(line) for line in open(out / name / "metrics.jso
 lines = [f"# The linear-attention block on the quickstart model ({steps} steps; agreement over {agreement_steps})", "",
          "| run | loss at the end | last eval loss | grad norm max | grad norm median | max / median |",
          "|---|---|---|---|---|---|"]
-for name, label in [("softmax", "softmax"), ("linear", "linear (silu, gate, hidden norm)"),
-                    ("linear_old", "old linear (none, no gate, per-head norm)")]:
+for name, label in [("softmax", "softmax"), ("linear", "linear (silu, gate, hidden norm)")]:
     r = rows(name)
     norms = [x["grad_norm"] for x in r]
     evals = [x["eval_loss"] for x in r if "eval_loss" in x]
@@ -71,7 +65,7 @@ for name, label in [("softmax", "softmax"), ("linear", "linear (silu, gate, hidd
                  f"{norms.index(max(norms))}) | {statistics.median(norms):.2f} | "
                  f"{max(norms) / statistics.median(norms):.1f} |")
 lines += ["", "| block | max relative loss difference, 1 rank vs LASP on 4 ranks | at step |", "|---|---|---|"]
-for block, label in [("linear", "linear (silu, gate, hidden norm)"), ("old", "old linear")]:
+for block, label in [("linear", "linear (silu, gate, hidden norm)")]:
     a, b = rows(f"agree_{block}_1"), rows(f"agree_{block}_4")
     diffs = [abs(x["loss"] - y["loss"]) / abs(x["loss"]) for x, y in zip(a, b)]
     lines.append(f"| {label} | {max(diffs):.2e} | {diffs.index(max(diffs))} |")

@@ -278,20 +278,22 @@ namespace {
 void check_same_model(const fs::path& dir, const std::string& config_yaml, const ModelConfig& now) {
   const std::string source = (dir / "trainer_state.json").string() + " (config)";
   ModelConfig then;
+  bool has_linear_keys = true;
   try {
     then = parse_config(config_yaml, source).model;
-    // Written before model.linear existed: the linear block was the one those keys now select.
     const YAML::Node model = YAML::Load(config_yaml)["model"];
-    if (model && !model["linear"]) {
-      then.linear_qk_activation = "none";
-      then.linear_output_gate = false;
-      then.linear_output_norm = "head";
-    }
+    has_linear_keys = model && model["linear"];
   } catch (const ConfigError& e) {
     throw_runtime_error("checkpoint '{}': cannot read the config it was trained with: {}", dir.string(), e.what());
   } catch (const YAML::Exception& e) {
     throw_runtime_error("checkpoint '{}': cannot read the config it was trained with: {}", dir.string(), e.what());
   }
+  // Written before model.linear existed: Trident's first linear block (no feature map, no gate, a per-head norm).
+  if (then.attention == "linear" && !has_linear_keys)
+    throw_config_error("checkpoint '{}' holds Trident's first linear-attention block (no q/k feature map, no output "
+                       "gate, a per-head output norm), which this version does not train: it was ill-conditioned "
+                       "(core/model/README.md); start a new run.dir with the current block",
+                       dir.string());
   std::vector<std::string> differences;
   auto compare = [&](const char* key, const auto& a, const auto& b) {
     if (a != b) differences.push_back(fmt::format("model.{}: {} in the checkpoint, {} now", key, a, b));
@@ -306,7 +308,6 @@ void check_same_model(const fs::path& dir, const std::string& config_yaml, const
     compare("decay_layer_scaling", then.decay_layer_scaling, now.decay_layer_scaling);
     compare("linear.qk_activation", then.linear_qk_activation, now.linear_qk_activation);
     compare("linear.output_gate", then.linear_output_gate, now.linear_output_gate);
-    compare("linear.output_norm", then.linear_output_norm, now.linear_output_norm);
   }
   if (!differences.empty())
     throw_config_error("checkpoint '{}' was trained with another model: {}; set these keys as the checkpoint has them "

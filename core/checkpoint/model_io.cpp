@@ -24,9 +24,8 @@ namespace {
 // What a missing or extra tensor says about the file: the linear-attention block changed its tensors once.
 std::string hint(const std::string& name) {
   if (name.find(".attn.c_gate.") == std::string::npos) return "";
-  return " (attn.c_gate is the output gate of the linear-attention block, model.linear.output_gate; a checkpoint of "
-         "the block before it loads with model.linear.qk_activation: none, model.linear.output_gate: false and "
-         "model.linear.output_norm: head)";
+  return " (attn.c_gate is the output gate of the linear-attention block, model.linear.output_gate; Trident's first "
+         "linear block had none, and this version does not train that block: core/model/README.md)";
 }
 
 }  // namespace

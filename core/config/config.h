@@ -30,7 +30,9 @@ struct ModelConfig {
   // model.linear.*: the TransNormerLLM linear-attention block (core/model/README.md)
   std::string linear_qk_activation = "silu";  // feature map of q and k: silu | elu1 | none
   bool linear_output_gate = true;             // attention output times a gate projection (attn.c_gate)
-  std::string linear_output_norm = "hidden";  // RMSNorm of the attention output over: hidden (all heads) | head
+  // The attention output's RMSNorm over: hidden (all heads). Not a config key: "head" (per head) is the norm of
+  // Trident's first linear block, ill-conditioned (core/model/README.md); the tests build it to show that.
+  std::string linear_output_norm = "hidden";
 
   bool operator==(const ModelConfig&) const = default;
 };

@@ -31,10 +31,6 @@ const std::vector<Key>& schema() {
        "linear attention: feature map applied to q and k (silu as TransNormerLLM, 1 + elu, or none)"},
       {"model.linear.output_gate", BoolField{member(&C::model, &ModelConfig::linear_output_gate)},
        "linear attention: multiply the normalised output by a gate projection of the block input (attn.c_gate)"},
-      {"model.linear.output_norm",
-       StringField{member(&C::model, &ModelConfig::linear_output_norm), {"hidden", "head"}},
-       "linear attention: RMSNorm of the attention output over the whole hidden dimension (TransNormerLLM) or "
-       "per head"},
 
       {"train.steps", IntField{member(&C::train, &TrainConfig::steps), 1}, "optimizer steps"},
       {"train.batch_tokens", IntField{member(&C::train, &TrainConfig::batch_tokens), 1},

@@ -60,8 +60,7 @@ PY
 # A linear run with every block option away from its default: config.json names the block and its options.
 run 0 train "$tiny" --set run.dir="$tmp/linear" --set train.steps=2 --set train.warmup_steps=1 \
   --set train.eval_every=0 --set model.attention=linear --set model.n_head=2 --set model.linear_chunk=16 \
-  --set model.decay_layer_scaling=false --set model.linear.qk_activation=elu1 --set model.linear.output_gate=false \
-  --set model.linear.output_norm=head
+  --set model.decay_layer_scaling=false --set model.linear.qk_activation=elu1 --set model.linear.output_gate=false
 linear=$tmp/linear/checkpoints/step_00000002
 [[ -s $linear/config.json ]] || fail "the linear checkpoint has no config.json"
 py "the linear config.json names the block and its options" "$linear/config.json" <<'PY'
@@ -69,7 +68,7 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 want = {
     "architectures": ["TridentLinearLMHeadModel"], "model_type": "trident_linear", "attention": "linear",
-    "qk_activation": "elu1", "output_gate": False, "output_norm": "head", "decay_layer_scaling": False,
+    "qk_activation": "elu1", "output_gate": False, "output_norm": "hidden", "decay_layer_scaling": False,
     "linear_chunk": 16, "vocab_size": 64, "n_positions": 64, "n_embd": 64, "n_layer": 2, "n_head": 2,
     "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,
     "torch_dtype": "float32",
