@@ -218,9 +218,8 @@ void run_training(const Config& config) {
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", strategy->sp_size() > 1 ? "lasp" : (ranks.size() > 1 ? "dp" : "single")},
+        {"strategy", strategy->method()},  // dp, lasp1, lasp2, ulysses, ring: what ran this step
         {"sp_size", strategy->sp_size()},
-        {"sp_method", strategy->sp_size() > 1 ? config.parallel.sp_method : std::string("none")},
         {"world_size", ranks.size()},
         {"comm_bytes", ranks.counters().total_bytes() - comm_bytes_before},
     };
