@@ -7,7 +7,7 @@
 
 #include "app/bench/bench.h"
 #include "app/commands.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/backends.h"
 
 namespace trident::app {

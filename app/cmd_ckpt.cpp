@@ -14,7 +14,7 @@
 #include "app/commands.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/safetensors.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::app {
 

@@ -12,7 +12,7 @@
 
 #include "app/commands.h"
 #include "app/plan/batches.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/cost/cost_model.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"

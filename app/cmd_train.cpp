@@ -1,6 +1,6 @@
 // trident train CONFIG [--set key.path=value]...: train the configured model.
 #include "app/commands.h"
-#include "core/train/trainer.h"
+#include "app/train/train.h"
 
 namespace trident::app {
 

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/commands.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "version.h"
 

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor/memory_resource.h"
+#include "kernels/common/memory_resource.h"
 #include "kernels/shared/adamw.h"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/feature_map.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 #if TRIDENT_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"

@@ -14,7 +14,7 @@
 
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/node_layout.h"
 #include "parallel/cost/profile.h"

@@ -14,7 +14,7 @@
 
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/cpu/attention_softmax.h"

@@ -29,7 +29,7 @@
 
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/attention_linear.h"

@@ -10,7 +10,7 @@
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
 #include "app/plan/batches.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "parallel/cost/cost_model.h"
 #include "parallel/flexsp/fast_solver.h"

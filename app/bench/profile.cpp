@@ -15,7 +15,7 @@
 
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"
 #include "parallel/cost/fit.h"

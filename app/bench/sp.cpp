@@ -29,7 +29,7 @@
 
 #include "app/bench/bench.h"
 #include "app/bench/report.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/tensor/allocator.h"
 #include "kernels/backend.h"
 #include "parallel/comm/communicator.h"

@@ -18,8 +18,9 @@
 #include "core/metrics/roof.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
-#include "core/train/step.h"
+#include "app/train/step.h"
 #include "kernels/backends.h"
+#include "parallel/static_sp/static_sp.h"
 
 namespace trident::bench {
 
@@ -47,23 +48,23 @@ Row measure(const Case& c, Backend& backend, Precision precision, double roof, d
   GPT model(c.model, c.tokens, allocator, backend, precision);
   model.init_weights(1);
   AdamW optimizer(model.layout(), TrainConfig{}, allocator, backend);
-  std::vector<int32_t> tokens(c.tokens), targets(c.tokens), positions(c.tokens), cu_seqlens = {0};
+  Batch batch;
+  batch.tokens.resize(c.tokens);
+  batch.targets.resize(c.tokens);
+  batch.positions.resize(c.tokens);
   std::mt19937_64 rng(2);
   for (int64_t t = 0; t < c.tokens; ++t) {
-    tokens[t] = static_cast<int32_t>(rng() % c.model.vocab_size);
-    positions[t] = static_cast<int32_t>(t % c.seq_len);
-    if (t % c.seq_len == c.seq_len - 1 || t == c.tokens - 1) cu_seqlens.push_back(static_cast<int32_t>(t + 1));
+    batch.tokens[t] = static_cast<int32_t>(rng() % c.model.vocab_size);
+    batch.positions[t] = static_cast<int32_t>(t % c.seq_len);
+    if (t % c.seq_len == c.seq_len - 1 || t == c.tokens - 1) batch.cu_seqlens.push_back(static_cast<int32_t>(t + 1));
   }
-  for (int64_t t = 0; t < c.tokens; ++t) targets[t] = tokens[(t + 1) % c.tokens];
-  TokenBatch batch{tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), c.tokens,
-                   static_cast<int>(cu_seqlens.size()) - 1};
-  TrainConfig train;
+  for (int64_t t = 0; t < c.tokens; ++t) batch.targets[t] = batch.tokens[(t + 1) % c.tokens];
+  Config config;  // data parallelism over the ranks bench runs on (one, unless started under mpirun)
+  config.model = c.model;
+  StaticSequenceParallel strategy({world(), world(), backend, config, {}, c.tokens}, "dp", 1);
   double flops = 0;
-  DataParallel single(world());  // a step of one rank
-  const int64_t global_targets = count_targets(batch);
   double sec = time_call(
-      [&] { flops = train_step(model, optimizer, {batch}, global_targets, 1e-4, train, single).flops; },
-                         min_seconds);
+      [&] { flops = train_step(model, optimizer, strategy, batch, 1e-4, config.train).flops; }, min_seconds);
   const double tokens_per_s = static_cast<double>(c.tokens) / sec;
   return {{{"model", c.name}, {"attention", c.model.attention},
            {"batch", fmt::format("{} x {}", c.tokens / c.seq_len, c.seq_len)}},

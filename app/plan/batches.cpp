@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/batcher.h"
 #include "core/data/document_source.h"
 

@@ -17,7 +17,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/model_io.h"
 #include "core/checkpoint/safetensors.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

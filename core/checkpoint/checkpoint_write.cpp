@@ -14,7 +14,7 @@
 #include "core/checkpoint/model_io.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/common/atomic_file.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

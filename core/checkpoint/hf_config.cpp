@@ -1,6 +1,6 @@
 #include "core/checkpoint/hf_config.h"
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

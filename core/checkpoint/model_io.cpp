@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/checkpoint/safetensors.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/atomic_file.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

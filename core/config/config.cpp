@@ -18,7 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/common/atomic_file.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/config/schema.h"
 
 namespace trident {

@@ -88,8 +88,9 @@ const std::vector<Key>& schema() {
        "synthetic document lengths are clipped to this many tokens"},
 
       {"parallel.strategy",
-       StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "lasp", "flexsp", "atom"}},
-       "parallel strategy; auto picks the fastest one each step"},
+       StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "dp", "lasp", "flexsp", "atom"}},
+       "parallel strategy: dp (data parallelism), lasp (a static sequence-parallel layout: parallel.sp.*); auto is "
+       "data parallelism until per-step selection exists; flexsp and atom are not available yet"},
       {"parallel.sp.method",
        StringField{member(&C::parallel, &ParallelConfig::sp_method), {"lasp", "ulysses", "ring"}},
        "sequence parallelism (strategy lasp): LASP (linear attention), Ulysses (both types) or Ring Attention "

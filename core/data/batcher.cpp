@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/rng.h"
 
 namespace trident {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/indexed_dataset.h"
 #include "core/data/synthetic_source.h"
 #include "core/data/text_source.h"

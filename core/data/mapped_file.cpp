@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

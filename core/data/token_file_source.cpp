@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/mapped_file.h"
 
 namespace trident {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/common/atomic_file.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/shared/decay.h"
 
 namespace trident {
@@ -19,12 +19,15 @@ FeatureMap feature_map_named(const std::string& name) {
 
 }  // namespace
 
-Attention::Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator)
+Attention::Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator,
+                     std::shared_ptr<WideActivations> wide)
     : backend_(&backend),
+      layer_(layer),
       linear_(config.attention == "linear"),
       H_(static_cast<int>(config.n_head)),
       D_(static_cast<int>(config.n_embd / config.n_head)),
-      chunk_(static_cast<int>(config.linear_chunk)) {
+      chunk_(static_cast<int>(config.linear_chunk)),
+      wide_(std::move(wide)) {
   if (linear_) {
     feature_map_ = feature_map_named(config.linear_qk_activation);
     norm_per_head_ = config.linear_output_norm == "head";
@@ -71,11 +74,11 @@ void Attention::backward(T* dqkv, T* dgate, const T* datt, T* scratch, const Lay
 template <class T>
 void Attention::attend(T* out, float* lse, const T* qkv, const TokenBatch& b) const {
   const float* slopes = linear_ ? slopes_on_backend_.data<float>() : nullptr;
-  if (op_) {
-    auto* op = entry(*op_, qkv);
+  if (AttentionOp* group = op(b)) {
+    auto* typed = entry(*group, qkv);
     if constexpr (std::is_same_v<T, bf16>)
-      if (op == nullptr) return attend_widened(out, lse, qkv, b);
-    return op->forward(out, lse, qkv, slopes, linear_ ? chunk_ : 0, b);
+      if (typed == nullptr) return attend_widened(*group, out, lse, qkv, b);
+    return typed->forward(out, lse, qkv, slopes, linear_ ? chunk_ : 0, b);
   }
   if (!linear_) {
     backend_->attention_softmax_forward(out, lse, qkv, b.cu_seqlens, b.num_sequences, b.num_tokens, H_, D_);
@@ -87,11 +90,11 @@ void Attention::attend(T* out, float* lse, const T* qkv, const TokenBatch& b) co
 
 template <class T>
 void Attention::attend_backward(T* dqkv, const T* dout, const LayerActivations<T>& l, const TokenBatch& b) const {
-  if (op_) {
-    auto* op = entry(*op_, l.qkv);
+  if (AttentionOp* group = op(b)) {
+    auto* typed = entry(*group, l.qkv);
     if constexpr (std::is_same_v<T, bf16>)
-      if (op == nullptr) return attend_backward_widened(dqkv, dout, l, b);
-    return op->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
+      if (typed == nullptr) return attend_backward_widened(*group, dqkv, dout, l, b);
+    return typed->backward(dqkv, dout, l.qkv, linear_ ? l.o : l.att, linear_ ? nullptr : l.lse);
   }
   if (!linear_) {
     backend_->attention_softmax_backward(dqkv, dout, l.qkv, l.att, l.lse, b.cu_seqlens, b.num_sequences, b.num_tokens,
@@ -104,19 +107,19 @@ void Attention::attend_backward(T* dqkv, const T* dout, const LayerActivations<T
 
 // The op between exact widenings of its bf16 inputs and one rounding of each output: the arithmetic of the bf16
 // kernels (bf16 in, fp32 inside, bf16 out), with fp32 messages.
-void Attention::attend_widened(bf16* out, float* lse, const bf16* qkv, const TokenBatch& b) const {
+void Attention::attend_widened(AttentionOp& op, bf16* out, float* lse, const bf16* qkv, const TokenBatch& b) const {
   TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
   const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
   float* qkv32 = wide_->qkv.data(3 * N * C);
   float* out32 = wide_->out.data(N * C);
   backend_->convert(qkv32, qkv, 3 * N * C);
-  op_->forward(out32, lse, qkv32, linear_ ? slopes_on_backend_.data<float>() : nullptr, linear_ ? chunk_ : 0, b);
+  op.forward(out32, lse, qkv32, linear_ ? slopes_on_backend_.data<float>() : nullptr, linear_ ? chunk_ : 0, b);
   backend_->convert(out, out32, N * C);
 }
 
 // Widens again what forward widened (the copies are shared by the layers), and the gradient accumulated so far.
-void Attention::attend_backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& l,
-                                        const TokenBatch& b) const {
+void Attention::attend_backward_widened(AttentionOp& op, bf16* dqkv, const bf16* dout,
+                                        const LayerActivations<bf16>& l, const TokenBatch& b) const {
   TRIDENT_CHECK(wide_ != nullptr, "a sequence-parallel op on bf16 activations needs fp32 copies (WideActivations)");
   const int64_t N = b.num_tokens, C = int64_t(H_) * D_;
   float* qkv = wide_->qkv.data(3 * N * C);
@@ -127,7 +130,7 @@ void Attention::attend_backward_widened(bf16* dqkv, const bf16* dout, const Laye
   backend_->convert(out, linear_ ? l.o : l.att, N * C);
   backend_->convert(dout32, dout, N * C);
   backend_->convert(dqkv32, dqkv, 3 * N * C);
-  op_->backward(dqkv32, dout32, qkv, out, linear_ ? nullptr : l.lse);
+  op.backward(dqkv32, dout32, qkv, out, linear_ ? nullptr : l.lse);
   backend_->convert(dqkv, dqkv32, 3 * N * C);
 }
 

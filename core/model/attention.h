@@ -16,9 +16,10 @@
 namespace trident {
 
 // A replacement for one layer's attention kernel call that spans several ranks: sequence parallelism implements it
-// (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax).
-// Each op sees this rank's tokens only; batch.global describes the whole batch. Backward follows the forward of the
-// same batch, so an op may keep what it needs from that forward.
+// (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax). A
+// micro-batch brings its group's ops in its SequenceParallelContext (core/model/batch.h). Each op sees this rank's
+// tokens only; batch.sp describes the whole micro-batch. Backward follows the forward of the same micro-batch, so an
+// op may keep what it needs from that forward.
 class Bf16AttentionOp;
 
 class AttentionOp {
@@ -57,12 +58,14 @@ struct WideActivations {
 
 class Attention {
  public:
-  // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`.
-  Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator);
+  // Linear attention keeps its decay slopes in the backend's memory, taken from `allocator`. With bf16 activations,
+  // `wide` holds the fp32 copies a sequence-parallel op computes on (shared by the layers).
+  Attention(const ModelConfig& config, int layer, Backend& backend, Allocator& allocator,
+            std::shared_ptr<WideActivations> wide);
 
   // Reads layer.qkv (and layer.gate), writes layer.att (and layer.lse; or layer.o, layer.rrms, and layer.qk_pre with
-  // layer.qkv's q and k mapped in place). T: the activations' storage type (float or bf16; an AttentionOp sees bf16
-  // activations through fp32 copies).
+  // layer.qkv's q and k mapped in place). Runs the kernel, or the op batch.sp brings for this layer. T: the
+  // activations' storage type (float or bf16; an AttentionOp sees bf16 activations through fp32 copies).
   template <class T>
   void forward(LayerActivations<T>& layer, const TokenBatch& batch) const;
   // The gradients of att applied to datt: dqkv (N, 3C), which must hold zeros on entry, w.r.t. qkv as c_attn wrote it
@@ -72,31 +75,27 @@ class Attention {
                 const TokenBatch& batch) const;
 
   const std::vector<float>& slopes() const { return slopes_; }  // linear attention only (host copy)
-  // Runs attention through `op` instead of the local kernel (nullptr: back to the kernel). With bf16 activations
-  // `wide` holds the op's fp32 copies.
-  void set_op(std::unique_ptr<AttentionOp> op, std::shared_ptr<WideActivations> wide) {
-    op_ = std::move(op);
-    wide_ = std::move(wide);
-  }
 
  private:
   Backend* backend_;
+  int layer_;
   bool linear_;
   int H_, D_, chunk_;
   FeatureMap feature_map_ = FeatureMap::none;  // linear only
   bool norm_per_head_ = false;                 // linear only: output_norm head (else over the hidden dimension)
   std::vector<float> slopes_;
   Tensor slopes_on_backend_;
-  std::unique_ptr<AttentionOp> op_;
   std::shared_ptr<WideActivations> wide_;
+
+  AttentionOp* op(const TokenBatch& batch) const { return batch.sp ? batch.sp->layer_ops[layer_] : nullptr; }
 
   // The attention kernel, or the op: out (and lse) from qkv; its backward into dqkv from dout.
   template <class T>
   void attend(T* out, float* lse, const T* qkv, const TokenBatch& batch) const;
   template <class T>
   void attend_backward(T* dqkv, const T* dout, const LayerActivations<T>& layer, const TokenBatch& batch) const;
-  void attend_widened(bf16* out, float* lse, const bf16* qkv, const TokenBatch& batch) const;
-  void attend_backward_widened(bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& layer,
+  void attend_widened(AttentionOp& op, bf16* out, float* lse, const bf16* qkv, const TokenBatch& batch) const;
+  void attend_backward_widened(AttentionOp& op, bf16* dqkv, const bf16* dout, const LayerActivations<bf16>& layer,
                                const TokenBatch& batch) const;
   // The output norm's rows: (N, C) over the hidden dimension, (N * H, D) per head.
   int64_t norm_rows(int64_t N) const { return norm_per_head_ ? N * H_ : N; }

@@ -4,12 +4,17 @@
 
 namespace trident {
 
-// Under sequence parallelism a rank holds a contiguous token range of a packed batch that its group holds together;
-// the sequence-parallel attention needs the whole batch's document boundaries.
-struct GlobalBatch {
-  const int32_t* cu_seqlens = nullptr;  // (num_sequences + 1) of the whole batch
+class AttentionOp;  // core/model/attention.h
+
+// Under sequence parallelism a rank holds a contiguous token slice of a micro-batch that its group holds together.
+// The context travels with that slice: the whole micro-batch's document boundaries, and the attention op of each
+// layer for the group that runs it (each op owns its group's communicator and what it keeps from forward for
+// backward). The group may change from one micro-batch to the next: the model binds nothing to a group.
+struct SequenceParallelContext {
+  const int32_t* cu_seqlens = nullptr;  // (num_sequences + 1) of the whole micro-batch
   int num_sequences = 0;
   int64_t num_tokens = 0;
+  AttentionOp* const* layer_ops = nullptr;  // (n_layer) this group's op for each layer
 };
 
 struct TokenBatch {
@@ -19,7 +24,7 @@ struct TokenBatch {
   const int32_t* cu_seqlens = nullptr;  // (n_seq + 1) sequence s is tokens [cu_seqlens[s], cu_seqlens[s+1])
   int64_t num_tokens = 0;
   int num_sequences = 0;
-  const GlobalBatch* global = nullptr;  // sequence parallelism: the batch this one is a slice of; else nullptr
+  const SequenceParallelContext* sp = nullptr;  // sequence parallelism: the micro-batch this slice belongs to
 };
 
 }  // namespace trident

@@ -4,7 +4,7 @@
 #include <random>
 #include <type_traits>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 
@@ -31,7 +31,11 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
     acts32_ = allocate_activations<float>(config, max_tokens, allocator);
   }
   if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {4 * max_tokens + 1});
-  for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator);
+  // The fp32 copies a sequence-parallel op computes on with bf16 activations, shared by the layers (they grow on
+  // first use: a run without sequence parallelism never allocates them).
+  std::shared_ptr<WideActivations> wide;
+  if (precision == Precision::bf16) wide = std::make_shared<WideActivations>(backend);
+  for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator, wide);
 }
 
 void GPT::init_weights(uint64_t seed) {
@@ -48,12 +52,6 @@ void GPT::init_weights(uint64_t seed) {
   backend_->upload(params(), p.data(), p.size() * sizeof(float));
 }
 
-void GPT::set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op) {
-  std::shared_ptr<WideActivations> wide;  // the ops' fp32 copies of bf16 activations, one set for every layer
-  if (make_op && precision_ == Precision::bf16) wide = std::make_shared<WideActivations>(*backend_);
-  for (int l = 0; l < config_.n_layer; ++l) attention_[l].set_op(make_op ? make_op(l) : nullptr, wide);
-}
-
 void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }
 
 void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
@@ -61,7 +59,7 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
     throw_runtime_error("batch of {} tokens exceeds the {} the model's activations were sized for", b.num_tokens,
                         max_tokens_);
   // A slice of a sequence-parallel batch may be empty (fewer tokens than ranks): it still joins its group's ops.
-  const bool empty_slice = b.global != nullptr && b.num_tokens == 0 && b.num_sequences == 0;
+  const bool empty_slice = b.sp != nullptr && b.num_tokens == 0 && b.num_sequences == 0;
   TRIDENT_CHECK(empty_slice || (b.num_sequences >= 1 && b.cu_seqlens[0] == 0 &&
                                 b.cu_seqlens[b.num_sequences] == b.num_tokens),
                 "malformed cu_seqlens for {} tokens", b.num_tokens);

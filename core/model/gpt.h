@@ -46,10 +46,6 @@ class GPT {
   void init_weights(uint64_t seed);
   void zero_grads();
 
-  // Sequence parallelism: each layer's attention runs through make_op(layer) instead of the local kernel (an empty
-  // function restores the kernels). Batches then carry `global`. fp32 only.
-  void set_attention_ops(const std::function<std::unique_ptr<AttentionOp>(int layer)>& make_op);
-
   // Called during backward each time a range of grads() is final for this batch, in gradient_buckets(layout())
   // order: data parallelism starts reducing a range while backward goes on with the next. Empty: no calls.
   using GradReadyHook = std::function<void(int64_t offset, int64_t numel)>;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

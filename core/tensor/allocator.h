@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/tensor/memory_resource.h"
+#include "kernels/common/memory_resource.h"
 
 namespace trident {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/tensor/allocator.h"
 #include "kernels/shared/bf16.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/shared/decay.h"
 

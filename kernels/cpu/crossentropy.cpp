@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/shared/exp.h"
 #include "kernels/shared/softmax.h"
 

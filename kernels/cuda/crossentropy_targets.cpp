@@ -1,5 +1,5 @@
 // The host side of the cross-entropy target check: the same RuntimeError as kernels/cpu/crossentropy.cpp.
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cuda/crossentropy.h"
 
 namespace trident::cuda::detail {

@@ -10,7 +10,7 @@
 // staging buffers of the copy streams live there.
 #include <cuda_runtime.h>
 
-#include "core/tensor/memory_resource.h"
+#include "kernels/common/memory_resource.h"
 
 namespace trident::cuda {
 

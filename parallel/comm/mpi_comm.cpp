@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

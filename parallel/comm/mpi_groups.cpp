@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/mpi_comm.h"
 
 namespace trident {

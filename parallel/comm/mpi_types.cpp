@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/mpi_comm.h"
 
 namespace trident {

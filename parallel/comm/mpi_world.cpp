@@ -1,7 +1,7 @@
 // The world communicator: MPI is initialised on first use and finalised at exit, after every communicator is freed.
 #include <memory>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/mpi_comm.h"
 
 namespace trident {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/nccl.h"
 
 namespace trident {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::cost {
 

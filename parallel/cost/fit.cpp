@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 extern "C" void dgels_(const char* trans, const int* m, const int* n, const int* nrhs, double* a, const int* lda,
                        double* b, const int* ldb, double* work, const int* lwork, int* info);

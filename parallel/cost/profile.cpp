@@ -15,7 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/common/atomic_file.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::cost {
 namespace fs = std::filesystem;

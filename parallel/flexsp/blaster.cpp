@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::flexsp {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <numeric>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/flexsp/assignment.h"
 #include "parallel/flexsp/bucketing.h"
 #include "parallel/flexsp/fast_solver.h"

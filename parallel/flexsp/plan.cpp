@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::flexsp {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <optional>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/flexsp/blaster.h"
 #include "parallel/flexsp/fast_solver.h"
 

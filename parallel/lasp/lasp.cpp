@@ -1,7 +1,7 @@
 // The SP op: builds the plan (shard) and the cache, then hands over to the chosen variant.
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/lasp/lasp.h"
 #include "parallel/lasp/variants.h"
 

@@ -1,6 +1,6 @@
 #include "parallel/lasp/model_op.h"
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 
@@ -13,8 +13,8 @@ class LaspOp final : public AttentionOp {
 
   // lse is nullptr: LASP is linear attention only (the trainer refuses it on a softmax model).
   void forward(float* out, float*, const float* qkv, const float* slopes, int chunk, const TokenBatch& b) override {
-    TRIDENT_CHECK(b.global != nullptr, "a sequence-parallel layer needs the whole batch's document boundaries");
-    const GlobalBatch& g = *b.global;
+    TRIDENT_CHECK(b.sp != nullptr, "a sequence-parallel layer needs the whole batch's document boundaries");
+    const SequenceParallelContext& g = *b.sp;
     op_.forward(out, qkv, slopes, g.cu_seqlens, g.num_sequences, g.num_tokens, H_, D_, chunk);
     TRIDENT_CHECK(op_.cache().shard.n_local() == b.num_tokens, "rank holds {} tokens but LASP assigns it {}",
                   b.num_tokens, op_.cache().shard.n_local());

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/lasp/lasp.h"
 #include "parallel/sp/shard.h"
 

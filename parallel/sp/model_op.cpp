@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/sp/ring_attention.h"
 #include "parallel/sp/ulysses.h"
 
@@ -18,8 +18,8 @@ class GroupBatch {
   GroupBatch(Communicator& sp, int H, int D) : sp_(&sp), H_(H), D_(D) {}
 
   const SpBatch& set(const TokenBatch& b) {
-    TRIDENT_CHECK(b.global != nullptr, "a sequence-parallel layer needs the whole batch's document boundaries");
-    const GlobalBatch& g = *b.global;
+    TRIDENT_CHECK(b.sp != nullptr, "a sequence-parallel layer needs the whole batch's document boundaries");
+    const SequenceParallelContext& g = *b.sp;
     cu_seqlens_.assign(g.cu_seqlens, g.cu_seqlens + g.num_sequences + 1);
     batch_ = {cu_seqlens_.data(), g.num_sequences, g.num_tokens, H_, D_};
     const int64_t mine = shard_size(g.num_tokens, sp_->size(), sp_->rank());

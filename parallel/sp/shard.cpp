@@ -1,6 +1,6 @@
 #include "parallel/sp/shard.h"
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

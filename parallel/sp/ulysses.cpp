@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

@@ -12,7 +12,7 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/model_io.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 int main(int argc, char** argv) {
   using namespace trident;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/checkpoint/checkpoint.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 int main(int argc, char** argv) {
   using namespace trident;

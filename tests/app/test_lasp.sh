@@ -20,8 +20,8 @@ mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/sing
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=4 --set train.steps=10 \
   --set run.dir="$tmp/sp4"
 close "$tmp/single" "$tmp/sp4" 1e-5
-grep -q '"strategy":"lasp","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp with sp_size 4"
-grep -q "sequence-parallel groups of 4 ranks, lasp1_ring" "$tmp/sp4/trident.log" || fail "the log does not name LASP"
+grep -q '"strategy":"lasp1","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp1 with sp_size 4"
+grep -q "sequence-parallel groups of 4 ranks, lasp1" "$tmp/sp4/trident.log" || fail "the log does not name LASP"
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=10 \
   --set parallel.lasp.variant=auto --set run.dir="$tmp/dp2sp2"
 close "$tmp/single" "$tmp/dp2sp2" 1e-5

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint/checkpoint.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "support/fixtures.h"
 #include "support/random.h"
 

@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/config/schema.h"
 

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/batcher.h"
 #include "core/data/synthetic_source.h"
 #include "data/data_test_util.h"

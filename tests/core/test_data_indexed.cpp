@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/indexed_dataset.h"
 #include "data/data_test_util.h"
 

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/text_source.h"
 #include "data/data_test_util.h"
 

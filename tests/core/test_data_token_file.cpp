@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "core/data/token_file_source.h"
 #include "data/data_test_util.h"
 

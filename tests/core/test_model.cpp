@@ -281,13 +281,23 @@ TEST_CASE("sequence-parallel attention ops on bf16 activations equal the bf16 ke
     plain.init_weights(9);
     with_op.init_weights(9);
     const int H = static_cast<int>(m.n_head), D = static_cast<int>(m.n_embd / m.n_head);
-    with_op.set_attention_ops([&](int) { return std::make_unique<KernelOp>(m.attention == "linear", H, D); });
+    std::vector<std::unique_ptr<AttentionOp>> ops;
+    std::vector<AttentionOp*> layer_ops;
+    for (int l = 0; l < m.n_layer; ++l) {
+      ops.push_back(std::make_unique<KernelOp>(m.attention == "linear", H, D));
+      layer_ops.push_back(ops.back().get());
+    }
     const OwnedBatch b = make_batch({12, 5, 9}, 37, 6);
+    // A 1-rank group: the micro-batch is its own slice.
+    const SequenceParallelContext group{b.cu_seqlens.data(), static_cast<int>(b.cu_seqlens.size()) - 1,
+                                        static_cast<int64_t>(b.tokens.size()), layer_ops.data()};
+    TokenBatch sliced = b.view();
+    sliced.sp = &group;
     const float w = 1.0f / b.num_targets();
     plain.zero_grads();
     with_op.zero_grads();
     INFO(attention);
-    CHECK(plain.forward_backward(b.view(), w) == with_op.forward_backward(b.view(), w));
+    CHECK(plain.forward_backward(b.view(), w) == with_op.forward_backward(sliced, w));
     CHECK(std::equal(plain.grads(), plain.grads() + plain.num_params(), with_op.grads()));
   }
 }

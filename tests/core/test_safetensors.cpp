@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/checkpoint/safetensors.h"
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "support/fixtures.h"
 
 using namespace trident;

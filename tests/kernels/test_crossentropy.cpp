@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/reference/layers_naive.h"
 #include "support/assert_close.h"

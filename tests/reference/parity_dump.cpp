@@ -24,7 +24,7 @@
 #include "core/common/atomic_file.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
-#include "core/train/step.h"
+#include "app/train/step.h"
 
 using namespace trident;
 

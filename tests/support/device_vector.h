@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident::test {
 

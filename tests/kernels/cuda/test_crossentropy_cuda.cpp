@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/shared/bf16.h"

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/cost/cost_model.h"
 
 namespace trident::cost {

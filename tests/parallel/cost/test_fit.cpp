@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/cost/fit.h"
 
 namespace trident::cost {

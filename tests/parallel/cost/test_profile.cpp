@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/cost/profile.h"
 
 namespace trident::cost {

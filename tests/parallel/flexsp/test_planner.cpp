@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "flexsp_test_util.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/cpu/attention_softmax.h"
 #include "parallel/comm/communicator.h"

@@ -14,7 +14,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
 #include "support/device_vector.h"

@@ -1,4 +1,4 @@
-#include "core/train/signals.h"
+#include "app/train/signals.h"
 
 #include <atomic>
 #include <csignal>

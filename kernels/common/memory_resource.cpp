@@ -1,4 +1,4 @@
-#include "core/tensor/memory_resource.h"
+#include "kernels/common/memory_resource.h"
 
 #include <algorithm>
 #include <cstdlib>

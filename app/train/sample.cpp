@@ -1,11 +1,11 @@
-#include "core/train/sample.h"
+#include "app/train/sample.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include "core/common/error.h"
+#include "kernels/common/error.h"
 
 namespace trident {
 

@@ -1,0 +1,260 @@
+#include "app/train/train.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_io.h"
+#include "kernels/common/error.h"
+#include "core/data/batcher.h"
+#include "core/data/document_source.h"
+#include "core/data/text_source.h"
+#include "core/metrics/log.h"
+#include "core/metrics/metrics.h"
+#include "core/metrics/progress.h"
+#include "core/metrics/roof.h"
+#include "core/model/gpt.h"
+#include "core/optim/adamw.h"
+#include "core/optim/schedule.h"
+#include "app/train/sample.h"
+#include "app/train/signals.h"
+#include "app/train/step.h"
+#include "kernels/backends.h"
+#include "parallel/select/registry.h"
+#include "parallel/static_sp/static_sp.h"
+
+#if TRIDENT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "parallel/comm/nccl.h"
+#endif
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What this build can run: the rest is a configuration error, caught before any work starts (what the strategy
+// needs of the model is checked when it is built).
+void check_supported(const Config& c) {
+  if (const BackendStatus status = backend_status(c.device.backend); !status.built || !status.usable)
+    throw_config_error("device.backend: '{}' is not available: {}", c.device.backend, status.detail);
+  if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
+    throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
+  check_configured_strategy(c, world().size());
+}
+
+double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Strategy& strategy) {
+  double loss = 0, targets = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const StepSums sums = strategy.evaluate(model, eval_batches.batch(i));
+    loss += sums.loss_sum;
+    targets += sums.targets;
+  }
+  return loss / targets;
+}
+
+// True on every rank when `flag` is true on any rank.
+bool any_rank(Communicator& comm, bool flag) {
+  int32_t v = flag ? 1 : 0;
+  if (comm.size() > 1) comm.allreduce_sum(&v, 1, CommType::i32);
+  return v > 0;
+}
+
+// The checkpoint to resume from, per train.resume, or nothing for a fresh run. A run directory that already holds
+// a run but no usable checkpoint is refused rather than overwritten.
+std::optional<fs::path> resume_point(const Config& config, const fs::path& run_dir) {
+  const std::string& resume = config.train.resume;
+  if (resume != "auto" && resume != "never") {
+    if (!fs::is_directory(resume))
+      throw_config_error("train.resume: checkpoint directory '{}' not found", resume);
+    return fs::path(resume);
+  }
+  std::optional<fs::path> found;
+  if (resume == "auto")
+    found = find_resume_checkpoint(run_dir, [](const std::string& warning) { spdlog::warn("{}", warning); });
+  if (!found && fs::exists(run_dir / "metrics.jsonl"))
+    throw_config_error("run.dir '{}' already holds a run (metrics.jsonl) {}: choose another run.dir "
+                       "(--set run.dir=...) or move the old run away",
+                       run_dir.string(),
+                       resume == "never" ? "and train.resume is never" : "without a usable checkpoint to resume");
+  return found;
+}
+
+// The NCCL communicator of `host`'s members on this process's device when `backend` is the GPU (collective over
+// `host`); nullptr on the CPU, whose buffers `host` itself takes.
+std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend) {
+  if (backend.device() != Device::cuda) return nullptr;
+#if TRIDENT_WITH_CUDA
+  int device = 0;
+  cudaGetDevice(&device);
+  return make_nccl_communicator(host, device);
+#else
+  return nullptr;  // unreachable: a build without CUDA has no cuda backend
+#endif
+}
+
+}  // namespace
+
+void run_training(const Config& config) {
+  check_supported(config);
+  Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
+  // Gradients are reduced where they live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI).
+  std::unique_ptr<Communicator> device_comm = device_communicator(world(), backend);
+  Communicator& ranks = world();
+  const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
+  const fs::path run_dir = config.run.dir;
+  std::error_code error;
+  fs::create_directories(run_dir, error);
+  if (error) throw_runtime_error("cannot create run.dir '{}': {}", run_dir.string(), error.message());
+  setup_logging(run_dir, ranks.rank());
+  if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
+  spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run_dir.string(), ranks.size(),
+               omp_get_max_threads(), backend.name());
+
+  std::unique_ptr<DocumentSource> documents = open_documents(config);
+  Batcher train_batches(*documents, config, Split::train);
+  std::optional<Batcher> eval_batches;
+  if (config.train.eval_every > 0) eval_batches.emplace(*documents, config, Split::eval);
+  spdlog::info("data: {}; {} train batches in the first epoch", documents->describe(), train_batches.steps_in_epoch(0));
+
+  Allocator allocator({.name = backend.name(),
+                       .budget_bytes = gib_to_bytes(config.device.memory_gb),
+                       .resource = &backend.memory()});
+  // A micro-batch holds at most train.batch_tokens tokens; under sequence parallelism a rank holds at most 1/sp_size
+  // of one, so its activations (what bounds the longest sequence) shrink with the group.
+  const int64_t sp_size = configured_sp_size(config);
+  const int64_t capacity = (config.train.batch_tokens + sp_size - 1) / sp_size;
+  const Precision precision = precision_named(config.train.precision);
+  GPT model(config.model, capacity, allocator, backend, precision);
+  if (precision == Precision::bf16 && backend.device() == Device::cpu)
+    spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
+                 "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
+  AdamW optimizer(model.layout(), config.train, allocator, backend);
+  const StrategyEnv env{ranks, device_comm ? *device_comm : ranks, backend, config,
+                        [&backend](Communicator& host) { return device_communicator(host, backend); }, capacity};
+  const std::unique_ptr<Strategy> strategy = make_configured_strategy(env);
+  if (strategy->sp_size() > 1)
+    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "
+                 "group: ranks {}",
+                 ranks.size() / strategy->sp_size(), strategy->sp_size(), strategy->method(),
+                 dynamic_cast<const StaticSequenceParallel&>(*strategy).group_members());
+
+  int64_t start_step = 0;
+  if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {
+    const TrainerState state = load_checkpoint(*checkpoint, model, optimizer);
+    start_step = state.next_step;
+    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), state.step,
+                 state.world_size);
+    if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
+  } else {
+    model.init_weights(static_cast<uint64_t>(config.run.seed));
+    if (lead) save_model(run_dir / "model_init.safetensors", model);
+  }
+  if (lead) write_resolved_config(config, run_dir);
+  spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
+               config.model.attention, config.model.n_layer, config.model.n_embd, format_bytes(allocator.in_use()));
+
+  auto save = [&](int64_t steps_done) {
+    if (lead) {
+      SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
+                                              config.checkpoint.keep);
+      for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
+      spdlog::info("checkpoint {} written", saved.dir.string());
+    }
+    ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
+  };
+
+  // MFU is quoted against the CPU's sgemm roof measured here, or the GPU's dense peak for the matmuls' precision
+  // (null in metrics when that is unknown).
+  double roof_gflops = 0;
+  if (backend.device() == Device::cpu) {
+    roof_gflops = measure_sgemm_gflops(0.2);
+  } else {
+    std::string how;
+    roof_gflops = device_peak_flops(config.device.backend, world().node_group()->rank(),
+                                    precision == Precision::bf16, &how) / 1e9;
+    spdlog::info("MFU is quoted against the {}", how);
+  }
+  std::optional<MetricsWriter> metrics;
+  if (lead) metrics.emplace(run_dir / "metrics.jsonl");
+  ProgressLine progress(config.train.steps, lead);
+  install_stop_signal_handlers();
+  using clock = std::chrono::steady_clock;
+  for (int64_t step = start_step; step < config.train.steps; ++step) {
+    const auto start = clock::now();
+    const int64_t comm_bytes_before = ranks.counters().total_bytes();
+    const Batch batch = train_batches.batch(step);
+    const double lr = learning_rate(config.train, step);
+    const StepStats stats = train_step(model, optimizer, *strategy, batch, lr, config.train);
+    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    if (!stats.finite) {
+      if (config.train.on_nonfinite == "stop")
+        throw_runtime_error("step {}: the loss ({}) or gradient norm ({}) is not finite; stopping "
+                            "(train.on_nonfinite: skip skips such steps instead)", step, stats.loss, stats.grad_norm);
+      spdlog::warn("step {}: non-finite loss ({}) or gradient norm ({}); update skipped", step, stats.loss,
+                   stats.grad_norm);
+    }
+
+    nlohmann::ordered_json record = {
+        {"step", step},
+        {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
+        {"lr", lr},
+        {"tokens", stats.tokens},
+        {"step_ms", seconds * 1e3},
+        {"tokens_per_s", static_cast<double>(stats.tokens) / seconds},
+        {"mfu", roof_gflops > 0 ? nlohmann::ordered_json(stats.flops / seconds / 1e9 / (roof_gflops * ranks.size()))
+                                : nullptr},
+        {"peak_mem_bytes", allocator.peak()},
+        {"grad_norm", stats.grad_norm},
+        {"strategy", strategy->method()},  // dp, lasp1, lasp2, ulysses, ring: what ran this step
+        {"sp_size", strategy->sp_size()},
+        {"world_size", ranks.size()},
+        {"comm_bytes", ranks.counters().total_bytes() - comm_bytes_before},
+    };
+    const bool last = step + 1 == config.train.steps;
+    if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
+      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *strategy);
+      record["eval_loss"] = eval_loss;
+      spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
+    }
+    if (metrics) metrics->write(record);
+    progress.update(step, stats.loss, static_cast<double>(stats.tokens) / seconds, seconds);
+
+    // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from.
+    const bool stop = any_rank(ranks, stop_signal() != 0);
+    const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
+    if (periodic || stop || last) save(step + 1);
+    if (stop) {
+      progress.finish();
+      spdlog::info("stop requested by a signal: stopped after step {}; a resumed run continues at step {}", step,
+                   step + 1);
+      return;
+    }
+  }
+  progress.finish();
+  if (!lead) return;
+  save_model(run_dir / "model_final.safetensors", model);
+  spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
+  if (config.sample.tokens > 0 && config.data.kind == "text") {
+    // rank 0 samples alone, with the local kernels: its batches carry no group
+    std::vector<int32_t> prompt;
+    for (unsigned char c : config.sample.prompt) prompt.push_back(c);
+    std::vector<int32_t> out = generate(model, prompt, config.sample.tokens, config.sample.temperature,
+                                        static_cast<uint64_t>(config.run.seed));
+    spdlog::info("sample (temperature {}):\n{}{}", config.sample.temperature, config.sample.prompt, decode_bytes(out));
+  }
+}
+
+}  // namespace trident

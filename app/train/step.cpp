@@ -1,0 +1,30 @@
+#include "app/train/step.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/error.h"
+#include "kernels/shared/adamw.h"
+
+namespace trident {
+
+StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Batch& batch, double lr,
+                     const TrainConfig& config) {
+  const int64_t targets = std::count_if(batch.targets.begin(), batch.targets.end(), [](int32_t t) { return t >= 0; });
+  if (targets == 0) throw_runtime_error("a training batch has no token with a target");
+  model.zero_grads();
+  const StepSums sums = strategy.train(model, batch, 1.0f / static_cast<float>(targets));
+  StepStats stats;
+  stats.targets = targets;
+  stats.loss = sums.loss_sum / static_cast<double>(targets);
+  stats.tokens = static_cast<int64_t>(sums.tokens);
+  stats.flops = sums.flops;
+  stats.grad_norm = std::sqrt(model.backend().squared_norm(model.grads(), model.num_params()));
+  stats.finite = std::isfinite(stats.loss) && std::isfinite(stats.grad_norm);
+  if (!stats.finite) return stats;
+  const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));
+  optimizer.step(model.params(), model.grads(), static_cast<float>(lr), clip);
+  return stats;
+}
+
+}  // namespace trident

@@ -1,0 +1,196 @@
+#include "parallel/static_sp/static_sp.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "kernels/common/error.h"
+#include "parallel/comm/node_layout.h"
+#include "parallel/lasp/auto_variant.h"
+#include "parallel/lasp/model_op.h"
+#include "parallel/sp/model_op.h"
+
+namespace trident {
+
+void check_static_layout(const ModelConfig& m, const std::string& method, int sp_size, int world) {
+  if (sp_size < 1 || world % sp_size != 0)
+    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
+  if (method == "lasp" && m.attention != "linear")
+    throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
+                       "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
+                       "ring, or parallel.strategy: auto)",
+                       m.attention);
+  if (method == "ring" && m.attention != "softmax")
+    throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
+                       "'{}' (use parallel.sp.method: lasp or ulysses)",
+                       m.attention);
+  if (method == "ulysses" && m.n_head % sp_size != 0)
+    throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
+                       "does not divide by parallel.sp.size = {}",
+                       m.n_head, sp_size);
+}
+
+namespace {
+
+// parallel.lasp.variant; `auto` times both state exchanges on this group (parallel/lasp/auto_variant.h) and takes
+// the faster, which every rank of the group agrees on.
+LaspVariant lasp_variant(const Config& c, Communicator& group) {
+  if (c.parallel.lasp_variant == "ring") return LaspVariant::ring;
+  if (c.parallel.lasp_variant == "allgather") return LaspVariant::allgather;
+  const int64_t D = c.model.n_embd / c.model.n_head, state_floats = c.model.n_head * D * D;
+  const LaspVariantTimes times = measure_lasp_variants(group, state_floats);
+  spdlog::info("parallel.lasp.variant: auto chose {}: one forward's state exchange of {} KiB states, measured on "
+               "this group: ring chain {:.3f} ms, allgather {:.3f} ms",
+               lasp_variant_name(times.faster()), state_floats * 4 / 1024, times.ring_s * 1e3,
+               times.allgather_s * 1e3);
+  return times.faster();
+}
+
+TokenBatch view(const Batch& b) {
+  return {b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+          b.num_sequences()};
+}
+
+int64_t count_targets(const Batch& b) {
+  return std::count_if(b.targets.begin(), b.targets.end(), [](int32_t t) { return t >= 0; });
+}
+
+}  // namespace
+
+// One micro-batch as this rank runs it: the whole micro-batch, or under sequence parallelism this rank's contiguous
+// token slice of it with the context its group's ops need (the whole micro-batch's document boundaries).
+struct StaticSequenceParallel::LocalBatch {
+  Batch tokens;
+  std::vector<int32_t> group_cu_seqlens;  // the whole micro-batch's; empty without sequence parallelism
+  SequenceParallelContext context;
+  TokenBatch view() {
+    TokenBatch v = trident::view(tokens);
+    if (group_cu_seqlens.empty()) return v;
+    context.cu_seqlens = group_cu_seqlens.data();
+    v.sp = &context;
+    return v;
+  }
+};
+
+StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int sp_size)
+    : method_(method),
+      sp_size_(sp_size),
+      micro_batches_(env.config.train.micro_batches),
+      capacity_(env.capacity_tokens),
+      dp_(env.world, env.gradients) {
+  const ModelConfig& m = env.config.model;
+  check_static_layout(m, method, sp_size, env.world.size());
+  replicas_ = env.world.size() / sp_size;
+  replica_ = env.world.rank() / sp_size;
+  if (method == "dp") {
+    TRIDENT_CHECK(sp_size == 1, "data parallelism has groups of one rank, not {}", sp_size);
+    return;
+  }
+  const std::vector<int> order = node_layout(env.world).node_major();
+  const int position = static_cast<int>(std::find(order.begin(), order.end(), env.world.rank()) - order.begin());
+  replica_ = position / sp_size;
+  group_ = env.world.split(replica_, position);
+  // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
+  // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
+  if (method != "lasp" && env.device_comm) device_group_ = env.device_comm(*group_);
+  Communicator& activations = device_group_ ? *device_group_ : *group_;
+  const AttentionType type = m.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
+  const int H = static_cast<int>(m.n_head), D = static_cast<int>(m.n_embd / H);
+  const LaspVariant variant = method == "lasp" ? lasp_variant(env.config, *group_) : LaspVariant::ring;
+  if (method == "lasp") method_ = variant == LaspVariant::ring ? "lasp1" : "lasp2";
+  // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
+  const auto ring_scratch = method == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
+  for (int l = 0; l < m.n_layer; ++l) {
+    if (method == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
+    else if (method == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
+    else ops_.push_back(make_lasp_op(*group_, env.backend, variant, H, D));
+    layer_ops_.push_back(ops_.back().get());
+  }
+}
+
+StaticSequenceParallel::~StaticSequenceParallel() = default;
+
+std::string StaticSequenceParallel::name() const {
+  return sp_size_ == 1 && method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_);
+}
+
+std::vector<int> StaticSequenceParallel::group_members() const {
+  return group_ ? group_->members() : std::vector<int>{};
+}
+
+// This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
+// replicas) cut into micro-batches, empty ones dropped; under sequence parallelism each micro-batch is then cut into
+// the group's token slices. Every rank of a group gets the same micro-batches, so they run their ops together.
+std::vector<StaticSequenceParallel::LocalBatch> StaticSequenceParallel::local_micro_batches(
+    const Batch& batch, int64_t micro_batches) const {
+  const Batch mine = std::move(split_micro_batches(batch, replicas_)[replica_]);
+  std::vector<LocalBatch> out;
+  for (Batch& micro : split_micro_batches(mine, static_cast<int>(micro_batches))) {
+    if (micro.num_tokens() == 0) continue;
+    if (!group_) {
+      out.push_back(LocalBatch{std::move(micro), {}, {}});
+      continue;
+    }
+    const LaspShard shard = lasp_shard(micro.cu_seqlens.data(), micro.num_sequences(), micro.num_tokens(),
+                                       group_->size(), group_->rank());
+    LocalBatch local;
+    auto range = [&](const std::vector<int32_t>& v) {
+      return std::vector<int32_t>(v.begin() + shard.begin, v.begin() + shard.end);
+    };
+    local.tokens.tokens = range(micro.tokens);
+    local.tokens.targets = range(micro.targets);
+    // Each token's index inside its document, as in the whole micro-batch: a slice starting mid-document keeps its
+    // tokens' true positions (what learned position embeddings read), not its local piece offsets.
+    local.tokens.positions = range(micro.positions);
+    local.tokens.cu_seqlens = shard.n_pieces() > 0 ? shard.cu_seqlens : std::vector<int32_t>{0};
+    local.context.num_sequences = micro.num_sequences();
+    local.context.num_tokens = micro.num_tokens();
+    local.context.layer_ops = layer_ops_.data();
+    local.group_cu_seqlens = std::move(micro.cu_seqlens);
+    out.push_back(std::move(local));
+  }
+  return out;
+}
+
+Feasibility StaticSequenceParallel::feasible(const Batch& batch) const {
+  // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
+  int64_t largest = 0;
+  for (const Batch& share : split_micro_batches(batch, replicas_))
+    for (const Batch& micro : split_micro_batches(share, static_cast<int>(micro_batches_)))
+      largest = std::max(largest, micro.num_tokens());
+  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
+  if (per_rank <= capacity_) return {};
+  return {false, fmt::format("{}: a micro-batch of {} tokens puts {} tokens on a rank, above its activation "
+                             "capacity of {}",
+                             name(), largest, per_rank, capacity_)};
+}
+
+StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
+  std::vector<LocalBatch> micro = local_micro_batches(batch, micro_batches_);
+  StepSums sums;
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    if (i + 1 == micro.size()) dp_.reduce_during_backward(model);  // earlier ones only accumulate
+    const TokenBatch mb = micro[i].view();
+    sums.loss_sum += model.forward_backward(mb, loss_weight);
+    sums.tokens += static_cast<double>(mb.num_tokens);
+    sums.flops += model.flops(mb);
+  }
+  if (micro.empty()) dp_.reduce_all(model);
+  dp_.finish(model);
+  double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};  // one small allreduce for the three
+  dp_.sum(totals, 3);
+  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], totals[2]};
+}
+
+StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
+  double totals[2] = {0, 0};  // loss sum, tokens
+  for (LocalBatch& local : local_micro_batches(batch, 1)) {
+    const TokenBatch mb = local.view();
+    totals[0] += model.forward_loss(mb);
+    totals[1] += static_cast<double>(mb.num_tokens);
+  }
+  dp_.sum(totals, 2);
+  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], 0};
+}
+
+}  // namespace trident

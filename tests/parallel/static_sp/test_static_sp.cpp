@@ -1,0 +1,114 @@
+// Every static layout through the Strategy interface equals the single-rank step: the same global batch, the
+// gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2
+// and 4 ranks; layouts whose group size does not divide the world are skipped there. Checks use CHECK, never
+// REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "parallel/static_sp/static_sp.h"
+#include "support/assert_close.h"
+#include "support/fixtures.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+Config tiny_config(const std::string& attention) {
+  Config c;
+  c.model.n_layer = 2;
+  c.model.n_embd = 24;
+  c.model.n_head = 4;
+  c.model.vocab_size = 37;
+  c.model.max_seq_len = 64;
+  c.model.attention = attention;
+  c.model.linear_chunk = 4;
+  c.parallel.lasp_variant = "allgather";
+  return c;
+}
+
+// Documents of the given lengths, random tokens; targets are the next token, -1 at each document's end.
+Batch make_batch(const std::vector<int>& lengths, uint64_t seed) {
+  Batch b;
+  std::mt19937_64 rng(seed);
+  for (int len : lengths) {
+    std::vector<int32_t> ids(static_cast<std::size_t>(len) + 1);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 37);
+    b.append_sequence(ids);
+  }
+  return b;
+}
+
+StrategyEnv env_for(const Config& c, int64_t capacity) {
+  return {world(), world(), cpu_backend(), c, {}, capacity};
+}
+
+// The gradient the single-rank step computes: forward and backward of the whole batch on this rank alone.
+std::vector<float> single_rank_gradient(GPT& model, const Batch& b) {
+  const TokenBatch whole{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+                         b.num_sequences()};
+  int64_t targets = 0;
+  for (int32_t t : b.targets) targets += t >= 0;
+  model.zero_grads();
+  model.forward_backward(whole, 1.0f / static_cast<float>(targets));
+  return {model.grads(), model.grads() + model.num_params()};
+}
+
+}  // namespace
+
+TEST_CASE("every static layout equals the single-rank step", "[mpi][static_sp]") {
+  struct Layout {
+    const char* attention;
+    const char* method;
+    int sp_size;
+  };
+  const int W = world().size();
+  for (const Layout& l : {Layout{"softmax", "dp", 1}, Layout{"linear", "dp", 1}, Layout{"linear", "lasp", W},
+                          Layout{"linear", "ulysses", 2}, Layout{"softmax", "ulysses", W},
+                          Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}}) {
+    if (W % l.sp_size != 0 || (std::string(l.method) == "ulysses" && 4 % l.sp_size != 0)) continue;
+    const Config c = tiny_config(l.attention);
+    GPT model(c.model, 256, test_allocator());
+    model.init_weights(5);
+    const Batch b = make_batch({17, 1, 30, 9, 40, 3}, 11);
+    const std::vector<float> expected = single_rank_gradient(model, b);
+    StaticSequenceParallel strategy(env_for(c, 256), l.method, l.sp_size);
+    INFO(l.attention << " " << strategy.name() << " on " << W << " ranks");
+    CHECK(strategy.feasible(b).ok);
+    model.zero_grads();
+    const StepSums sums = strategy.train(model, b, 1.0f / 100.0f);
+    CHECK(sums.tokens == b.num_tokens());
+    std::vector<float> got(model.grads(), model.grads() + model.num_params());
+    // rescale: the reference used 1 / targets, the strategy 1 / 100
+    for (float& g : got) g *= 100.0f / static_cast<float>(sums.targets);
+    check_close("gradient through " + strategy.name(), got, expected, 1e-5);
+    const StepSums eval = strategy.evaluate(model, b);
+    CHECK(eval.targets == sums.targets);
+    CHECK(eval.loss_sum == Approx(sums.loss_sum).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("a batch beyond a rank's activation capacity is infeasible, with the reason", "[mpi][static_sp]") {
+  const Config c = tiny_config("linear");
+  const Batch b = make_batch({40, 20}, 3);  // 60 tokens
+  const int W = world().size();
+  StaticSequenceParallel dp(env_for(c, 16), "dp", 1);
+  // data parallelism splits the documents, never a document: the 40-token one stays whole on one rank
+  const Feasibility f = dp.feasible(b);
+  CHECK_FALSE(f.ok);
+  CHECK_THAT(f.reason, Catch::Contains("above its activation capacity of 16"));
+  StaticSequenceParallel lasp(env_for(c, (60 + W - 1) / W), "lasp", W);
+  CHECK(lasp.feasible(b).ok);  // a group of W holds the batch in slices of 60 / W
+}
+
+TEST_CASE("a layout the model cannot run is a configuration error naming the key", "[static_sp]") {
+  const Config linear = tiny_config("linear"), softmax = tiny_config("softmax");
+  CHECK_THROWS_AS(check_static_layout(softmax.model, "lasp", 1, 1), ConfigError);
+  CHECK_THROWS_WITH(check_static_layout(linear.model, "ring", 1, 1), Catch::Contains("parallel.sp.method: 'ring'"));
+  CHECK_THROWS_WITH(check_static_layout(linear.model, "ulysses", 3, 3), Catch::Contains("model.n_head = 4"));
+  CHECK_THROWS_WITH(check_static_layout(linear.model, "lasp", 3, 4), Catch::Contains("parallel.sp.size = 3"));
+}
