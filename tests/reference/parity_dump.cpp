@@ -9,6 +9,7 @@
 //                         share their first byte; gradients only (steps 0). Its options, defaults in brackets:
 //                         --n-layer [4] --n-embd [256] --n-head [8] --documents [512] --first-bytes [32] (distinct
 //                         first bytes; documents take them in turn) --seed [0] (of the weights and of the bytes).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "app/train/step.h"
+#include "parallel/static_sp/static_sp.h"
 
 using namespace trident;
 
@@ -201,7 +203,16 @@ int main(int argc, char** argv) {
   GPT model(m, N, allocator);
   model.init_weights(1234 + static_cast<uint64_t>(opt.seed));
   AdamW optimizer(model.layout(), t, allocator);
-  DataParallel dp(world());  // one rank
+  Config run;
+  run.model = m;
+  run.train = t;
+  StaticSequenceParallel one_rank({world(), world(), cpu_backend(), run, {}, N}, "dp", 1);
+  Batch whole;  // the same batch as the strategy takes it
+  whole.tokens = host.tokens;
+  whole.targets = host.targets;
+  whole.positions = host.positions;
+  whole.cu_seqlens = host.cu_seqlens;
+  const int64_t targets = std::count_if(host.targets.begin(), host.targets.end(), [](int32_t x) { return x >= 0; });
 
   nlohmann::json config = {{"n_layer", m.n_layer},       {"n_embd", m.n_embd},
                            {"n_head", m.n_head},         {"vocab_size", m.vocab_size},
@@ -231,13 +242,12 @@ int main(int argc, char** argv) {
   std::vector<float> initial_grads;
   float loss0 = 0.0f;
   if (steps == 0) {  // the gradient of the mean loss, without an optimizer step
-    const int64_t targets = count_targets(batch);
     model.zero_grads();
     loss0 = static_cast<float>(model.forward_backward(batch, 1.0f / static_cast<float>(targets)) / targets);
     initial_grads.assign(model.grads(), model.grads() + model.num_params());
   }
   for (int s = 0; s < steps; ++s) {
-    StepStats stats = train_step(model, optimizer, {batch}, count_targets(batch), t.lr, t, dp);
+    StepStats stats = train_step(model, optimizer, one_rank, whole, t.lr, t);
     if (s == 0) initial_grads.assign(model.grads(), model.grads() + model.num_params());
     losses.push_back(static_cast<float>(stats.loss));
   }
