@@ -31,7 +31,6 @@
 #include "app/train/step.h"
 #include "kernels/backends.h"
 #include "parallel/select/registry.h"
-#include "parallel/static_sp/static_sp.h"
 
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -145,11 +144,6 @@ void run_training(const Config& config) {
   const StrategyEnv env{ranks, device_comm ? *device_comm : ranks, backend, config,
                         [&backend](Communicator& host) { return device_communicator(host, backend); }, capacity};
   const std::unique_ptr<Strategy> strategy = make_configured_strategy(env);
-  if (strategy->sp_size() > 1)
-    spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's "
-                 "group: ranks {}",
-                 ranks.size() / strategy->sp_size(), strategy->sp_size(), strategy->method(),
-                 dynamic_cast<const StaticSequenceParallel&>(*strategy).group_members());
 
   int64_t start_step = 0;
   if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {

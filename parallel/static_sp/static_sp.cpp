@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
@@ -106,16 +107,15 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
     else ops_.push_back(make_lasp_op(*group_, env.backend, variant, H, D));
     layer_ops_.push_back(ops_.back().get());
   }
+  spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's group: "
+               "ranks {}",
+               replicas_, sp_size, method_, group_->members());
 }
 
 StaticSequenceParallel::~StaticSequenceParallel() = default;
 
 std::string StaticSequenceParallel::name() const {
   return sp_size_ == 1 && method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_);
-}
-
-std::vector<int> StaticSequenceParallel::group_members() const {
-  return group_ ? group_->members() : std::vector<int>{};
 }
 
 // This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the

@@ -34,9 +34,6 @@ class StaticSequenceParallel final : public Strategy {
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
 
-  // The ranks of this rank's group, for the log.
-  std::vector<int> group_members() const;
-
  private:
   struct LocalBatch;
   std::vector<LocalBatch> local_micro_batches(const Batch& batch, int64_t micro_batches) const;
