@@ -14,8 +14,7 @@
 namespace trident {
 
 void check_static_layout(const ModelConfig& m, const std::string& method, int sp_size, int world) {
-  if (sp_size < 1 || world % sp_size != 0)
-    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
+  if (sp_size < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", sp_size);
   if (method == "lasp" && m.attention != "linear")
     throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
                        "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
@@ -29,6 +28,8 @@ void check_static_layout(const ModelConfig& m, const std::string& method, int sp
     throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                        "does not divide by parallel.sp.size = {}",
                        m.n_head, sp_size);
+  if (world % sp_size != 0)
+    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
 }
 
 namespace {
