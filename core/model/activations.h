@@ -22,7 +22,7 @@ struct LayerActivations {
   T* att;            // (N, C)  attention output fed to attn.c_proj
   float* lse;        // (H, N)  softmax: log-sum-exp per query row
   T* o;              // (N, C)  linear: attention output before the output norm (and gate)
-  float* rrms;       // (N) linear: 1/rms of each token's output (output_norm hidden); (N, H) per head (head)
+  float* rrms;       // (N) linear: 1/rms of each token's output ((N, H) with the internal per-head norm)
   T* res2;           // (N, C)  residual stream after attention
   T* ln2;            // (N, C)
   float* ln2_mean;   // (N)

@@ -2,7 +2,7 @@
 // The attention sublayer between attn.c_attn and attn.c_proj: qkv (N, 3C) -> att (N, C), both attention types.
 //   softmax: causal softmax attention per sequence, scale 1/sqrt(D)
 //   linear:  TransNormerLLM's block: the q/k feature map (in place on qkv), chunked linear attention with per-head
-//            decay per sequence, an RMSNorm of its output (over the hidden dimension or per head), times the gate
+//            decay per sequence, an RMSNorm of its output over the hidden dimension, times the gate
 //            (attn.c_gate's output, computed by the caller) when the block has one
 #include <memory>
 #include <vector>
