@@ -54,6 +54,29 @@ void check_supported(const Config& c) {
   check_configured_strategy(c, world().size());
 }
 
+// The most tokens one rank's activations hold within device.memory_gb once the model's weights, gradients and AdamW
+// state are in: what any strategy may put on a rank (never more than a batch, which no step exceeds).
+int64_t token_capacity(const Config& config, Precision precision, Device device) {
+  const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
+  const int64_t optimizer = 2 * 4 * model_layout(config.model).num_params;  // AdamW's two moments
+  auto fits = [&](int64_t tokens) {
+    return GPT::memory_bytes(config.model, tokens, precision, device) + optimizer <= budget;
+  };
+  if (!fits(1))
+    throw_config_error("device.memory_gb = {}: the model's weights, gradients and optimizer state ({}) leave no room "
+                       "for activations",
+                       config.device.memory_gb,
+                       format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, device) +
+                                                             optimizer)));
+  int64_t lo = 1, hi = config.train.batch_tokens;  // fits(lo) holds throughout
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Strategy& strategy) {
   double loss = 0, targets = 0;
   for (int64_t i = 0; i < count; ++i) {
@@ -131,16 +154,21 @@ void run_training(const Config& config) {
   Allocator allocator({.name = backend.name(),
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
-  // A micro-batch holds at most train.batch_tokens tokens; under sequence parallelism a rank holds at most 1/sp_size
-  // of one, so its activations (what bounds the longest sequence) shrink with the group.
-  const int64_t sp_size = configured_sp_size(config);
-  const int64_t capacity = (config.train.batch_tokens + sp_size - 1) / sp_size;
   const Precision precision = precision_named(config.train.precision);
+  const int64_t capacity = token_capacity(config, precision, backend.device());
   GPT model(config.model, capacity, allocator, backend, precision);
   if (precision == Precision::bf16 && backend.device() == Device::cpu)
     spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
                  "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
   AdamW optimizer(model.layout(), config.train, allocator, backend);
+  spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
+               "activations {})",
+               capacity, config.device.memory_gb,
+               format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, backend.device()) +
+                                                     2 * 4 * model.num_params())),
+               format_bytes(static_cast<std::size_t>(
+                   GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
+                   GPT::memory_bytes(config.model, 0, precision, backend.device()))));
   const StrategyEnv env{ranks, device_comm ? *device_comm : ranks, backend, config,
                         [&backend](Communicator& host) { return device_communicator(host, backend); }, capacity};
   const std::unique_ptr<Strategy> strategy = make_configured_strategy(env);
@@ -191,6 +219,10 @@ void run_training(const Config& config) {
     const int64_t comm_bytes_before = ranks.counters().total_bytes();
     const Batch batch = train_batches.batch(step);
     const double lr = learning_rate(config.train, step);
+    if (const Feasibility f = strategy->feasible(batch); !f.ok)
+      throw_runtime_error("step {}: {} (raise device.memory_gb, or spread the batch over a sequence-parallel group: "
+                          "parallel.strategy: lasp)",
+                          step, f.reason);
     const StepStats stats = train_step(model, optimizer, *strategy, batch, lr, config.train);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     if (!stats.finite) {

@@ -55,5 +55,8 @@ constexpr int64_t kHeadChunk = 128;  // tokens per LM-head chunk: logits stay O(
 
 template <class T>
 Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
+// The bytes allocate_activations takes from its allocator.
+template <class T>
+int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens);
 
 }  // namespace trident

@@ -38,6 +38,16 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator, wide);
 }
 
+int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device) {
+  const int64_t P = model_layout(config).num_params;
+  int64_t bytes = 2 * 4 * P;  // parameters, gradients
+  bytes += precision == Precision::bf16 ? 2 * P + activation_bytes<bf16>(config, max_tokens)
+                                        : activation_bytes<float>(config, max_tokens);
+  if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
+  if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
+  return bytes;
+}
+
 void GPT::init_weights(uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<float> p(static_cast<std::size_t>(layout_.num_params));  // drawn on the host, the same on any backend

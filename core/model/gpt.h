@@ -30,6 +30,10 @@ class GPT {
   GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend(),
       Precision precision = Precision::fp32);
 
+  // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
+  // `max_tokens` tokens, the batch's index staging off the host, the decay slopes.
+  static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
+
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
   int64_t num_params() const { return layout_.num_params; }

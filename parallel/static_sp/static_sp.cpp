@@ -155,15 +155,17 @@ std::vector<StaticSequenceParallel::LocalBatch> StaticSequenceParallel::local_mi
 
 Feasibility StaticSequenceParallel::feasible(const Batch& batch) const {
   // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
-  int64_t largest = 0;
+  int64_t largest = 0, longest_document = 0;
   for (const Batch& share : split_micro_batches(batch, replicas_))
     for (const Batch& micro : split_micro_batches(share, static_cast<int>(micro_batches_)))
       largest = std::max(largest, micro.num_tokens());
+  for (int s = 0; s < batch.num_sequences(); ++s)
+    longest_document = std::max<int64_t>(longest_document, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
   const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
   if (per_rank <= capacity_) return {};
-  return {false, fmt::format("{}: a micro-batch of {} tokens puts {} tokens on a rank, above its activation "
-                             "capacity of {}",
-                             name(), largest, per_rank, capacity_)};
+  return {false, fmt::format("{}: a micro-batch of {} tokens (longest document {}) puts {} tokens on a rank, above "
+                             "its activation capacity of {} tokens",
+                             name(), largest, longest_document, per_rank, capacity_)};
 }
 
 StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
@@ -185,7 +187,7 @@ StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float los
 
 StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};  // loss sum, tokens
-  for (LocalBatch& local : local_micro_batches(batch, 1)) {
+  for (LocalBatch& local : local_micro_batches(batch, micro_batches_)) {  // as training cuts it: within capacity
     const TokenBatch mb = local.view();
     totals[0] += model.forward_loss(mb);
     totals[1] += static_cast<double>(mb.num_tokens);

@@ -62,11 +62,15 @@ assert sorted(b) == list(range(10, 20)) and all(a[s] == b[s] for s in b), [(s, a
 PY
 
 # Activations per rank shrink with the group: a 16K-token batch needs ~190 MiB on one rank, ~50 MiB per rank at
-# sp = 4, so a 0.1 GiB budget refuses the first (naming the budget) and trains the second.
+# sp = 4. In a 0.1 GiB budget a rank's activations hold a few thousand tokens (printed at start-up): one rank refuses
+# the batch (naming the capacity and the longest document), sp = 4 trains it.
 long=(--set train.batch_tokens=16384 --set model.max_seq_len=4096 --set train.steps=2 --set train.warmup_steps=1
       --set device.memory_gb=0.1)
 run 1 train "$tiny" "${base[@]}" "${long[@]}" --set run.dir="$tmp/long1"
-grep -q "memory budget exceeded" "$tmp/err" || fail "one rank did not run out of its budget"
+grep -q "above its activation capacity of [0-9]* tokens" "$tmp/err" || fail "one rank did not refuse the batch"
+grep -q "longest document" "$tmp/err" || fail "the refusal does not name the longest document"
+grep -q "activations: [0-9]* tokens per rank (device.memory_gb = 0.1" "$tmp/long1/trident.log" ||
+  fail "the capacity is not printed at start-up"
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" "${long[@]}" --set parallel.sp.size=4 --set run.dir="$tmp/long4"
 
 # Byte-level text with sampling at the end: rank 0 generates alone, with the local kernels instead of its group's.

@@ -301,3 +301,15 @@ TEST_CASE("sequence-parallel attention ops on bf16 activations equal the bf16 ke
     CHECK(std::equal(plain.grads(), plain.grads() + plain.num_params(), with_op.grads()));
   }
 }
+
+TEST_CASE("memory_bytes is what the model takes from its allocator", "[core][model]") {
+  for (const char* attention : {"softmax", "linear", "linear/none/nogate/head"})
+    for (const Precision precision : {Precision::fp32, Precision::bf16})
+      for (const int64_t tokens : {int64_t{1}, int64_t{100}, int64_t{1000}}) {
+        Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
+        const ModelConfig m = tiny_model(attention);
+        const GPT model(m, tokens, allocator, cpu_backend(), precision);
+        INFO(attention << ", " << (precision == Precision::bf16 ? "bf16" : "fp32") << ", " << tokens << " tokens");
+        CHECK(static_cast<int64_t>(allocator.in_use()) == GPT::memory_bytes(m, tokens, precision, Device::cpu));
+      }
+}
