@@ -58,7 +58,7 @@ void check_supported(const Config& c) {
 // state are in: what any strategy may put on a rank (never more than a batch, which no step exceeds).
 int64_t token_capacity(const Config& config, Precision precision, Device device) {
   const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
-  const int64_t optimizer = 2 * 4 * model_layout(config.model).num_params;  // AdamW's two moments
+  const int64_t optimizer = AdamW::memory_bytes(model_layout(config.model).num_params);
   auto fits = [&](int64_t tokens) {
     return GPT::memory_bytes(config.model, tokens, precision, device) + optimizer <= budget;
   };
@@ -165,7 +165,7 @@ void run_training(const Config& config) {
                "activations {})",
                capacity, config.device.memory_gb,
                format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, backend.device()) +
-                                                     2 * 4 * model.num_params())),
+                                                     AdamW::memory_bytes(model.num_params()))),
                format_bytes(static_cast<std::size_t>(
                    GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
                    GPT::memory_bytes(config.model, 0, precision, backend.device()))));

@@ -16,6 +16,8 @@ class AdamW {
  public:
   // The moments live in the backend's memory, taken from `allocator`; step() runs on the backend.
   AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& allocator, Backend& backend = cpu_backend());
+  // The bytes the constructor takes from its allocator: two fp32 moments per parameter.
+  static int64_t memory_bytes(int64_t num_params) { return 2 * 4 * num_params; }
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
   void step(float* params, const float* grads, float lr, float grad_scale);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/model/gpt.h"
+#include "core/optim/adamw.h"
 #include "support/assert_close.h"
 #include "support/fixtures.h"
 #include "support/random.h"
@@ -311,5 +312,8 @@ TEST_CASE("memory_bytes is what the model takes from its allocator", "[core][mod
         const GPT model(m, tokens, allocator, cpu_backend(), precision);
         INFO(attention << ", " << (precision == Precision::bf16 ? "bf16" : "fp32") << ", " << tokens << " tokens");
         CHECK(static_cast<int64_t>(allocator.in_use()) == GPT::memory_bytes(m, tokens, precision, Device::cpu));
+        const std::size_t before = allocator.in_use();
+        const AdamW optimizer(model.layout(), TrainConfig{}, allocator);
+        CHECK(static_cast<int64_t>(allocator.in_use() - before) == AdamW::memory_bytes(model.num_params()));
       }
 }
