@@ -1,4 +1,5 @@
-// trident plan CONFIG [--cluster FILE] [--json]: the FlexSP planner on a described cluster, batch by batch, beside
+// trident plan CONFIG [--cluster FILE] [--json]. With parallel.strategy: auto, dp or sp, the selector's candidates
+// per batch (app/plan/select_plan.h). With flexsp: the FlexSP planner on a described cluster, batch by batch, beside
 // the two baselines it is measured against: static sequence parallelism (one degree for every sequence, sized for
 // the longest sequence the config allows, as DeepSpeed-Ulysses runs) and BatchAda (the best single degree for each
 // batch). Times are the cost model's estimates (parallel/cost/cost_model.h), not measurements.
@@ -12,6 +13,7 @@
 
 #include "app/commands.h"
 #include "app/plan/batches.h"
+#include "app/plan/select_plan.h"
 #include "kernels/common/error.h"
 #include "parallel/cost/cost_model.h"
 #include "parallel/flexsp/fast_solver.h"
@@ -163,11 +165,13 @@ void run_plan(const Config& config, const PlanArgs& args) {
 
 void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "plan", "FlexSP plans for a described cluster: groups, micro-batches and estimated times per batch, beside "
-              "static SP and the best single degree per batch");
+      "plan", "Plans for a described cluster, per batch: with parallel.strategy: flexsp, FlexSP's groups, "
+              "micro-batches and estimated times beside static SP and the best single degree per batch; with auto, "
+              "dp or sp, every candidate strategy's estimate and the one the selector would run");
   auto config = add_config_args(cmd);
   auto args = std::make_shared<PlanArgs>();
-  cmd->add_option("--cluster", args->cluster, "Cluster profile file (default: parallel.flexsp.cluster)");
+  cmd->add_option("--cluster", args->cluster,
+                  "Cluster profile file (default: parallel.flexsp.cluster, or parallel.select.profile)");
   cmd->add_flag("--json", args->json, "One JSON object per batch instead of text");
   cmd->add_option("--lengths", args->source.lengths_file,
                   "Plan sequence lengths from this file (whitespace-separated) instead of the configured data");
@@ -176,7 +180,14 @@ void add_plan_command(CLI::App& app) {
                   "trainer's token-packed batches")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--batches", args->source.batches, "Batches to plan (default 1)")->check(CLI::PositiveNumber);
-  cmd->callback([config, args] { run_plan(config->load(), *args); });
+  cmd->callback([config, args] {
+    const Config c = config->load();
+    if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
+    if (c.parallel.strategy == "atom")
+      throw_config_error("parallel.strategy: 'atom' is not available yet: trident plan plans flexsp, auto, dp and sp");
+    plan::print_selection_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->source,
+                               args->json);
+  });
 }
 
 }  // namespace trident::app

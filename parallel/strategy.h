@@ -1,31 +1,28 @@
 #pragma once
 // A parallel strategy: one way to run a training step's global batch on the ranks of this run. It answers, for a
-// batch, whether it can run it (feasible, with the reason when not), and runs it: partitions the batch over the
+// batch, whether it can run it (feasible, with the reason when not), what that costs (estimate), and runs it: partitions the batch over the
 // ranks, binds each micro-batch's sequence-parallel group (core/model/batch.h: the group travels with the batch),
 // runs forward and backward, and sums the gradients over all ranks. The loop (app/train/) then clips and applies the
-// optimizer. Strategies are listed in parallel/select/registry.cpp.
+// optimizer. Strategies are listed in parallel/select/registry.cpp; the selector (parallel/select/selector.h) picks
+// one per step.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "core/config/config.h"
 #include "core/data/batch.h"
 #include "core/model/gpt.h"
-#include "parallel/comm/communicator.h"
+#include "parallel/comm/run_groups.h"
+#include "parallel/cost/step_cost.h"
 
 namespace trident {
 
-// What a strategy is built from: the run's ranks, where its gradients are summed, the compute backend and the
-// config. Strategies are built on every rank, collectively over `world`.
+// What a strategy is built from: the run's communicators (made at start-up, shared by every strategy), the compute
+// backend and the config. Strategies are built on every rank, collectively over the world.
 struct StrategyEnv {
-  Communicator& world;
-  Communicator& gradients;  // `world`'s ranks where gradients live: world itself on the CPU, NCCL on the GPU
+  RunGroups& groups;
   Backend& backend;
   const Config& config;
-  // A communicator over `host`'s members for buffers in the backend's memory (NCCL on the GPU; collective over
-  // `host`), or nullptr when `host` itself takes them (the CPU backend).
-  std::function<std::unique_ptr<Communicator>(Communicator& host)> device_comm;
   int64_t capacity_tokens = 0;  // tokens one rank's activations hold (the model's max_tokens)
 };
 
@@ -42,15 +39,23 @@ struct StepSums {
   double flops = 0;     // model FLOPs (forward + backward; 0 for evaluation)
 };
 
-class Strategy {
+// What can be asked of a way to run a step without running it: pure functions of the batch, the same answer on every
+// rank, no communicator. `trident plan` and the selector ask them of every candidate.
+class Candidate {
  public:
-  virtual ~Strategy() = default;
+  virtual ~Candidate() = default;
   // One line for logs, metrics and plans: "dp", "lasp1 sp=4", "ulysses sp=2".
   virtual std::string name() const = 0;
   virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring"
   virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism)
-  // Whether this rank layout can run `batch` within its activation capacity. Pure: every rank gets the same answer.
+  // Whether this layout can run `batch` within its activation capacity.
   virtual Feasibility feasible(const Batch& batch) const = 0;
+  // What running `batch` costs, from the cost model (parallel/cost/step_cost.h).
+  virtual cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const = 0;
+};
+
+class Strategy : public Candidate {
+ public:
   // Forward and backward of this rank's share of `batch`, the loss weighted by `loss_weight` (1 / the batch's target
   // tokens, so the gradient is the global mean), in train.micro_batches accumulation steps. On return model.grads()
   // holds the whole batch's gradient on every rank. Collective over all ranks.

@@ -61,7 +61,8 @@ Row measure(const Case& c, Backend& backend, Precision precision, double roof, d
   for (int64_t t = 0; t < c.tokens; ++t) batch.targets[t] = batch.tokens[(t + 1) % c.tokens];
   Config config;  // data parallelism over the ranks bench runs on (one, unless started under mpirun)
   config.model = c.model;
-  StaticSequenceParallel strategy({world(), world(), backend, config, {}, c.tokens}, "dp", 1);
+  RunGroups groups(world(), {}, {1});
+  StaticSequenceParallel strategy({groups, backend, config, c.tokens}, "dp", 1);
   double flops = 0;
   double sec = time_call(
       [&] { flops = train_step(model, optimizer, strategy, batch, 1e-4, config.train).flops; }, min_seconds);

@@ -26,10 +26,12 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "core/optim/schedule.h"
+#include "app/train/capacity.h"
 #include "app/train/sample.h"
 #include "app/train/signals.h"
 #include "app/train/step.h"
 #include "kernels/backends.h"
+#include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 
 #if TRIDENT_WITH_CUDA
@@ -44,43 +46,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What this build can run: the rest is a configuration error, caught before any work starts (what the strategy
-// needs of the model is checked when it is built).
+// What this build can run: the rest is a configuration error, caught before any work starts (what the strategies
+// need of the model and the world is checked by check_selection).
 void check_supported(const Config& c) {
   if (const BackendStatus status = backend_status(c.device.backend); !status.built || !status.usable)
     throw_config_error("device.backend: '{}' is not available: {}", c.device.backend, status.detail);
   if (c.sample.tokens > 0 && c.data.kind == "text" && c.sample.prompt.empty())
     throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
-  check_configured_strategy(c, world().size());
 }
 
-// The most tokens one rank's activations hold within device.memory_gb once the model's weights, gradients and AdamW
-// state are in: what any strategy may put on a rank (never more than a batch, which no step exceeds).
-int64_t token_capacity(const Config& config, Precision precision, Device device) {
-  const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
-  const int64_t optimizer = AdamW::memory_bytes(model_layout(config.model).num_params);
-  auto fits = [&](int64_t tokens) {
-    return GPT::memory_bytes(config.model, tokens, precision, device) + optimizer <= budget;
-  };
-  if (!fits(1))
-    throw_config_error("device.memory_gb = {}: the model's weights, gradients and optimizer state ({}) leave no room "
-                       "for activations",
-                       config.device.memory_gb,
-                       format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, device) +
-                                                             optimizer)));
-  int64_t lo = 1, hi = config.train.batch_tokens;  // fits(lo) holds throughout
-  if (fits(hi)) return hi;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
-}
-
-double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Strategy& strategy) {
+// Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
+double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Selector& selector) {
   double loss = 0, targets = 0;
   for (int64_t i = 0; i < count; ++i) {
-    const StepSums sums = strategy.evaluate(model, eval_batches.batch(i));
+    const Batch batch = eval_batches.batch(i);
+    const Selector::Choice choice = selector.choose(batch);
+    if (!choice.strategy) throw_runtime_error("evaluation batch {}: {}", i, choice.why_none);
+    const StepSums sums = choice.strategy->evaluate(model, batch);
     loss += sums.loss_sum;
     targets += sums.targets;
   }
@@ -127,14 +109,34 @@ std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator&
 #endif
 }
 
+// One metrics entry per candidate the selector compared: its estimate, or why it could not run the batch.
+nlohmann::ordered_json candidates_json(const Comparison& comparison) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Option& o : comparison.options) {
+    nlohmann::ordered_json c = {{"strategy", o.candidate->method()}, {"sp_size", o.candidate->sp_size()}};
+    if (!o.feasibility.ok) c["infeasible"] = o.feasibility.reason;
+    if (o.estimate) {
+      c["estimate_ms"] = o.estimate->seconds * 1e3;
+      c["predicted_ms"] = o.predicted_s * 1e3;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 void run_training(const Config& config) {
   check_supported(config);
   Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
-  // Gradients are reduced where they live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI).
-  std::unique_ptr<Communicator> device_comm = device_communicator(world(), backend);
   Communicator& ranks = world();
+  // The communicators of every group the strategies may use, made now (collective). Gradients are reduced where they
+  // live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI).
+  RunGroups groups(ranks, [&backend](Communicator& host) { return device_communicator(host, backend); },
+                   candidate_degrees(config, ranks.size()));
+  const Precision precision = precision_named(config.train.precision);
+  const int64_t capacity = token_capacity(config, precision, backend.device());
+  std::optional<cost::StepCostModel> profile = check_selection(config, groups, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
   std::error_code error;
@@ -154,8 +156,6 @@ void run_training(const Config& config) {
   Allocator allocator({.name = backend.name(),
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
-  const Precision precision = precision_named(config.train.precision);
-  const int64_t capacity = token_capacity(config, precision, backend.device());
   GPT model(config.model, capacity, allocator, backend, precision);
   if (precision == Precision::bf16 && backend.device() == Device::cpu)
     spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
@@ -169,14 +169,13 @@ void run_training(const Config& config) {
                format_bytes(static_cast<std::size_t>(
                    GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
                    GPT::memory_bytes(config.model, 0, precision, backend.device()))));
-  const StrategyEnv env{ranks, device_comm ? *device_comm : ranks, backend, config,
-                        [&backend](Communicator& host) { return device_communicator(host, backend); }, capacity};
-  const std::unique_ptr<Strategy> strategy = make_configured_strategy(env);
 
   int64_t start_step = 0;
+  nlohmann::json selector_state;
   if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {
     const TrainerState state = load_checkpoint(*checkpoint, model, optimizer);
     start_step = state.next_step;
+    selector_state = state.selector;
     spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), state.step,
                  state.world_size);
     if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
@@ -187,11 +186,15 @@ void run_training(const Config& config) {
   if (lead) write_resolved_config(config, run_dir);
   spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
                config.model.attention, config.model.n_layer, config.model.n_embd, format_bytes(allocator.in_use()));
+  const StrategyEnv env{groups, backend, config, capacity};
+  const std::unique_ptr<Selector> selector = make_selector(env, std::move(profile), model, run_dir);
+  selector->restore(selector_state);
+  const bool choosing = selector->strategies().size() > 1;
 
   auto save = [&](int64_t steps_done) {
     if (lead) {
       SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
-                                              config.checkpoint.keep);
+                                              config.checkpoint.keep, selector->state());
       for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
       spdlog::info("checkpoint {} written", saved.dir.string());
     }
@@ -216,15 +219,16 @@ void run_training(const Config& config) {
   using clock = std::chrono::steady_clock;
   for (int64_t step = start_step; step < config.train.steps; ++step) {
     const auto start = clock::now();
-    const int64_t comm_bytes_before = ranks.counters().total_bytes();
+    const int64_t comm_bytes_before = groups.bytes_sent();
     const Batch batch = train_batches.batch(step);
     const double lr = learning_rate(config.train, step);
-    if (const Feasibility f = strategy->feasible(batch); !f.ok)
-      throw_runtime_error("step {}: {} (raise device.memory_gb, or spread the batch over a sequence-parallel group: "
-                          "parallel.strategy: lasp)",
-                          step, f.reason);
-    const StepStats stats = train_step(model, optimizer, *strategy, batch, lr, config.train);
+    const Selector::Choice choice = selector->choose(batch);
+    if (!choice.strategy)
+      throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
+                          choosing ? "" : ", or let parallel.strategy: auto spread long documents over a group");
+    const StepStats stats = train_step(model, optimizer, *choice.strategy, batch, lr, config.train);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    selector->observe(choice, seconds);
     if (!stats.finite) {
       if (config.train.on_nonfinite == "stop")
         throw_runtime_error("step {}: the loss ({}) or gradient norm ({}) is not finite; stopping "
@@ -244,14 +248,23 @@ void run_training(const Config& config) {
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", strategy->method()},  // dp, lasp1, lasp2, ulysses, ring: what ran this step
-        {"sp_size", strategy->sp_size()},
+        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring: what ran this step
+        {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
-        {"comm_bytes", ranks.counters().total_bytes() - comm_bytes_before},
+        {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
+        {"estimate_ms", nullptr},
     };
+    if (lead && !choice.comparison.options.empty()) {
+      const Option& chosen = choice.comparison.options[choice.index];
+      if (chosen.estimate) {
+        record["estimate_ms"] = chosen.estimate->seconds * 1e3;
+        record["predicted_ms"] = chosen.predicted_s * 1e3;
+      }
+      if (choosing) record["candidates"] = candidates_json(choice.comparison);
+    }
     const bool last = step + 1 == config.train.steps;
     if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
-      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *strategy);
+      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *selector);
       record["eval_loss"] = eval_loss;
       spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
     }

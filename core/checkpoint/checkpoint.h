@@ -6,7 +6,8 @@
 //                          attention the directory opens with GPT2LMHeadModel.from_pretrained
 //   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar)
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
-//                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601)}
+//                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601), and "selector" (the
+//                           strategy selector's corrections, opaque here: parallel/select/selector.h) when given}
 // and RUN_DIR/checkpoints/latest, one line naming the newest directory written.
 //
 // A checkpoint is built in step_XXXXXXXX.tmp/, every file fsynced, then the directory is renamed into place, so a
@@ -19,6 +20,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
 #include "core/model/gpt.h"
@@ -43,6 +46,7 @@ struct TrainerState {
   std::string created;      // UTC, e.g. 2024-05-01T12:34:56Z
   // model.safetensors, optimizer.safetensors, and config.json where recorded (checkpoints before it had none)
   std::map<std::string, CheckpointFileRecord> files;
+  nlohmann::json selector;  // null when the checkpoint has none
 };
 
 struct SavedCheckpoint {
@@ -60,7 +64,8 @@ struct SavedCheckpoint {
 // Test hook: if the environment variable TRIDENT_TEST_CHECKPOINT_DELAY_MS is set, sleeps that many milliseconds
 // after writing model.safetensors, so a test can kill the process in the middle of a save.
 SavedCheckpoint save_checkpoint(const std::filesystem::path& run_dir, int64_t step, const GPT& model,
-                                const AdamW& optimizer, const Config& config, int world_size, int64_t keep);
+                                const AdamW& optimizer, const Config& config, int world_size, int64_t keep,
+                                const nlohmann::json& selector = nullptr);
 
 // Every problem found in a checkpoint directory: a missing file, a size or crc32 mismatch (naming the file), an
 // unreadable trainer_state.json, a malformed safetensors file. Never throws for a corrupt checkpoint. With

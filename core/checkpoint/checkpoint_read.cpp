@@ -57,7 +57,7 @@ TrainerState parse_state_file(const fs::path& dir) {
     throw_runtime_error("trainer_state.json: format {} is not the one this trident reads ({}); use a newer trident",
                         format, kCheckpointFormat);
   TrainerState s{integer("step", 0), integer("next_step", 0), integer("seed", std::numeric_limits<int64_t>::min()),
-                 integer("world_size", 1), string("config"), string("created"), {}};
+                 integer("world_size", 1), string("config"), string("created"), {}, nullptr};
   if (!j.contains("files") || !j.at("files").is_object())
     throw_runtime_error("trainer_state.json: 'files' is missing or not an object");
   for (const char* name : kDataFiles) {
@@ -77,6 +77,7 @@ TrainerState parse_state_file(const fs::path& dir) {
       throw_runtime_error("trainer_state.json: 'files.{}' lacks bytes and crc32", name);
     s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
   }
+  if (const auto selector = j.find("selector"); selector != j.end()) s.selector = *selector;
   return s;
 }
 

@@ -94,7 +94,7 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
 
 // Fills `dir` with the four files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
-                 int world_size) {
+                 int world_size, const nlohmann::json& selector) {
   save_model(dir / "model.safetensors", model);
   test_delay_hook();
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
@@ -116,11 +116,12 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
     files[file] = {{"bytes", bytes}, {"crc32", file_crc32(dir / file)}};
   }
   // Batches are a pure function of (seed, step), so seed and next_step are the whole data position.
-  const nlohmann::ordered_json state = {
+  nlohmann::ordered_json state = {
       {"format", kCheckpointFormat}, {"step", step},     {"next_step", step},
       {"seed", config.run.seed},     {"world_size", world_size}, {"config", to_yaml(config)},
       {"files", files},              {"created", utc_now()},
   };
+  if (!selector.is_null()) state["selector"] = selector;
   write_file_atomically(dir / "trainer_state.json", state.dump(2) + "\n");
   fsync_directory(dir);
 }
@@ -128,7 +129,7 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
 }  // namespace
 
 SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
-                                const Config& config, int world_size, int64_t keep) {
+                                const Config& config, int world_size, int64_t keep, const nlohmann::json& selector) {
   TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
   TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
                 optimizer.size(), model.num_params());
@@ -146,7 +147,7 @@ SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT
   if (!fs::create_directory(tmp_dir, ec) || ec)
     throw_runtime_error("cannot create directory '{}': {}", tmp_dir.string(), ec.message());
   try {
-    write_files(tmp_dir, step, model, optimizer, config, world_size);
+    write_files(tmp_dir, step, model, optimizer, config, world_size, selector);
   } catch (...) {
     fs::remove_all(tmp_dir, ec);  // e.g. a full disk: give the space back
     throw;

@@ -73,8 +73,10 @@ struct DataConfig {
 };
 
 struct ParallelConfig {
-  std::string strategy = "auto";  // auto | lasp | flexsp | atom
-  std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy lasp runs)
+  std::string strategy = "auto";  // auto | dp | sp | lasp (= sp) | flexsp | atom
+  std::string select_mode = "measured";  // parallel.select.mode: measured | model (auto's corrections)
+  std::string select_profile;            // parallel.select.profile: cluster profile file; "" = measure at start-up
+  std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy sp runs)
   int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
   std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2) | auto
   // parallel.flexsp.*: the FlexSP planner (`trident plan`)

@@ -88,19 +88,27 @@ const std::vector<Key>& schema() {
        "synthetic document lengths are clipped to this many tokens"},
 
       {"parallel.strategy",
-       StringField{member(&C::parallel, &ParallelConfig::strategy), {"auto", "dp", "lasp", "flexsp", "atom"}},
-       "parallel strategy: dp (data parallelism), lasp (a static sequence-parallel layout: parallel.sp.*); auto is "
-       "data parallelism until per-step selection exists; flexsp and atom are not available yet"},
+       StringField{member(&C::parallel, &ParallelConfig::strategy),
+                   {"auto", "dp", "sp", "lasp", "flexsp", "atom"}},
+       "parallel strategy: auto (each step, the cheapest estimated of data parallelism and every sequence-parallel "
+       "method on every power-of-two group size dividing the world), dp (data parallelism), sp (one static "
+       "sequence-parallel layout, parallel.sp.*; lasp is the same); flexsp and atom are not available yet"},
+      {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
+       "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
+       "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
+      {"parallel.select.profile", StringField{member(&C::parallel, &ParallelConfig::select_profile)},
+       "auto: cluster profile the estimates come from (parallel/cost/README.md); \"\" = measured at start-up and "
+       "written to RUN_DIR/profile.yaml"},
       {"parallel.sp.method",
        StringField{member(&C::parallel, &ParallelConfig::sp_method), {"lasp", "ulysses", "ring"}},
-       "sequence parallelism (strategy lasp): LASP (linear attention), Ulysses (both types) or Ring Attention "
+       "sequence parallelism (strategy sp): LASP (linear attention), Ulysses (both types) or Ring Attention "
        "(softmax)"},
       {"parallel.sp.size", IntField{member(&C::parallel, &ParallelConfig::sp_size), 1},
        "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
       {"parallel.lasp.variant",
        StringField{member(&C::parallel, &ParallelConfig::lasp_variant), {"ring", "allgather", "auto"}},
-       "LASP: ring (LASP-1, states passed rank to rank), allgather (LASP-2, one allgather per layer) or auto (both "
-       "timed on each SP group at start-up, the faster runs)"},
+       "LASP: ring (LASP-1, states passed rank to rank), allgather (LASP-2, one allgather per layer) or auto (strategy "
+       "sp: both timed on the group at start-up, the faster runs; strategy auto: both are candidates)"},
       {"parallel.flexsp.cluster", StringField{member(&C::parallel, &ParallelConfig::flexsp_cluster)},
        "FlexSP: cluster profile file the planner plans for (configs/clusters/); \"\" = trident plan --cluster"},
       {"parallel.flexsp.solver", StringField{member(&C::parallel, &ParallelConfig::flexsp_solver), {"fast", "milp"}},

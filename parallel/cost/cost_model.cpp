@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/common/error.h"
+#include "parallel/cost/step_cost.h"
 
 namespace trident::cost {
 
@@ -42,12 +43,7 @@ CostModel CostModel::from_profile(const Profile& p) {
   return m;
 }
 
-Link CostModel::alltoall_link(int64_t d) const {
-  const int64_t nodes = nodes_spanned(d);
-  for (const AlltoallLink& a : profile_.network->alltoall)
-    if (a.group_size == d && a.nodes == nodes) return a.link;
-  return nodes == 1 ? profile_.network->intra_node : profile_.network->inter_node;
-}
+Link CostModel::alltoall_link(int64_t d) const { return group_link(*profile_.network, d, nodes_spanned(d)); }
 
 DegreeCost CostModel::degree_cost(int64_t d) const {
   const ComputeSection& c = *profile_.compute;

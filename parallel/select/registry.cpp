@@ -1,28 +1,63 @@
 #include "parallel/select/registry.h"
 
+#include <algorithm>
+
 #include "kernels/common/error.h"
+#include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
 
 namespace trident {
 
-int configured_sp_size(const Config& config) {
-  return config.parallel.strategy == "lasp" ? static_cast<int>(config.parallel.sp_size) : 1;
-}
-
-void check_configured_strategy(const Config& config, int world_size) {
+std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
+  const ModelConfig& m = config.model;
   if (p.strategy == "flexsp" || p.strategy == "atom")
-    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto' (data parallelism), 'dp' or 'lasp'",
-                       p.strategy);
-  if (p.strategy == "lasp") check_static_layout(config.model, p.sp_method, static_cast<int>(p.sp_size), world_size);
+    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto', 'dp' or 'sp'", p.strategy);
+  if (p.strategy == "dp") return {{"dp", 1}};
+  if (p.strategy == "sp" || p.strategy == "lasp") {
+    check_static_layout(m, p.sp_method, static_cast<int>(p.sp_size), world);
+    if (p.sp_method == "lasp" && p.lasp_variant != "auto")
+      return {{p.lasp_variant == "ring" ? "lasp1" : "lasp2", static_cast<int>(p.sp_size)}};
+    return {{p.sp_method, static_cast<int>(p.sp_size)}};
+  }
+  std::vector<LayoutSpec> out = {{"dp", 1}};
+  for (int d = 2; d <= world; d *= 2) {
+    if (world % d != 0) break;
+    if (m.attention == "linear") {
+      if (p.lasp_variant != "allgather") out.push_back({"lasp1", d});
+      if (p.lasp_variant != "ring") out.push_back({"lasp2", d});
+    }
+    if (m.n_head % d == 0) out.push_back({"ulysses", d});
+    if (m.attention == "softmax") out.push_back({"ring", d});
+  }
+  return out;
 }
 
-std::unique_ptr<Strategy> make_configured_strategy(const StrategyEnv& env) {
-  const ParallelConfig& p = env.config.parallel;
-  check_configured_strategy(env.config, env.world.size());
-  if (p.strategy == "lasp")
-    return std::make_unique<StaticSequenceParallel>(env, p.sp_method, static_cast<int>(p.sp_size));
-  return std::make_unique<StaticSequenceParallel>(env, "dp", 1);
+std::vector<int> candidate_degrees(const Config& config, int world) {
+  std::vector<int> degrees;
+  for (const LayoutSpec& l : candidate_layouts(config, world)) degrees.push_back(l.sp_size);
+  std::sort(degrees.begin(), degrees.end());
+  degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
+  return degrees;
+}
+
+std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
+  std::vector<std::unique_ptr<Strategy>> out;
+  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size()))
+    out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
+  return out;
+}
+
+std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
+                                                        Device device) {
+  std::vector<std::unique_ptr<Candidate>> out;
+  for (const LayoutSpec& l : candidate_layouts(config, world))
+    for (const char* method : {"lasp1", "lasp2"}) {
+      const std::string resolved = l.method == "lasp" ? method : l.method;
+      out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
+      if (l.method != "lasp") break;
+    }
+  return out;
 }
 
 }  // namespace trident

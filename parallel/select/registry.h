@@ -1,22 +1,40 @@
 #pragma once
-// The strategies a run can use, built from its config: today the fixed one that parallel.strategy names.
+// The strategies a run can use, from its config. A new strategy is one folder under parallel/ and one line in
+// candidate_layouts (registry.cpp).
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "parallel/strategy.h"
 
 namespace trident {
 
-// parallel.strategy: `dp` and `auto` (data parallelism, for now), `lasp` (a static sequence-parallel layout of
-// parallel.sp.method and parallel.sp.size); `flexsp` and `atom` are configuration errors until they exist.
-// Collective over env.world.
-std::unique_ptr<Strategy> make_configured_strategy(const StrategyEnv& env);
+// One candidate: a method on groups of sp_size ranks. method "lasp" is LASP with the variant
+// parallel.lasp.variant names, measured on the group when that is auto (a fixed strategy only).
+struct LayoutSpec {
+  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring
+  int sp_size = 1;
+};
 
-// The checks make_configured_strategy makes of the config, without building anything (no collective): run before
-// any work starts, so a strategy the run cannot use is a ConfigError before the run directory is touched.
-void check_configured_strategy(const Config& config, int world_size);
+// The layouts parallel.strategy allows on `world` ranks, in a fixed order (the selector takes the first of equally
+// cheap ones): dp first, then by group size, methods in the order lasp1, lasp2, ulysses, ring.
+//   auto      dp; for every power-of-two group size d >= 2 that divides the world: lasp1 and lasp2 (linear
+//             attention; only the one parallel.lasp.variant names unless it is auto), ulysses (when model.n_head
+//             divides by d), ring (softmax attention)
+//   dp        dp
+//   sp, lasp  parallel.sp.method on groups of parallel.sp.size
+// A fixed layout the model or the world cannot run is a ConfigError naming the key (no collective).
+std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
 
-// The sequence-parallel group size parallel.strategy asks for (1 without sequence parallelism): what a rank's
-// activations must hold is a micro-batch divided by it.
-int configured_sp_size(const Config& config);
+// The group sizes those layouts use (what RunGroups makes at start-up).
+std::vector<int> candidate_degrees(const Config& config, int world);
+
+// The strategies of those layouts. Collective over env.groups.world().
+std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
+
+// The same layouts as pure candidates (no communicator), for `trident plan` on a described cluster of `world`
+// ranks; "lasp" with variant auto is both lasp1 and lasp2.
+std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
+                                                        Device device);
 
 }  // namespace trident

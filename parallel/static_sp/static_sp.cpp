@@ -6,31 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
-#include "parallel/comm/node_layout.h"
 #include "parallel/lasp/auto_variant.h"
 #include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
 
 namespace trident {
-
-void check_static_layout(const ModelConfig& m, const std::string& method, int sp_size, int world) {
-  if (sp_size < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", sp_size);
-  if (method == "lasp" && m.attention != "linear")
-    throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
-                       "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
-                       "ring, or parallel.strategy: auto)",
-                       m.attention);
-  if (method == "ring" && m.attention != "softmax")
-    throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
-                       "'{}' (use parallel.sp.method: lasp or ulysses)",
-                       m.attention);
-  if (method == "ulysses" && m.n_head % sp_size != 0)
-    throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
-                       "does not divide by parallel.sp.size = {}",
-                       m.n_head, sp_size);
-  if (world % sp_size != 0)
-    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
-}
 
 namespace {
 
@@ -75,58 +55,46 @@ struct StaticSequenceParallel::LocalBatch {
 };
 
 StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int sp_size)
-    : method_(method),
-      sp_size_(sp_size),
-      micro_batches_(env.config.train.micro_batches),
-      capacity_(env.capacity_tokens),
-      dp_(env.world, env.gradients) {
+    : dp_(env.groups.world(), env.groups.gradients()) {
   const ModelConfig& m = env.config.model;
-  check_static_layout(m, method, sp_size, env.world.size());
-  replicas_ = env.world.size() / sp_size;
-  replica_ = env.world.rank() / sp_size;
-  if (method == "dp") {
-    TRIDENT_CHECK(sp_size == 1, "data parallelism has groups of one rank, not {}", sp_size);
-    return;
-  }
-  const std::vector<int> order = node_layout(env.world).node_major();
-  const int position = static_cast<int>(std::find(order.begin(), order.end(), env.world.rank()) - order.begin());
-  replica_ = position / sp_size;
-  group_ = env.world.split(replica_, position);
+  const int world = env.groups.world().size();
+  check_static_layout(m, method, sp_size, world);
+  const RunGroups::Group& group = env.groups.group(sp_size);
+  replica_ = group.replica;
+  group_ = group.host;
+  std::string resolved = method;
+  if (method == "lasp") resolved = lasp_variant(env.config, *group_) == LaspVariant::ring ? "lasp1" : "lasp2";
+  layout_ = std::make_unique<StaticLayout>(env.config, resolved, sp_size, world, env.capacity_tokens,
+                                           env.backend.device());
+  if (resolved == "dp") return;
   // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
   // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
-  if (method != "lasp" && env.device_comm) device_group_ = env.device_comm(*group_);
-  Communicator& activations = device_group_ ? *device_group_ : *group_;
+  Communicator& activations = *group.device;
   const AttentionType type = m.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
   const int H = static_cast<int>(m.n_head), D = static_cast<int>(m.n_embd / H);
-  const LaspVariant variant = method == "lasp" ? lasp_variant(env.config, *group_) : LaspVariant::ring;
-  if (method == "lasp") method_ = variant == LaspVariant::ring ? "lasp1" : "lasp2";
   // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
-  const auto ring_scratch = method == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
+  const auto ring_scratch = resolved == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
   for (int l = 0; l < m.n_layer; ++l) {
-    if (method == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
-    else if (method == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
-    else ops_.push_back(make_lasp_op(*group_, env.backend, variant, H, D));
+    if (resolved == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
+    else if (resolved == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
+    else ops_.push_back(make_lasp_op(*group_, env.backend, resolved == "lasp1" ? LaspVariant::ring
+                                                                                : LaspVariant::allgather, H, D));
     layer_ops_.push_back(ops_.back().get());
   }
-  spdlog::info("sequence parallelism: {} replica(s) x sequence-parallel groups of {} ranks, {}; this rank's group: "
-               "ranks {}",
-               replicas_, sp_size, method_, group_->members());
+  spdlog::info("{}: {} replica(s) x sequence-parallel groups of {} ranks; this rank's group: ranks {}", name(),
+               layout_->replicas(), sp_size, group_->members());
 }
 
 StaticSequenceParallel::~StaticSequenceParallel() = default;
-
-std::string StaticSequenceParallel::name() const {
-  return sp_size_ == 1 && method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_);
-}
 
 // This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
 // replicas) cut into micro-batches, empty ones dropped; under sequence parallelism each micro-batch is then cut into
 // the group's token slices. Every rank of a group gets the same micro-batches, so they run their ops together.
 std::vector<StaticSequenceParallel::LocalBatch> StaticSequenceParallel::local_micro_batches(
-    const Batch& batch, int64_t micro_batches) const {
-  const Batch mine = std::move(split_micro_batches(batch, replicas_)[replica_]);
+    const Batch& batch) const {
+  std::vector<std::vector<Batch>> replicas = layout_->replica_micro_batches(batch);
   std::vector<LocalBatch> out;
-  for (Batch& micro : split_micro_batches(mine, static_cast<int>(micro_batches))) {
+  for (Batch& micro : replicas[replica_]) {
     if (micro.num_tokens() == 0) continue;
     if (!group_) {
       out.push_back(LocalBatch{std::move(micro), {}, {}});
@@ -153,23 +121,8 @@ std::vector<StaticSequenceParallel::LocalBatch> StaticSequenceParallel::local_mi
   return out;
 }
 
-Feasibility StaticSequenceParallel::feasible(const Batch& batch) const {
-  // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
-  int64_t largest = 0, longest_document = 0;
-  for (const Batch& share : split_micro_batches(batch, replicas_))
-    for (const Batch& micro : split_micro_batches(share, static_cast<int>(micro_batches_)))
-      largest = std::max(largest, micro.num_tokens());
-  for (int s = 0; s < batch.num_sequences(); ++s)
-    longest_document = std::max<int64_t>(longest_document, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
-  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
-  if (per_rank <= capacity_) return {};
-  return {false, fmt::format("{}: a micro-batch of {} tokens (longest document {}) puts {} tokens on a rank, above "
-                             "its activation capacity of {} tokens",
-                             name(), largest, longest_document, per_rank, capacity_)};
-}
-
 StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
-  std::vector<LocalBatch> micro = local_micro_batches(batch, micro_batches_);
+  std::vector<LocalBatch> micro = local_micro_batches(batch);
   StepSums sums;
   for (std::size_t i = 0; i < micro.size(); ++i) {
     if (i + 1 == micro.size()) dp_.reduce_during_backward(model);  // earlier ones only accumulate
@@ -187,7 +140,7 @@ StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float los
 
 StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};  // loss sum, tokens
-  for (LocalBatch& local : local_micro_batches(batch, micro_batches_)) {  // as training cuts it: within capacity
+  for (LocalBatch& local : local_micro_batches(batch)) {  // as training cuts it: within capacity
     const TokenBatch mb = local.view();
     totals[0] += model.forward_loss(mb);
     totals[1] += static_cast<double>(mb.num_tokens);

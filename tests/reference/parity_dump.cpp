@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
   Config run;
   run.model = m;
   run.train = t;
-  StaticSequenceParallel one_rank({world(), world(), cpu_backend(), run, {}, N}, "dp", 1);
+  RunGroups groups(world(), {}, {1});
+  StaticSequenceParallel one_rank({groups, cpu_backend(), run, N}, "dp", 1);
   Batch whole;  // the same batch as the strategy takes it
   whole.tokens = host.tokens;
   whole.targets = host.targets;

@@ -1,0 +1,29 @@
+#include "app/train/capacity.h"
+
+#include "core/optim/adamw.h"
+#include "kernels/common/error.h"
+
+namespace trident {
+
+int64_t token_capacity(const Config& config, Precision precision, Device device) {
+  const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
+  const int64_t optimizer = AdamW::memory_bytes(model_layout(config.model).num_params);
+  auto fits = [&](int64_t tokens) {
+    return GPT::memory_bytes(config.model, tokens, precision, device) + optimizer <= budget;
+  };
+  if (!fits(1))
+    throw_config_error("device.memory_gb = {}: the model's weights, gradients and optimizer state ({}) leave no room "
+                       "for activations",
+                       config.device.memory_gb,
+                       format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, device) +
+                                                             optimizer)));
+  int64_t lo = 1, hi = config.train.batch_tokens;  // fits(lo) holds throughout
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace trident

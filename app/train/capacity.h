@@ -1,0 +1,14 @@
+#pragma once
+// How many tokens one rank's activations hold: what device.memory_gb leaves once the model's weights, gradients and
+// AdamW state are in. Training sizes the model's activations with it; `trident plan` asks it of the candidates.
+#include <cstdint>
+
+#include "core/config/config.h"
+#include "core/model/gpt.h"
+
+namespace trident {
+
+// At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
+int64_t token_capacity(const Config& config, Precision precision, Device device);
+
+}  // namespace trident

@@ -1,0 +1,74 @@
+#pragma once
+// What one training step costs on this run, from a cluster profile: the pieces every strategy's estimate is made of
+// (each strategy adds them up for its own layout: parallel/static_sp/, and later FlexSP and ATOM).
+//
+//   compute(sequences s_k on a group of d ranks) = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1     per rank
+//   transfer(bytes, d)                           = latency(d) + bytes / bandwidth(d)                  one message
+//   allgather(bytes a rank, d)                   = latency(d) + (d - 1) bytes / bandwidth(d)
+//   allreduce(bytes)                             = 2 (W - 1) transfer(bytes / W, W)                   ring, W ranks
+//
+// latency(d) and bandwidth(d) are the link of a group of d consecutive node-major ranks: the profile's measured
+// all-to-all entry for d ranks on the nodes such a group spans, else its intra- or inter-node link
+// (parallel/cost/README.md). Pure functions, no MPI.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "parallel/cost/profile.h"
+
+namespace trident::cost {
+
+// The run the estimates are for: its ranks and the model's shape.
+struct RunShape {
+  int64_t world = 1;
+  int64_t nodes = 1;
+  int64_t ranks_per_node = 1;
+  int64_t n_layer = 1;
+  int64_t n_embd = 1;
+  int64_t n_head = 1;
+  int64_t num_params = 0;
+  int64_t bytes_per_value = 4;  // activations as they travel: 4 (fp32) or 2 (bf16)
+};
+
+// One strategy's estimate of one step.
+struct StepEstimate {
+  double seconds = 0;      // compute_s + comm_s
+  double compute_s = 0;    // the slowest rank's forward and backward
+  double comm_s = 0;       // communication on that rank's path, not hidden behind compute
+  int64_t comm_bytes = 0;  // bytes one rank hands to its communicators (the convention of CommCounters)
+  int64_t peak_bytes = 0;  // device bytes per rank: model, gradients, optimizer state and activations
+};
+
+class StepCostModel {
+ public:
+  // Needs the profile's cluster, network and compute sections; the cluster must be this run's (nodes x
+  // devices_per_node = its ranks) and a model section, when present, this model (n_layer, n_embd,
+  // bytes_per_value). A ConfigError naming the file and the mismatch otherwise.
+  static StepCostModel from_profile(const Profile& profile, const RunShape& run);
+
+  const RunShape& run() const { return run_; }
+  const std::string& source() const { return source_; }
+
+  // Forward and backward of the sequences `lengths` on a group of d ranks, per rank; 0 for none.
+  double compute_s(std::span<const int64_t> lengths, int64_t d) const;
+  // The link a group of d consecutive node-major ranks talks over.
+  Link link(int64_t d) const;
+  // One message of `bytes` inside a group of d ranks.
+  double transfer_s(double bytes, int64_t d) const;
+  // An allgather of `bytes` from each of d ranks.
+  double allgather_s(double bytes, int64_t d) const;
+  // A ring all-reduce of `bytes` over the whole run.
+  double allreduce_s(double bytes) const;
+
+ private:
+  RunShape run_;
+  std::string source_;
+  NetworkSection network_;
+  ComputeSection compute_;
+};
+
+// The link a group of `group_size` ranks over `nodes` nodes uses: the measured all-to-all entry, else the intra-
+// or inter-node link.
+Link group_link(const NetworkSection& network, int64_t group_size, int64_t nodes);
+
+}  // namespace trident::cost

@@ -1,0 +1,113 @@
+#include "parallel/select/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "kernels/common/error.h"
+#include "parallel/cost/fit.h"
+
+namespace trident {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// The fastest of `repeats` rounds of `work` (after one warm-up), each started together by a barrier.
+template <class Work>
+double fastest_round(Communicator& comm, int repeats, Work work) {
+  work();
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    comm.barrier();
+    const auto start = clock_type::now();
+    work();
+    best = std::min(best, std::chrono::duration<double>(clock_type::now() - start).count());
+  }
+  return best;
+}
+
+// Forward + backward of one document of s random tokens.
+double time_document(GPT& model, Communicator& world, int64_t s) {
+  const ModelConfig& m = model.config();
+  std::mt19937_64 rng(static_cast<uint64_t>(s));
+  std::vector<int32_t> tokens(s), targets(s), positions(s), cu_seqlens = {0, static_cast<int32_t>(s)};
+  for (int64_t t = 0; t < s; ++t) {
+    tokens[t] = static_cast<int32_t>(rng() % static_cast<uint64_t>(m.vocab_size));
+    positions[t] = static_cast<int32_t>(t);
+  }
+  for (int64_t t = 0; t < s; ++t) targets[t] = tokens[(t + 1) % s];
+  const TokenBatch batch{tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), s, 1};
+  const double seconds =
+      fastest_round(world, 3, [&] { model.forward_backward(batch, 1.0f / static_cast<float>(s)); });
+  model.zero_grads();
+  return seconds;
+}
+
+// An all-to-all of `per_rank` floats from each rank (per_rank / size to each peer): latency and bandwidth from a
+// small and a large one.
+cost::Link measure_link(Communicator& comm) {
+  const int64_t d = comm.size();
+  auto alltoall_s = [&](int64_t per_peer) {
+    std::vector<float> in(static_cast<std::size_t>(per_peer * d), 1.0f), out(in.size());
+    return fastest_round(comm, 5, [&] { comm.alltoall(in.data(), out.data(), per_peer, CommType::f32); });
+  };
+  const int64_t large_per_peer = (4 << 20) / 4 / d;  // 4 MiB a rank: beyond a token bucket's burst
+  const double small = alltoall_s(1), large = alltoall_s(large_per_peer);
+  const double bytes = static_cast<double>(large_per_peer * d * 4);
+  return {bytes / std::max(large - small, 1e-9) / 1e9, small * 1e6};
+}
+
+}  // namespace
+
+cost::Profile measure_run_profile(GPT& model, RunGroups& groups, const Config& config, int64_t capacity) {
+  Communicator& world = groups.world();
+  const int64_t longest = std::min(config.model.max_seq_len, capacity);
+  if (longest < 12)
+    throw_config_error("parallel.strategy: auto measures the model at three document lengths up to model.max_seq_len "
+                       "within the activation capacity, but that is {} tokens (raise device.memory_gb or give "
+                       "parallel.select.profile)",
+                       longest);
+  std::vector<cost::Timing> timings;
+  for (int64_t s : {longest / 4, longest / 2, longest}) timings.push_back({s, 1, time_document(model, world, s)});
+  cost::Profile p;
+  p.source = "the profile measured at start-up";
+  p.compute = cost::fit_compute(timings);
+  p.compute->fitted_from = fmt::format("start-up: forward+backward of one document of {}..{} tokens, {} rank(s)",
+                                       longest / 4, longest, world.size());
+
+  const int per_node = groups.ranks_per_node() > 0 ? groups.ranks_per_node() : world.size();
+  cost::NetworkSection network;
+  std::optional<cost::Link> intra, inter;
+  std::vector<int> degrees = groups.degrees();
+  if (std::find(degrees.begin(), degrees.end(), world.size()) == degrees.end()) degrees.push_back(world.size());
+  for (int d : degrees) {
+    if (d < 2) continue;
+    Communicator& comm = d == world.size() ? world : *groups.group(d).host;
+    const int64_t nodes = (d + per_node - 1) / per_node;
+    const cost::Link link = measure_link(comm);
+    network.alltoall.push_back({d, nodes, link});
+    (nodes == 1 ? intra : inter) = link;  // degrees ascend: the largest of each kind stays
+  }
+  if (!intra && !inter) intra = inter = cost::Link{1e3, 0};  // one rank: nothing is ever sent
+  network.intra_node = intra ? *intra : *inter;
+  network.inter_node = inter ? *inter : *intra;
+  p.network = network;
+  p.cluster = cost::ClusterSection{"this run", groups.nodes(), per_node, config.device.memory_gb};
+  p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
+                               config.train.precision == "bf16" ? 2 : 4};
+  return p;
+}
+
+std::string describe_links(const cost::NetworkSection& network) {
+  std::string out;
+  for (const cost::AlltoallLink& a : network.alltoall)
+    out += fmt::format("{}{} ranks on {} node(s): {:.3g} GB/s, {:.0f} us", out.empty() ? "" : "; ", a.group_size,
+                       a.nodes, a.link.bandwidth_gb_per_s, a.link.latency_us);
+  return out.empty() ? "no links: one rank" : out;
+}
+
+}  // namespace trident

@@ -1,0 +1,93 @@
+#pragma once
+// The per-step choice among the candidate strategies (parallel.strategy: auto; a fixed strategy is one candidate).
+// Each step every candidate says whether it can run the batch; the feasible ones are estimated from the cost model,
+// each estimate scaled by its candidate's correction, and the cheapest runs (the first listed on ties). Rank 0
+// decides and broadcasts its choice, so ranks never disagree.
+//
+// Corrections (parallel.select.mode: measured): after each step, the ratio measured / estimated of the candidate
+// that ran moves its correction halfway toward the new ratio; a candidate that never ran keeps 1, so an
+// underestimated one is tried and then corrected. A candidate's first step is not counted: it allocates its
+// buffers. The corrections are saved in checkpoints and restored on resume. Mode `model` keeps every correction at 1:
+// the choice is then a pure function of the batch and the profile, and a resumed run chooses what the
+// uninterrupted run chose.
+//
+// Switching costs nothing to model here: every candidate holds the whole model and the same gradient layout, and
+// the communicators of every group are made at start-up, so no step moves weights because the previous one ran
+// another layout.
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "parallel/strategy.h"
+
+namespace trident {
+
+// One candidate's answer for a batch.
+struct Option {
+  const Candidate* candidate = nullptr;
+  Feasibility feasibility;
+  std::optional<cost::StepEstimate> estimate;  // without a cost model: none
+  double correction = 1;
+  double predicted_s = 0;  // estimate.seconds * correction
+};
+
+struct Comparison {
+  std::vector<Option> options;  // one per candidate, in the candidates' order
+  int cheapest = -1;            // the feasible option with the least predicted_s (the first on ties); -1: none
+  // "no strategy can run this batch: dp: ...; ulysses sp=2: ..." when cheapest is -1
+  std::string why_none() const;
+};
+
+// Pure: the comparison `trident plan` prints and the selector acts on. `cost` may be null (no estimates: the first
+// feasible candidate wins); corrections[i] scales candidate i's estimate (empty: all 1).
+Comparison compare(std::span<const Candidate* const> candidates, const Batch& batch,
+                   const cost::StepCostModel* cost, std::span<const double> corrections = {});
+
+class Selector {
+ public:
+  enum class Mode { measured, model };
+
+  // `cost` may be empty only when there is nothing to choose (one strategy). Collective use over `world`.
+  Selector(std::vector<std::unique_ptr<Strategy>> strategies, std::optional<cost::StepCostModel> cost, Mode mode,
+           Communicator& world);
+
+  struct Choice {
+    Strategy* strategy = nullptr;  // nullptr when no candidate can run the batch (on every rank)
+    int index = -1;
+    Comparison comparison;  // rank 0 only (the others receive the index)
+    std::string why_none;   // when strategy is nullptr: every candidate's reason, on every rank
+  };
+  // Collective.
+  Choice choose(const Batch& batch);
+  // Rank 0: the measured seconds of the step `choice` ran correct that candidate's later estimates (mode measured).
+  void observe(const Choice& choice, double seconds);
+
+  const std::vector<std::unique_ptr<Strategy>>& strategies() const { return strategies_; }
+  bool has_cost_model() const { return cost_.has_value(); }
+
+  // The corrections, for checkpoints: {"mode": ..., "corrections": {name: {"ratio": r, "steps": n}}}.
+  nlohmann::json state() const;
+  // Restores state() of an earlier run. Names this run does not have are ignored; a malformed value is a
+  // RuntimeError naming the field.
+  void restore(const nlohmann::json& state);
+
+ private:
+  struct Correction {
+    double ratio = 1;
+    int64_t steps = 0;  // steps observed, the first (buffer allocation) included
+  };
+
+  std::vector<std::unique_ptr<Strategy>> strategies_;
+  std::vector<const Candidate*> candidates_;
+  std::optional<cost::StepCostModel> cost_;
+  Mode mode_;
+  Communicator& world_;
+  std::map<std::string, Correction> corrections_;
+};
+
+}  // namespace trident

@@ -1,0 +1,134 @@
+#include "parallel/static_sp/layout.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "core/optim/adamw.h"
+#include "kernels/common/error.h"
+
+namespace trident {
+
+void check_static_layout(const ModelConfig& m, const std::string& method, int sp_size, int world) {
+  if (sp_size < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", sp_size);
+  const bool lasp = method == "lasp" || method == "lasp1" || method == "lasp2";
+  if (lasp && m.attention != "linear")
+    throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
+                       "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
+                       "ring, or parallel.strategy: auto)",
+                       m.attention);
+  if (method == "ring" && m.attention != "softmax")
+    throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
+                       "'{}' (use parallel.sp.method: lasp or ulysses)",
+                       m.attention);
+  if (method == "ulysses" && m.n_head % sp_size != 0)
+    throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
+                       "does not divide by parallel.sp.size = {}",
+                       m.n_head, sp_size);
+  if (method == "dp" && sp_size != 1)
+    throw_config_error("parallel.strategy: 'dp' has groups of one rank, not parallel.sp.size = {}", sp_size);
+  if (world % sp_size != 0)
+    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
+}
+
+StaticLayout::StaticLayout(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
+                           Device device)
+    : method_(method),
+      sp_size_(sp_size),
+      replicas_(world / sp_size),
+      micro_batches_(config.train.micro_batches),
+      capacity_(capacity),
+      model_(config.model),
+      precision_(precision_named(config.train.precision)),
+      device_(device) {
+  TRIDENT_CHECK(method != "lasp", "a layout runs a resolved LASP variant (lasp1 or lasp2)");
+  check_static_layout(model_, method, sp_size, world);
+}
+
+std::string StaticLayout::name() const { return method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_); }
+
+std::vector<std::vector<Batch>> StaticLayout::replica_micro_batches(const Batch& batch) const {
+  std::vector<std::vector<Batch>> out;
+  for (const Batch& share : split_micro_batches(batch, replicas_))
+    out.push_back(split_micro_batches(share, static_cast<int>(micro_batches_)));
+  return out;
+}
+
+Feasibility StaticLayout::feasible(const Batch& batch) const {
+  // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
+  int64_t largest = 0, longest_document = 0;
+  for (const std::vector<Batch>& replica : replica_micro_batches(batch))
+    for (const Batch& micro : replica) largest = std::max(largest, micro.num_tokens());
+  for (int s = 0; s < batch.num_sequences(); ++s)
+    longest_document = std::max<int64_t>(longest_document, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
+  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
+  if (per_rank <= capacity_) return {};
+  return {false, fmt::format("{}: a micro-batch of {} tokens (longest document {}) puts {} tokens on a rank, above "
+                             "its activation capacity of {} tokens",
+                             name(), largest, longest_document, per_rank, capacity_)};
+}
+
+// Per layer, what each method sends for a micro-batch of S tokens on a group of d ranks, n = S / d tokens a rank,
+// C = n_embd values of b bytes a token, states of H D^2 fp32 values:
+//   ulysses  4 all-to-alls (qkv and out forward, their gradients backward) moving 8 n C b bytes
+//   ring     d - 1 passes of a K,V block (2 n C b) forward; d - 1 of K,V and d of dK,dV backward
+//   lasp1    d - 1 hops of a state forward and of its gradient backward, one after another along the chain
+//   lasp2    one allgather of a state (and decays) forward, one of state gradients backward
+std::pair<double, int64_t> StaticLayout::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
+  const int64_t d = sp_size_;
+  if (d == 1 || tokens == 0) return {0, 0};
+  const double L = static_cast<double>(model_.n_layer);
+  const double n = static_cast<double>((tokens + d - 1) / d), C = static_cast<double>(model_.n_embd);
+  const double b = static_cast<double>(cost.run().bytes_per_value);
+  const double H = static_cast<double>(model_.n_head), D = C / H, state = H * D * D * 4;
+  double seconds = 0, bytes = 0;
+  if (method_ == "ulysses") {
+    seconds = 4 * cost.transfer_s(2 * n * C * b, d);
+    bytes = 8 * n * C * b;
+  } else if (method_ == "ring") {
+    const double passes = 3.0 * static_cast<double>(d) - 2;
+    seconds = passes * cost.transfer_s(2 * n * C * b, d);
+    bytes = passes * 2 * n * C * b;
+  } else if (method_ == "lasp1") {
+    seconds = 2.0 * static_cast<double>(d - 1) * cost.transfer_s(state, d);
+    bytes = 2 * state;  // each rank sends its state forward and its gradient back once
+  } else if (method_ == "lasp2") {
+    seconds = 2 * cost.allgather_s(state, d);
+    bytes = 2 * state;
+  }
+  return {L * seconds, static_cast<int64_t>(L * bytes)};
+}
+
+cost::StepEstimate StaticLayout::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
+  cost::StepEstimate e;
+  int64_t largest = 0;
+  for (const std::vector<Batch>& replica : replica_micro_batches(batch)) {  // the slowest replica sets the pace
+    double compute = 0, comm = 0;
+    int64_t bytes = 0;
+    for (const Batch& micro : replica) {
+      if (micro.num_tokens() == 0) continue;
+      std::vector<int64_t> lengths;
+      for (int s = 0; s < micro.num_sequences(); ++s) lengths.push_back(micro.cu_seqlens[s + 1] - micro.cu_seqlens[s]);
+      compute += cost.compute_s(lengths, sp_size_);
+      const auto [seconds, sent] = exchange(micro.num_tokens(), cost);
+      comm += seconds;
+      bytes += sent;
+      largest = std::max(largest, micro.num_tokens());
+    }
+    if (compute + comm > e.compute_s + e.comm_s) {
+      e.compute_s = compute;
+      e.comm_s = comm;
+    }
+    e.comm_bytes = std::max(e.comm_bytes, bytes);
+  }
+  // The gradients: summed over every rank whatever the layout.
+  const double gradient_bytes = 4.0 * static_cast<double>(cost.run().num_params);
+  e.comm_s += cost.allreduce_s(gradient_bytes);
+  if (cost.run().world > 1) e.comm_bytes += static_cast<int64_t>(gradient_bytes);
+  e.seconds = e.compute_s + e.comm_s;
+  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
+  e.peak_bytes = GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);
+  return e;
+}
+
+}  // namespace trident

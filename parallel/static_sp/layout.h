@@ -1,0 +1,51 @@
+#pragma once
+// A static layout, as a plan: `world / sp_size` data-parallel replicas of one sequence-parallel group of `sp_size`
+// ranks, one method for the whole step. What it can run and what that costs are pure functions of the batch (no
+// communicator), so `trident plan` asks them of a described cluster and the selector of every candidate each step;
+// StaticSequenceParallel (static_sp.h) runs it.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "parallel/strategy.h"
+
+namespace trident {
+
+// What the model and the world must be for `method` (dp, lasp, lasp1, lasp2, ulysses, ring) on groups of `sp_size`
+// ranks: a ConfigError naming the key otherwise.
+void check_static_layout(const ModelConfig& model, const std::string& method, int sp_size, int world);
+
+class StaticLayout final : public Candidate {
+ public:
+  // method: dp (sp_size 1), lasp1, lasp2, ulysses or ring; checked by check_static_layout. capacity: tokens one
+  // rank's activations hold.
+  StaticLayout(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
+               Device device);
+
+  std::string name() const override;
+  std::string method() const override { return method_; }
+  int sp_size() const override { return sp_size_; }
+  Feasibility feasible(const Batch& batch) const override;
+  cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
+
+  int replicas() const { return replicas_; }
+  int64_t micro_batches() const { return micro_batches_; }
+  // Every replica's micro-batches of `batch`, as a step cuts them (empty ones included): replica r takes a share of
+  // the sequences (contiguous, token counts balanced), cut into train.micro_batches.
+  std::vector<std::vector<Batch>> replica_micro_batches(const Batch& batch) const;
+
+ private:
+  // Seconds and bytes one rank spends on sequence-parallel messages for a micro-batch of `tokens` tokens.
+  std::pair<double, int64_t> exchange(int64_t tokens, const cost::StepCostModel& cost) const;
+
+  std::string method_;
+  int sp_size_;
+  int replicas_;
+  int64_t micro_batches_;
+  int64_t capacity_;
+  ModelConfig model_;
+  Precision precision_;
+  Device device_;
+};
+
+}  // namespace trident

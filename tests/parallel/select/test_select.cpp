@@ -1,0 +1,298 @@
+// The selector: the cost model's pieces, each static layout's estimate, the choice on constructed workloads where
+// each candidate must win, and (under mpirun, [mpi]) a stream of batches that switches strategy from step to step
+// and still equals the single-rank step. Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins
+// the collectives that follow.
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/optim/adamw.h"
+#include "kernels/common/error.h"
+#include "parallel/select/registry.h"
+#include "parallel/select/selector.h"
+#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/static_sp.h"
+#include "support/assert_close.h"
+#include "support/fixtures.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+Config tiny_config(const std::string& attention) {
+  Config c;
+  c.model.n_layer = 2;
+  c.model.n_embd = 24;
+  c.model.n_head = 4;
+  c.model.vocab_size = 37;
+  c.model.max_seq_len = 256;
+  c.model.attention = attention;
+  c.model.linear_chunk = 4;
+  c.train.batch_tokens = 256;
+  return c;
+}
+
+Batch make_batch(const std::vector<int>& lengths, uint64_t seed) {
+  Batch b;
+  std::mt19937_64 rng(seed);
+  for (int len : lengths) {
+    std::vector<int32_t> ids(static_cast<std::size_t>(len) + 1);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 37);
+    b.append_sequence(ids);
+  }
+  return b;
+}
+
+// A cluster of `nodes` x `per_node` ranks whose links are slow to fill (0.01 GB/s, 5 us): a state of a few hundred
+// bytes is cheap to pass, activations are not.
+cost::Profile profile(int nodes, int per_node) {
+  return cost::parse_profile(fmt::format(R"(
+cluster: {{name: test, nodes: {}, devices_per_node: {}, device_memory_gb: 1}}
+network:
+  intra_node: {{bandwidth_gb_per_s: 0.01, latency_us: 5}}
+  inter_node: {{bandwidth_gb_per_s: 0.005, latency_us: 20}}
+compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-5, beta1_s: 1.0e-4}}
+)",
+                                         nodes, per_node),
+                             "test profile");
+}
+
+cost::RunShape shape(const Config& c, int world, int per_node) {
+  return {.world = world,
+          .nodes = world / per_node,
+          .ranks_per_node = per_node,
+          .n_layer = c.model.n_layer,
+          .n_embd = c.model.n_embd,
+          .n_head = c.model.n_head,
+          .num_params = model_layout(c.model).num_params,
+          .bytes_per_value = 4};
+}
+
+std::string chosen(const Comparison& c) { return c.cheapest < 0 ? "none" : c.options[c.cheapest].candidate->name(); }
+
+std::vector<const Candidate*> pointers(const std::vector<std::unique_ptr<Candidate>>& owned) {
+  std::vector<const Candidate*> out;
+  for (const auto& c : owned) out.push_back(c.get());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the step cost model: compute, links, all-reduce, and a profile that is not this run's", "[select]") {
+  const Config c = tiny_config("softmax");
+  const cost::StepCostModel m = cost::StepCostModel::from_profile(profile(2, 2), shape(c, 4, 2));
+  const std::vector<int64_t> lengths = {100, 50};
+  CHECK(m.compute_s(lengths, 1) == Approx(1e-8 * (1e4 + 2500) + 1e-5 * 150 + 1e-4));
+  CHECK(m.compute_s(lengths, 2) == Approx((1e-8 * (1e4 + 2500) + 1e-5 * 150) / 2 + 1e-4));
+  CHECK(m.compute_s({}, 2) == 0);
+  CHECK(m.link(2).latency_us == 5);   // a pair stays on its node
+  CHECK(m.link(4).latency_us == 20);  // four ranks span both nodes
+  CHECK(m.transfer_s(1e6, 2) == Approx(5e-6 + 1e6 / 1e7));
+  CHECK(m.allgather_s(1e3, 4) == Approx(20e-6 + 3 * 1e3 / 5e6));
+  CHECK(m.allreduce_s(4e6) == Approx(6 * (20e-6 + 1e6 / 5e6)));
+
+  CHECK_THROWS_WITH(cost::StepCostModel::from_profile(profile(1, 2), shape(c, 4, 2)),
+                    Catch::Contains("test profile") && Catch::Contains("1 node(s) x 2 device(s)") &&
+                        Catch::Contains("4 rank(s)"));
+  cost::Profile other = profile(2, 2);
+  other.model = cost::ModelSection{"big", 32, 4096, 2};
+  CHECK_THROWS_WITH(cost::StepCostModel::from_profile(other, shape(c, 4, 2)),
+                    Catch::Contains("32 layers x 4096") && Catch::Contains("2 layers x 24"));
+  cost::Profile no_network = profile(2, 2);
+  no_network.network.reset();
+  CHECK_THROWS_WITH(cost::StepCostModel::from_profile(no_network, shape(c, 4, 2)), Catch::Contains("'network'"));
+}
+
+TEST_CASE("each layout's estimate adds up its compute, its messages and the gradient all-reduce", "[select]") {
+  const Config c = tiny_config("linear");
+  const cost::StepCostModel m = cost::StepCostModel::from_profile(profile(1, 4), shape(c, 4, 4));
+  const Batch b = make_batch({64, 64, 64, 64}, 1);  // one document a replica under dp
+  const double L = 2, C = 24, state = 4 * 6 * 6 * 4, grads = 4.0 * static_cast<double>(model_layout(c.model).num_params);
+  const double allreduce = m.allreduce_s(grads);
+
+  const StaticLayout dp(c, "dp", 1, 4, 256, Device::cpu);
+  const cost::StepEstimate e_dp = dp.estimate(b, m);
+  CHECK(e_dp.compute_s == Approx(m.compute_s(std::vector<int64_t>{64}, 1)));
+  CHECK(e_dp.comm_s == Approx(allreduce));
+  CHECK(e_dp.comm_bytes == static_cast<int64_t>(grads));
+  CHECK(e_dp.seconds == Approx(e_dp.compute_s + e_dp.comm_s));
+  CHECK(e_dp.peak_bytes == GPT::memory_bytes(c.model, 64, Precision::fp32, Device::cpu) +
+                               AdamW::memory_bytes(model_layout(c.model).num_params));
+
+  // one group of 4 holds the whole batch: 256 tokens, 64 a rank
+  const StaticLayout ulysses(c, "ulysses", 4, 4, 256, Device::cpu);
+  const cost::StepEstimate e_u = ulysses.estimate(b, m);
+  CHECK(e_u.compute_s == Approx(m.compute_s(std::vector<int64_t>{64, 64, 64, 64}, 4)));
+  CHECK(e_u.comm_s == Approx(L * 4 * m.transfer_s(2 * 64 * C * 4, 4) + allreduce));
+  CHECK(e_u.comm_bytes == static_cast<int64_t>(L * 8 * 64 * C * 4 + grads));
+
+  const StaticLayout lasp1(c, "lasp1", 4, 4, 256, Device::cpu), lasp2(c, "lasp2", 4, 4, 256, Device::cpu);
+  CHECK(lasp1.estimate(b, m).comm_s == Approx(L * 2 * 3 * m.transfer_s(state, 4) + allreduce));
+  CHECK(lasp2.estimate(b, m).comm_s == Approx(L * 2 * m.allgather_s(state, 4) + allreduce));
+
+  const Config s = tiny_config("softmax");
+  const StaticLayout ring(s, "ring", 4, 4, 256, Device::cpu);
+  CHECK(ring.estimate(b, m).comm_s == Approx(L * 10 * m.transfer_s(2 * 64 * C * 4, 4) + allreduce));
+
+  // two replicas of a pair: the slower replica sets the time
+  const StaticLayout pairs(c, "ulysses", 2, 4, 256, Device::cpu);
+  const Batch uneven = make_batch({120, 10, 10}, 2);  // replica 0 takes the 120-token document alone
+  CHECK(pairs.estimate(uneven, m).compute_s == Approx(m.compute_s(std::vector<int64_t>{120}, 2)));
+}
+
+TEST_CASE("the selector picks the candidate each constructed workload needs", "[select]") {
+  // A described 4-rank node: the choice is a pure function of batch and profile.
+  const int W = 4;
+  const Config linear = tiny_config("linear"), softmax = tiny_config("softmax");
+  const cost::StepCostModel m_linear = cost::StepCostModel::from_profile(profile(1, W), shape(linear, W, W));
+  const cost::StepCostModel m_softmax = cost::StepCostModel::from_profile(profile(1, W), shape(softmax, W, W));
+  const int64_t capacity = 64;  // tokens a rank
+
+  SECTION("short documents on a small model: data parallelism (no group pays for messages it does not need)") {
+    const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
+    const Comparison c = compare(pointers(owned), make_batch(std::vector<int>(16, 12), 3), &m_linear);
+    CHECK(chosen(c) == "dp");
+    CHECK(c.options.size() == 5);  // dp, lasp1 and ulysses at 2 and 4 ranks (variant ring: lasp1 only)
+  }
+  SECTION("one linear document longer than a rank holds: LASP, whose messages do not grow with the document") {
+    const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
+    const Comparison c = compare(pointers(owned), make_batch({200}, 4), &m_linear);
+    CHECK(chosen(c) == "lasp1 sp=4");
+    CHECK_FALSE(c.options[0].feasibility.ok);  // dp: 200 tokens on one rank
+    CHECK_THAT(c.options[0].feasibility.reason, Catch::Contains("above its activation capacity of 64 tokens"));
+  }
+  SECTION("one long softmax document: a sequence-parallel group of four (Ulysses or Ring)") {
+    const auto owned = plan_candidates(softmax, W, capacity, Device::cpu);
+    const Comparison c = compare(pointers(owned), make_batch({200}, 5), &m_softmax);
+    CHECK((chosen(c) == "ulysses sp=4" || chosen(c) == "ring sp=4"));
+  }
+  SECTION("a document no group holds: no candidate, every reason named") {
+    const auto owned = plan_candidates(softmax, W, capacity, Device::cpu);
+    const Comparison c = compare(pointers(owned), make_batch({300}, 6), &m_softmax);
+    CHECK(c.cheapest == -1);
+    CHECK_THAT(c.why_none(), Catch::Contains("no parallel strategy can run this batch") &&
+                                 Catch::Contains("dp: a micro-batch of 300 tokens") && Catch::Contains("ring sp=4"));
+  }
+  SECTION("corrections scale the estimates: a measured-slow candidate loses") {
+    const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
+    const std::vector<double> corrections = {10, 1, 1, 1, 1};
+    CHECK(chosen(compare(pointers(owned), make_batch(std::vector<int>(16, 12), 3), &m_linear, corrections)) != "dp");
+  }
+}
+
+TEST_CASE("the candidates of each parallel.strategy, and the layouts a model cannot run", "[select]") {
+  Config c = tiny_config("linear");
+  auto names = [](const Config& config, int world) {
+    std::string out;
+    for (const LayoutSpec& l : candidate_layouts(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
+    return out;
+  };
+  CHECK(names(c, 4) == "dp1 lasp12 ulysses2 lasp14 ulysses4 ");
+  c.parallel.lasp_variant = "auto";
+  CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 ulysses4 ");
+  CHECK(names(c, 6) == "dp1 lasp12 lasp22 ulysses2 ");  // powers of two that divide the world
+  CHECK(names(c, 1) == "dp1 ");
+  c.model.n_head = 2;
+  CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 ");  // Ulysses splits heads
+  c.parallel.strategy = "dp";
+  CHECK(names(c, 4) == "dp1 ");
+  c.parallel.strategy = "sp";
+  c.parallel.sp_size = 2;
+  CHECK(names(c, 4) == "lasp2 ");  // variant auto: measured on the group when built
+  c.parallel.sp_method = "ring";
+  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.sp.method: 'ring'"));
+  c.parallel.sp_method = "lasp";
+  c.parallel.sp_size = 3;
+  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.sp.size = 3"));
+  c.parallel.strategy = "flexsp";
+  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.strategy: 'flexsp' is not available yet"));
+}
+
+TEST_CASE("the selector's corrections: measured steps move them, mode model ignores them, state round-trips",
+          "[select]") {
+  // One rank, two data-parallel candidates under different names are not possible; a 1-rank world has one layout.
+  // The corrections are exercised through state() and restore().
+  const Config c = tiny_config("linear");
+  RunGroups groups(world(), {}, {1});
+  const StrategyEnv env{groups, cpu_backend(), c, 256};
+  std::vector<std::unique_ptr<Strategy>> one;
+  one.push_back(std::make_unique<StaticSequenceParallel>(env, "dp", 1));
+  Selector selector(std::move(one), cost::StepCostModel::from_profile(profile(1, world().size()),
+                                                                      shape(c, world().size(), world().size())),
+                    Selector::Mode::measured, world());
+  const Batch b = make_batch({20, 20}, 1);
+  const Selector::Choice first = selector.choose(b);
+  REQUIRE(first.strategy);
+  if (world().rank() == 0) {
+    const double estimate = first.comparison.options[0].estimate->seconds;
+    selector.observe(first, 100 * estimate);  // the first step allocates: not counted
+    CHECK(selector.state()["corrections"]["dp"]["ratio"] == 1.0);
+    selector.observe(first, 3 * estimate);
+    CHECK(selector.state()["corrections"]["dp"]["ratio"].get<double>() == Approx(2.0));
+    CHECK(selector.state()["corrections"]["dp"]["steps"] == 2);
+    CHECK(selector.choose(b).comparison.options[0].predicted_s == Approx(2 * estimate));
+  } else {
+    selector.choose(b);
+  }
+  const nlohmann::json saved = selector.state();
+  selector.restore(nlohmann::json{{"mode", "measured"}, {"corrections", nlohmann::json::object()}});
+  selector.restore(saved);
+  CHECK(selector.state() == saved);
+  CHECK_THROWS_WITH(selector.restore(nlohmann::json{{"corrections", {{"dp", {{"ratio", -1}, {"steps", 1}}}}}}),
+                    Catch::Contains("corrections.dp"));
+  CHECK_THROWS_WITH(selector.restore(nlohmann::json::array()), Catch::Contains("corrections"));
+}
+
+TEST_CASE("a stream alternating short-document and long-document batches switches strategy and equals the "
+          "single-rank step", "[mpi][select]") {
+  const int W = world().size();
+  for (const char* attention : {"linear", "softmax"}) {
+    Config c = tiny_config(attention);
+    c.parallel.lasp_variant = "auto";
+    const int64_t capacity = (200 + W - 1) / W;  // the long document fits only a group of all the ranks
+    RunGroups groups(world(), {}, candidate_degrees(c, W));
+    const StrategyEnv env{groups, cpu_backend(), c, capacity};
+    Selector selector(make_strategies(env),
+                      cost::StepCostModel::from_profile(profile(1, W), shape(c, W, W)), Selector::Mode::model,
+                      world());
+    GPT model(c.model, 256, test_allocator());  // holds the single-rank reference's 200 tokens too
+    model.init_weights(9);
+    const std::vector<Batch> stream = {make_batch(std::vector<int>(2 * W, 10), 1), make_batch({200}, 2),
+                                       make_batch(std::vector<int>(2 * W, 12), 3), make_batch({200}, 4)};
+    std::vector<std::string> ran;
+    for (const Batch& b : stream) {
+      const TokenBatch whole{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(),
+                             b.num_tokens(), b.num_sequences()};
+      int64_t targets = 0;
+      for (int32_t t : b.targets) targets += t >= 0;
+      model.zero_grads();
+      const double expected_loss = model.forward_backward(whole, 1.0f / static_cast<float>(targets));
+      const std::vector<float> expected(model.grads(), model.grads() + model.num_params());
+      const Selector::Choice choice = selector.choose(b);
+      CHECK(choice.strategy);
+      if (!choice.strategy) continue;
+      ran.push_back(choice.strategy->name());
+      model.zero_grads();
+      const StepSums sums = choice.strategy->train(model, b, 1.0f / static_cast<float>(targets));
+      INFO(attention << " on " << W << " ranks: " << choice.strategy->name());
+      CHECK(sums.loss_sum == Approx(expected_loss).epsilon(1e-5));
+      check_close("gradient through " + choice.strategy->name(),
+                  std::vector<float>(model.grads(), model.grads() + model.num_params()), expected, 1e-5);
+    }
+    INFO(attention << " on " << W << " ranks");
+    if (W == 1) {
+      CHECK(ran == std::vector<std::string>(4, "dp"));
+    } else {
+      CHECK(ran[0] == "dp");
+      CHECK(ran[2] == "dp");
+      const std::string group = "sp=" + std::to_string(W);
+      CHECK_THAT(ran[1], Catch::EndsWith(group));
+      CHECK_THAT(ran[3], Catch::EndsWith(group));
+      if (std::string(attention) == "linear") CHECK_THAT(ran[1], Catch::StartsWith("lasp"));
+    }
+  }
+}
