@@ -15,15 +15,14 @@ RunGroups::RunGroups(Communicator& world, const DeviceCommFactory& device_comm, 
   ranks_per_node_ = layout.ranks_on(0);
   for (int n = 1; n < layout.nodes; ++n)
     if (layout.ranks_on(n) != ranks_per_node_) ranks_per_node_ = 0;
-  groups_[1] = Group{nullptr, nullptr, world.rank(), world.size()};
   const std::vector<int> order = layout.node_major();
   const int position = static_cast<int>(std::find(order.begin(), order.end(), world.rank()) - order.begin());
   std::vector<int> sorted = degrees;
+  sorted.push_back(1);  // every run has data parallelism (a group of one: a 1-rank layout of any method runs on it)
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (int d : sorted) {  // the same order on every rank: the splits are collective
     TRIDENT_CHECK(d >= 1 && world.size() % d == 0, "group size {} does not divide the {} ranks", d, world.size());
-    if (d == 1) continue;
     Group g;
     g.replica = position / d;
     g.replicas = world.size() / d;

@@ -29,7 +29,7 @@ class RunGroups {
     int replicas = 1;                // world / d
   };
 
-  // Every degree must divide the world; degree 1 needs no communicator and is always there. Collective over world.
+  // Every degree must divide the world; degree 1 (this rank alone) is always made. Collective over world.
   RunGroups(Communicator& world, const DeviceCommFactory& device_comm, const std::vector<int>& degrees);
   ~RunGroups();
 

@@ -61,12 +61,12 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   check_static_layout(m, method, sp_size, world);
   const RunGroups::Group& group = env.groups.group(sp_size);
   replica_ = group.replica;
-  group_ = group.host;
   std::string resolved = method;
-  if (method == "lasp") resolved = lasp_variant(env.config, *group_) == LaspVariant::ring ? "lasp1" : "lasp2";
+  if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::ring ? "lasp1" : "lasp2";
   layout_ = std::make_unique<StaticLayout>(env.config, resolved, sp_size, world, env.capacity_tokens,
                                            env.backend.device());
-  if (resolved == "dp") return;
+  if (resolved == "dp") return;  // no group: the local kernels
+  group_ = group.host;
   // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
   // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
   Communicator& activations = *group.device;

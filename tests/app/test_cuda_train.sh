@@ -55,7 +55,7 @@ close "$tmp/cpu_linear" "$tmp/lasp_bf16" 2e-3
 mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set run.dir="$tmp/ring"
 close "$tmp/cpu" "$tmp/ring" 1e-4
-grep -q "sequence-parallel groups of 2 ranks, ring" "$tmp/ring/trident.log" || fail "the log does not name Ring"
+grep -q "ring sp=2: 1 replica(s) x sequence-parallel groups of 2 ranks" "$tmp/ring/trident.log" || fail "the log does not name Ring"
 mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
 close "$tmp/cpu" "$tmp/ring_bf16" 2e-3

@@ -12,7 +12,7 @@ configs=${1:?usage: TRIDENT=/path/to/trident bash test_distributed.sh CONFIG_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mpirun_env
 tiny="$configs/tiny_train.yaml"
-base=(--set train.eval_every=0 --set checkpoint.keep=5 --set train.warmup_steps=2)
+base=(--set train.eval_every=0 --set checkpoint.keep=5 --set train.warmup_steps=2 --set parallel.strategy=dp)
 
 # Same losses for 1, 2 and 4 ranks.
 for n in 1 2 4; do mpi "$n" 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/np$n"; done

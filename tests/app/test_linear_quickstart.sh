@@ -18,7 +18,7 @@ base=(--set model.attention=linear --set data.path="$tmp/fortunes.txt" --set tra
 
 OMP_NUM_THREADS=2 run 0 train "$quickstart" "${base[@]}" --set run.dir="$tmp/single"
 mpi 4 0 train "$quickstart" "${base[@]}" --set parallel.strategy=lasp --set parallel.sp.size=4 --set run.dir="$tmp/lasp4"
-mpi 2 0 train "$quickstart" "${base[@]}" --set run.dir="$tmp/dp2"
+mpi 2 0 train "$quickstart" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tmp/dp2"
 close "$tmp/single" "$tmp/lasp4" 1e-4
 close "$tmp/single" "$tmp/dp2" 1e-4
 /usr/bin/python3 - "$tmp/single/metrics.jsonl" <<'PY' || fail "the linear model did not train smoothly"

@@ -20,7 +20,7 @@ mpirun_env
 trident=$(realpath "$trident")
 export TRIDENT=$trident  # train.sbatch runs it
 tiny=$(realpath "$configs/tiny_train.yaml")
-base=(--set train.eval_every=0 --set train.warmup_steps=2 --set checkpoint.keep=2)
+base=(--set train.eval_every=0 --set train.warmup_steps=2 --set checkpoint.keep=2 --set parallel.strategy=dp)
 
 # check DESCRIPTION: numbers and prints the next check.
 check() { checks=$((checks + 1)); echo "check $checks: $*"; }

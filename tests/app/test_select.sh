@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# parallel.strategy: auto end to end under mpirun (oversubscribed): with a memory budget that holds a long document
+# only when a group shares it, the selector switches between data parallelism and 4-rank groups from step to step and
+# still gives the single-rank losses; mode `model` resumes bit for bit choosing what the uninterrupted run chose; a
+# run without a profile measures one at start-up and keeps its corrections in checkpoints; `trident plan` shows the
+# candidates; and every bad input is a one-line configuration error before any step.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_select.sh tests/app/configs
+set -u
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_select.sh CONFIG_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+mpirun_env
+tiny="$configs/tiny_train.yaml"
+# 256-token batches of documents up to 256 tokens; 0.003 GiB holds 104 tokens a rank: a batch whose long document
+# lands whole on one rank cannot run data-parallel, a 4-rank group runs it in slices of 64.
+base=(--set model.attention=linear --set model.max_seq_len=256 --set train.batch_tokens=256 --set train.steps=12
+      --set train.warmup_steps=2 --set train.eval_every=6 --set checkpoint.keep=5 --set parallel.lasp.variant=auto)
+small=(--set device.memory_gb=0.003)
+# Messages are slow to start (2 ms): a group pays more than data parallelism's imbalance costs, so data parallelism
+# runs every batch it can.
+cat >"$tmp/node4.yaml" <<'YAML'
+cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 2000}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 2000}
+compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
+YAML
+model=(--set parallel.select.mode=model --set parallel.select.profile="$tmp/node4.yaml")
+
+# The reference: one rank with room for any document.
+mpi 1 0 train "$tiny" "${base[@]}" --set run.dir="$tmp/single"
+
+# auto on 4 ranks, mode model: both kinds of step happen, each logged with its estimate and every candidate; the
+# losses and evaluation losses are the single rank's.
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${model[@]}" --set checkpoint.every=6 --set run.dir="$tmp/auto"
+close "$tmp/single" "$tmp/auto" 1e-5
+/usr/bin/python3 - "$tmp/single/metrics.jsonl" "$tmp/auto/metrics.jsonl" <<'PY' || fail "auto's metrics are wrong"
+import json, sys
+single, auto = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+ran = [(r["strategy"], r["sp_size"]) for r in auto]
+assert ("dp", 1) in ran and any(s > 1 for _, s in ran), ran  # switches between the two
+for r in auto:
+    assert r["estimate_ms"] > 0 and r["predicted_ms"] == r["estimate_ms"], r  # mode model: no corrections
+    names = [(c["strategy"], c["sp_size"]) for c in r["candidates"]]
+    assert names == [("dp", 1), ("lasp1", 2), ("lasp2", 2), ("ulysses", 2), ("lasp1", 4), ("lasp2", 4),
+                     ("ulysses", 4)], names
+    feasible = [c for c in r["candidates"] if "infeasible" not in c]
+    best = min(feasible, key=lambda c: c["predicted_ms"])
+    assert (best["strategy"], best["sp_size"]) == (r["strategy"], r["sp_size"]), r
+    # data parallelism whenever it can, a group exactly when one rank cannot hold a replica's share
+    assert (r["strategy"] == "dp") == ("infeasible" not in r["candidates"][0]), r
+    if r["strategy"] != "dp":
+        assert "above its activation capacity of 104 tokens" in r["candidates"][0]["infeasible"], r
+    assert r["comm_bytes"] > 0
+ev = lambda rs: [r["eval_loss"] for r in rs if "eval_loss" in r]
+assert len(ev(auto)) == 2 and all(abs(a - b) <= 1e-5 * a for a, b in zip(ev(single), ev(auto))), (ev(single), ev(auto))
+PY
+
+# Resume (mode model): from step 6, the same strategies and bit-identical losses.
+mkdir -p "$tmp/resumed/checkpoints"
+cp -r "$tmp/auto/checkpoints/step_00000006" "$tmp/resumed/checkpoints/"
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${model[@]}" --set run.dir="$tmp/resumed"
+grep -q "resuming from" "$tmp/resumed/trident.log" || fail "the auto run did not resume"
+/usr/bin/python3 - "$tmp/auto/metrics.jsonl" "$tmp/resumed/metrics.jsonl" <<'PY' || fail "the resumed auto run diverged"
+import json, sys
+a = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
+b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
+assert sorted(b) == list(range(6, 12)), sorted(b)
+for s in b:
+    assert (a[s]["strategy"], a[s]["sp_size"], a[s]["loss"]) == (b[s]["strategy"], b[s]["sp_size"], b[s]["loss"]), s
+PY
+
+# A fixed strategy keeps working beside auto: sp (LASP on groups of 4) and dp, with the single rank's losses.
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=sp --set parallel.sp.size=4 \
+  --set run.dir="$tmp/sp4"
+close "$tmp/single" "$tmp/sp4" 1e-5
+grep -q '"strategy":"lasp[12]","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "sp does not record its LASP variant"
+grep -q '"candidates"' "$tmp/sp4/metrics.jsonl" && fail "a fixed strategy lists candidates"
+mpi 2 0 train "$tiny" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tmp/dp2"
+close "$tmp/single" "$tmp/dp2" 1e-5
+
+# Mode measured without a profile: one is measured at start-up (and written to the run directory), the measured step
+# times correct the estimates, and the corrections are kept in every checkpoint.
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/measured"
+grep -q "measured this run's profile at start-up" "$tmp/measured/trident.log" || fail "no start-up profile logged"
+/usr/bin/python3 - "$tmp/single/metrics.jsonl" "$tmp/measured/metrics.jsonl" \
+  "$tmp/measured/checkpoints/step_00000012/trainer_state.json" <<'PY' || fail "the measured run is wrong"
+import json, sys
+single = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+runs = [json.loads(l) for l in open(sys.argv[2])]
+assert len(runs) == 12 and all(abs(a - r["loss"]) <= 1e-5 * a for a, r in zip(single, runs)), (single, runs)
+assert all(r["estimate_ms"] > 0 and r["predicted_ms"] > 0 for r in runs)
+corrections = json.load(open(sys.argv[3]))["selector"]["corrections"]
+assert corrections and all(c["ratio"] > 0 and c["steps"] >= 1 for c in corrections.values()), corrections
+PY
+[[ -s "$tmp/measured/profile.yaml" ]] || fail "the measured profile was not written"
+# ... and that profile serves a later run's mode model
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set train.steps=4 --set train.eval_every=0 \
+  --set parallel.select.mode=model --set parallel.select.profile="$tmp/measured/profile.yaml" --set run.dir="$tmp/again"
+
+# trident plan: the candidates of each batch on the described node, and the one auto runs.
+run 0 plan "$tiny" "${base[@]}" "${small[@]}" --cluster "$tmp/node4.yaml" --batches 3
+stdout_has "4 rank(s) (4 per node); parallel.strategy: auto, 7 candidate(s); 104 tokens a rank" "batch 2:" "-> " \
+  "lasp2 sp=4" "ulysses sp=2"
+run 0 plan "$tiny" "${base[@]}" "${small[@]}" "${model[@]}" --batches 2 --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the JSON plan is wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 2
+for b in lines:
+    feasible = [c for c in b["candidates"] if "infeasible" not in c]
+    best = min(feasible, key=lambda c: c["time_s"])
+    assert b["chosen"] == (best["strategy"] if best["sp_size"] == 1 else f'{best["strategy"]} sp={best["sp_size"]}')
+    assert all(c["peak_bytes"] > 0 and c["compute_s"] > 0 for c in feasible)
+PY
+
+# Bad input: one line naming the key or file, exit 2, before any step (no metrics written). Under mpirun each rank
+# prints the line and mpirun adds its own report: config_error checks the first line trident wrote.
+config_error() {
+  local line text
+  line=$(grep -m 1 "^trident: config error:" "$tmp/err") || fail "no 'trident: config error:' line"
+  for text in "$@"; do [[ $line == *"$text"* ]] || fail "the error line lacks '$text'"; done
+}
+mpi 2 2 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/bad1"
+config_error "model.max_seq_len = 256" "largest group" "(2 rank(s))" \
+  "activation capacity of 104 tokens" "device.memory_gb"
+[[ -e "$tmp/bad1/metrics.jsonl" ]] && fail "a refused run wrote metrics"
+mpi 4 2 train "$tiny" "${base[@]}" --set parallel.select.profile="$tmp/missing.yaml" --set run.dir="$tmp/bad2"
+config_error "$tmp/missing.yaml"
+mpi 2 2 train "$tiny" "${base[@]}" "${model[@]}" --set run.dir="$tmp/bad3"
+config_error "$tmp/node4.yaml" "1 node(s) x 4 device(s)" "2 rank(s)"
+mpi 4 2 train "$tiny" "${base[@]}" --set parallel.select.mode=model --set run.dir="$tmp/bad4"
+config_error "parallel.select.mode: model" "parallel.select.profile"
+printf 'cluster: {name: x, nodes: 1, devices_per_node: 4, device_memory_gb: 1}\n' >"$tmp/no_network.yaml"
+mpi 4 2 train "$tiny" "${base[@]}" --set parallel.select.profile="$tmp/no_network.yaml" --set run.dir="$tmp/bad5"
+config_error "$tmp/no_network.yaml" "'network'"
+mpi 4 2 train "$tiny" "${base[@]}" --set parallel.strategy=sp --set parallel.sp.method=ring --set parallel.sp.size=4 \
+  --set run.dir="$tmp/bad6"
+config_error "parallel.sp.method: 'ring'" "model.attention is 'linear'"
+run 2 train "$tiny" "${base[@]}" --set parallel.select.mode=fastest --set run.dir="$tmp/bad7"
+config_error "parallel.select.mode" "measured" "model"
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7; do [[ -e "$tmp/$d/metrics.jsonl" ]] && fail "$d wrote metrics"; done
+
+echo "all $checks checks passed"
