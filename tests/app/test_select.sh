@@ -113,6 +113,9 @@ for b in lines:
     assert all(c["peak_bytes"] > 0 and c["compute_s"] > 0 for c in feasible)
 PY
 
+run 2 plan "$tiny" "${base[@]}" --batches 1
+stderr_line "trident: config error:" "--cluster FILE or parallel.select.profile"
+
 # Bad input: one line naming the key or file, exit 2, before any step (no metrics written). Under mpirun each rank
 # prints the line and mpirun adds its own report: config_error checks the first line trident wrote.
 config_error() {

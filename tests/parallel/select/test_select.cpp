@@ -16,6 +16,7 @@
 #include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
+#include "support/documents.h"
 #include "support/fixtures.h"
 
 using namespace trident;
@@ -36,16 +37,7 @@ Config tiny_config(const std::string& attention) {
   return c;
 }
 
-Batch make_batch(const std::vector<int>& lengths, uint64_t seed) {
-  Batch b;
-  std::mt19937_64 rng(seed);
-  for (int len : lengths) {
-    std::vector<int32_t> ids(static_cast<std::size_t>(len) + 1);
-    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 37);
-    b.append_sequence(ids);
-  }
-  return b;
-}
+Batch make_batch(const std::vector<int>& lengths, uint64_t seed) { return random_documents(lengths, seed, 37); }
 
 // A cluster of `nodes` x `per_node` ranks whose links are slow to fill (0.01 GB/s, 5 us): a state of a few hundred
 // bytes is cheap to pass, activations are not.

@@ -11,6 +11,7 @@
 
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
+#include "support/documents.h"
 #include "support/fixtures.h"
 
 using namespace trident;
@@ -31,17 +32,7 @@ Config tiny_config(const std::string& attention) {
   return c;
 }
 
-// Documents of the given lengths, random tokens; targets are the next token, -1 at each document's end.
-Batch make_batch(const std::vector<int>& lengths, uint64_t seed) {
-  Batch b;
-  std::mt19937_64 rng(seed);
-  for (int len : lengths) {
-    std::vector<int32_t> ids(static_cast<std::size_t>(len) + 1);
-    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 37);
-    b.append_sequence(ids);
-  }
-  return b;
-}
+Batch make_batch(const std::vector<int>& lengths, uint64_t seed) { return random_documents(lengths, seed, 37); }
 
 // The run's groups for every size a test case uses (collective: every rank makes the same ones).
 RunGroups& run_groups() {

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# parallel.strategy: auto beside every fixed layout, on the emulated cluster (2 nodes x 2 ranks, 1 Gbit between the
+# nodes, shared memory inside them) with a workload that mixes batches of short documents and batches of one long
+# document (configs/select_mixed.yaml). Runs auto first (it measures a profile at start-up and writes
+# RUN_DIR/profile.yaml), then each fixed layout with that profile as parallel.select.profile so its metrics carry the
+# same estimates; a layout that cannot hold some batch stops with the reason. Prints a markdown table: tokens/s of each
+# run, auto's speedup over it, which strategies auto ran, and the estimate error per strategy (median |estimate -
+# measured| / measured over the steps after the first, for auto both the cost model's estimate and the corrected
+# prediction it compared). Writes runs/bench_select/{select.md, RUN/...}. About 6 minutes on 2 cores; needs root.
+# Usage: bash scripts/bench_select.sh [--steps 24] [--inter-bw 1gbit]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+die() { echo "bench_select.sh: $*" >&2; exit 2; }
+steps=24 inter_bw=1gbit
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
+    --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
+    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE)" ;;
+  esac
+done
+[[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
+trident=$(realpath "${TRIDENT:-build/trident}")
+[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+out=runs/bench_select
+if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
+mkdir -p "$out"
+out=$(realpath "$out")
+
+# The corpus: 600 short documents and 10 long ones, deterministic.
+data=runs/data/select_mixed.txt
+if [[ ! -s $data ]]; then
+  mkdir -p runs/data
+  /usr/bin/python3 - "$data.tmp" <<'PY'
+import random, sys
+random.seed(1)
+words = "the of and to in is was for on that with as by at from his her an it are were be this which or have".split()
+def doc(n):
+    out = []
+    while sum(len(w) + 1 for w in out) < n:
+        out.append(random.choice(words))
+    return " ".join(out)[:n]
+docs = [doc(random.randint(60, 300)) for _ in range(600)] + [doc(9000) for _ in range(10)]
+random.shuffle(docs)
+open(sys.argv[1], "w").write("\n\n\n".join(docs) + "\n")
+PY
+  mv "$data.tmp" "$data"
+fi
+data=$(realpath "$data")
+
+emu=(bash scripts/emucluster.sh)
+cl=(--name "bench-select-$$")
+trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
+"${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 2 --inter-bw "$inter_bw" >/dev/null
+export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+common=(--set train.steps="$steps" --set data.path="$data")
+train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a batch it cannot hold) is reported
+  local name=$1
+  shift
+  echo "bench_select: $name" >&2
+  timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$(realpath configs/select_mixed.yaml)" "${common[@]}" \
+    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_select: $name stopped (see $out/$name.log)" >&2
+}
+train auto
+profile=(--set parallel.select.profile="$out/auto/profile.yaml")
+train dp --set parallel.strategy=dp "${profile[@]}"
+for size in 2 4; do
+  for method in ulysses ring; do
+    train "${method}_sp$size" --set parallel.strategy=sp --set parallel.sp.method=$method \
+      --set parallel.sp.size=$size "${profile[@]}"
+  done
+done
+
+/usr/bin/python3 - "$out" "$steps" "$inter_bw" <<'PY' | tee "$out/select.md"
+import json, statistics, sys
+from collections import defaultdict
+from pathlib import Path
+out, steps, inter_bw = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def rows(name):
+    p = out / name / "metrics.jsonl"
+    return [json.loads(l) for l in open(p)] if p.exists() else []
+def tokens_per_s(r):  # over the steps after the first (which allocates), whole-run throughput
+    r = r[1:]
+    return sum(x["tokens"] for x in r) / sum(x["step_ms"] for x in r) * 1e3 if r else None
+def error(r, key):
+    e = [abs(x[key] - x["step_ms"]) / x["step_ms"] for x in r[1:] if x.get(key)]
+    return statistics.median(e) if e else None
+def reason(name):
+    lines = [l for l in open(out / f"{name}.log") if "error" in l]
+    return lines[-1].split("error:")[-1].strip()[:110] if lines else "stopped"
+auto = rows("auto")
+auto_tps = tokens_per_s(auto)
+print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps\n")
+print("| run | steps done | tokens/s | auto's speedup | strategies run (steps) | estimate error (median) |")
+print("|---|---|---|---|---|---|")
+names = ["auto", "dp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
+for name in names:
+    r = rows(name)
+    ran = defaultdict(int)
+    for x in r:
+        ran[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]] += 1
+    ran_text = ", ".join(f"{k} ({v})" for k, v in ran.items())
+    if len(r) < steps:
+        print(f"| {name} | {len(r)} | cannot run the workload: {reason(name)} | | {ran_text} | |")
+        continue
+    tps = tokens_per_s(r)
+    err = error(r, "estimate_ms")
+    err_text = f"{err:.0%}" if err is not None else "n/a"
+    if name == "auto":
+        err_text = f"cost model {err_text}, corrected {error(r, 'predicted_ms'):.0%}"
+    print(f"| {name} | {len(r)} | {tps:.0f} | {auto_tps / tps:.2f}x | {ran_text} | {err_text} |")
+print("\nauto's estimate error per strategy it ran (median over its steps after the first; cost model / corrected):\n")
+by = defaultdict(list)
+for x in auto[1:]:
+    by[f'{x["strategy"]} sp={x["sp_size"]}'].append(x)
+for k, xs in by.items():
+    e = statistics.median(abs(x["estimate_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
+    p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
+    print(f"- {k}: {len(xs)} steps, {e:.0%} / {p:.0%}")
+PY
