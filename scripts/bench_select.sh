@@ -4,9 +4,10 @@
 # document (configs/select_mixed.yaml). Runs auto first (it measures a profile at start-up and writes
 # RUN_DIR/profile.yaml), then each fixed layout with that profile as parallel.select.profile so its metrics carry the
 # same estimates; a layout that cannot hold some batch stops with the reason. Prints a markdown table: tokens/s of each
-# run, auto's speedup over it, which strategies auto ran, and the estimate error per strategy (median |estimate -
-# measured| / measured over the steps after the first, for auto both the cost model's estimate and the corrected
-# prediction it compared). Writes runs/bench_select/{select.md, RUN/...}. About 6 minutes on 2 cores; needs root.
+# run, auto's speedup over it, which strategies each ran, and the estimate error (median |estimate - measured| /
+# measured over the steps after the first: the cost model's estimate, and the prediction corrected by the steps
+# measured before it), per run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN/...}. About 4
+# minutes on 2 cores; needs root.
 # Usage: bash scripts/bench_select.sh [--steps 24] [--inter-bw 1gbit]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,7 +28,7 @@ if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier
 mkdir -p "$out"
 out=$(realpath "$out")
 
-# The corpus: 600 short documents and 10 long ones, deterministic.
+# The corpus: 600 short documents (60-300 bytes) and 10 long ones (4500 bytes), deterministic.
 data=runs/data/select_mixed.txt
 if [[ ! -s $data ]]; then
   mkdir -p runs/data
@@ -40,7 +41,7 @@ def doc(n):
     while sum(len(w) + 1 for w in out) < n:
         out.append(random.choice(words))
     return " ".join(out)[:n]
-docs = [doc(random.randint(60, 300)) for _ in range(600)] + [doc(9000) for _ in range(10)]
+docs = [doc(random.randint(60, 300)) for _ in range(600)] + [doc(4500) for _ in range(10)]
 random.shuffle(docs)
 open(sys.argv[1], "w").write("\n\n\n".join(docs) + "\n")
 PY
@@ -86,8 +87,8 @@ def error(r, key):
     e = [abs(x[key] - x["step_ms"]) / x["step_ms"] for x in r[1:] if x.get(key)]
     return statistics.median(e) if e else None
 def reason(name):
-    lines = [l for l in open(out / f"{name}.log") if "error" in l]
-    return lines[-1].split("error:")[-1].strip()[:110] if lines else "stopped"
+    lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
+    return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
 auto = rows("auto")
 auto_tps = tokens_per_s(auto)
 print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps\n")
@@ -104,10 +105,8 @@ for name in names:
         print(f"| {name} | {len(r)} | cannot run the workload: {reason(name)} | | {ran_text} | |")
         continue
     tps = tokens_per_s(r)
-    err = error(r, "estimate_ms")
-    err_text = f"{err:.0%}" if err is not None else "n/a"
-    if name == "auto":
-        err_text = f"cost model {err_text}, corrected {error(r, 'predicted_ms'):.0%}"
+    err, corrected = error(r, "estimate_ms"), error(r, "predicted_ms")
+    err_text = f"cost model {err:.0%}, corrected {corrected:.0%}" if err is not None else "n/a"
     print(f"| {name} | {len(r)} | {tps:.0f} | {auto_tps / tps:.2f}x | {ran_text} | {err_text} |")
 print("\nauto's estimate error per strategy it ran (median over its steps after the first; cost model / corrected):\n")
 by = defaultdict(list)

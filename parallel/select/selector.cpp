@@ -44,10 +44,17 @@ Selector::Choice Selector::choose(const Batch& batch) {
   Choice choice;
   int32_t index = -1;
   if (world_.rank() == 0) {
+    // A candidate not yet measured takes the mean correction of those that were: the cost model tends to be off by
+    // the same factor for all of them on one machine.
+    double sum = 0, measured = 0;
+    for (const auto& [name, c] : corrections_)
+      if (c.steps > 1) sum += c.ratio, ++measured;
+    const double prior = mode_ == Mode::measured && measured > 0 ? sum / measured : 1.0;
     std::vector<double> corrections;
     for (const Candidate* c : candidates_) {
       const auto it = corrections_.find(c->name());
-      corrections.push_back(mode_ == Mode::measured && it != corrections_.end() ? it->second.ratio : 1.0);
+      const bool known = mode_ == Mode::measured && it != corrections_.end() && it->second.steps > 1;
+      corrections.push_back(known ? it->second.ratio : prior);
     }
     choice.comparison = compare(candidates_, batch, cost_ ? &*cost_ : nullptr, corrections);
     index = choice.comparison.cheapest;
@@ -66,8 +73,9 @@ void Selector::observe(const Choice& choice, double seconds) {
   if (world_.rank() != 0 || mode_ != Mode::measured || !cost_ || choice.comparison.options.empty()) return;
   const Option& o = choice.comparison.options[choice.index];
   Correction& c = corrections_[o.candidate->name()];
-  if (c.steps++ == 0 || !o.estimate || o.estimate->seconds <= 0) return;  // the first step allocates buffers
-  c.ratio = 0.5 * c.ratio + 0.5 * seconds / o.estimate->seconds;
+  if (++c.steps == 1 || !o.estimate || o.estimate->seconds <= 0) return;  // the first step allocates buffers
+  const double ratio = seconds / o.estimate->seconds;
+  c.ratio = c.steps == 2 ? ratio : 0.5 * c.ratio + 0.5 * ratio;
 }
 
 nlohmann::json Selector::state() const {

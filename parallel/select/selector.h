@@ -5,9 +5,9 @@
 // decides and broadcasts its choice, so ranks never disagree.
 //
 // Corrections (parallel.select.mode: measured): after each step, the ratio measured / estimated of the candidate
-// that ran moves its correction halfway toward the new ratio; a candidate that never ran keeps 1, so an
-// underestimated one is tried and then corrected. A candidate's first step is not counted: it allocates its
-// buffers. The corrections are saved in checkpoints and restored on resume. Mode `model` keeps every correction at 1:
+// that ran becomes its correction (its first measured step) or moves it halfway toward the new ratio; a candidate not yet measured takes the mean
+// correction of those that were (the cost model's error on one machine is mostly shared), so it is tried when the
+// model puts it ahead by more than that. A candidate's first step is not counted: it allocates its buffers. The corrections are saved in checkpoints and restored on resume. Mode `model` keeps every correction at 1:
 // the choice is then a pure function of the batch and the profile, and a resumed run chooses what the
 // uninterrupted run chose.
 //

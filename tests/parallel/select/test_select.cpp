@@ -223,9 +223,11 @@ TEST_CASE("the selector's corrections: measured steps move them, mode model igno
     const double estimate = first.comparison.options[0].estimate->seconds;
     selector.observe(first, 100 * estimate);  // the first step allocates: not counted
     CHECK(selector.state()["corrections"]["dp"]["ratio"] == 1.0);
-    selector.observe(first, 3 * estimate);
+    selector.observe(first, 3 * estimate);  // the first measured step sets the correction
+    CHECK(selector.state()["corrections"]["dp"]["ratio"].get<double>() == Approx(3.0));
+    selector.observe(first, estimate);  // later ones move it halfway
     CHECK(selector.state()["corrections"]["dp"]["ratio"].get<double>() == Approx(2.0));
-    CHECK(selector.state()["corrections"]["dp"]["steps"] == 2);
+    CHECK(selector.state()["corrections"]["dp"]["steps"] == 3);
     CHECK(selector.choose(b).comparison.options[0].predicted_s == Approx(2 * estimate));
   } else {
     selector.choose(b);
