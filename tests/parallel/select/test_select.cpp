@@ -16,7 +16,7 @@
 #include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
-#include "support/documents.h"
+#include "support/strategy_fixtures.h"
 #include "support/fixtures.h"
 
 using namespace trident;
@@ -25,19 +25,11 @@ using namespace trident::test;
 namespace {
 
 Config tiny_config(const std::string& attention) {
-  Config c;
-  c.model.n_layer = 2;
-  c.model.n_embd = 24;
-  c.model.n_head = 4;
-  c.model.vocab_size = 37;
-  c.model.max_seq_len = 256;
-  c.model.attention = attention;
-  c.model.linear_chunk = 4;
+  Config c = tiny_strategy_config(attention, 256);
   c.train.batch_tokens = 256;
   return c;
 }
 
-Batch make_batch(const std::vector<int>& lengths, uint64_t seed) { return random_documents(lengths, seed, 37); }
 
 // A cluster of `nodes` x `per_node` ranks whose links are slow to fill (0.01 GB/s, 5 us): a state of a few hundred
 // bytes is cheap to pass, activations are not.
@@ -102,7 +94,7 @@ TEST_CASE("the step cost model: compute, links, all-reduce, and a profile that i
 TEST_CASE("each layout's estimate adds up its compute, its messages and the gradient all-reduce", "[select]") {
   const Config c = tiny_config("linear");
   const cost::StepCostModel m = cost::StepCostModel::from_profile(profile(1, 4), shape(c, 4, 4));
-  const Batch b = make_batch({64, 64, 64, 64}, 1);  // one document a replica under dp
+  const Batch b = random_documents({64, 64, 64, 64}, 1);  // one document a replica under dp
   const double L = 2, C = 24, state = 4 * 6 * 6 * 4, grads = 4.0 * static_cast<double>(model_layout(c.model).num_params);
   const double allreduce = m.allreduce_s(grads);
 
@@ -132,7 +124,7 @@ TEST_CASE("each layout's estimate adds up its compute, its messages and the grad
 
   // two replicas of a pair: the slower replica sets the time
   const StaticLayout pairs(c, "ulysses", 2, 4, 256, Device::cpu);
-  const Batch uneven = make_batch({120, 10, 10}, 2);  // replica 0 takes the 120-token document alone
+  const Batch uneven = random_documents({120, 10, 10}, 2);  // replica 0 takes the 120-token document alone
   CHECK(pairs.estimate(uneven, m).compute_s == Approx(m.compute_s(std::vector<int64_t>{120}, 2)));
 }
 
@@ -146,25 +138,25 @@ TEST_CASE("the selector picks the candidate each constructed workload needs", "[
 
   SECTION("short documents on a small model: data parallelism (no group pays for messages it does not need)") {
     const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
-    const Comparison c = compare(pointers(owned), make_batch(std::vector<int>(16, 12), 3), &m_linear);
+    const Comparison c = compare(pointers(owned), random_documents(std::vector<int>(16, 12), 3), &m_linear);
     CHECK(chosen(c) == "dp");
     CHECK(c.options.size() == 5);  // dp, lasp1 and ulysses at 2 and 4 ranks (variant ring: lasp1 only)
   }
   SECTION("one linear document longer than a rank holds: LASP, whose messages do not grow with the document") {
     const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
-    const Comparison c = compare(pointers(owned), make_batch({200}, 4), &m_linear);
+    const Comparison c = compare(pointers(owned), random_documents({200}, 4), &m_linear);
     CHECK(chosen(c) == "lasp1 sp=4");
     CHECK_FALSE(c.options[0].feasibility.ok);  // dp: 200 tokens on one rank
     CHECK_THAT(c.options[0].feasibility.reason, Catch::Contains("above its activation capacity of 64 tokens"));
   }
   SECTION("one long softmax document: a sequence-parallel group of four (Ulysses or Ring)") {
     const auto owned = plan_candidates(softmax, W, capacity, Device::cpu);
-    const Comparison c = compare(pointers(owned), make_batch({200}, 5), &m_softmax);
+    const Comparison c = compare(pointers(owned), random_documents({200}, 5), &m_softmax);
     CHECK((chosen(c) == "ulysses sp=4" || chosen(c) == "ring sp=4"));
   }
   SECTION("a document no group holds: no candidate, every reason named") {
     const auto owned = plan_candidates(softmax, W, capacity, Device::cpu);
-    const Comparison c = compare(pointers(owned), make_batch({300}, 6), &m_softmax);
+    const Comparison c = compare(pointers(owned), random_documents({300}, 6), &m_softmax);
     CHECK(c.cheapest == -1);
     CHECK_THAT(c.why_none(), Catch::Contains("no parallel strategy can run this batch") &&
                                  Catch::Contains("dp: a micro-batch of 300 tokens") && Catch::Contains("ring sp=4"));
@@ -172,7 +164,7 @@ TEST_CASE("the selector picks the candidate each constructed workload needs", "[
   SECTION("corrections scale the estimates: a measured-slow candidate loses") {
     const auto owned = plan_candidates(linear, W, capacity, Device::cpu);
     const std::vector<double> corrections = {10, 1, 1, 1, 1};
-    CHECK(chosen(compare(pointers(owned), make_batch(std::vector<int>(16, 12), 3), &m_linear, corrections)) != "dp");
+    CHECK(chosen(compare(pointers(owned), random_documents(std::vector<int>(16, 12), 3), &m_linear, corrections)) != "dp");
   }
 }
 
@@ -216,7 +208,7 @@ TEST_CASE("the selector's corrections: measured steps move them, mode model igno
   Selector selector(std::move(one), cost::StepCostModel::from_profile(profile(1, world().size()),
                                                                       shape(c, world().size(), world().size())),
                     Selector::Mode::measured, world());
-  const Batch b = make_batch({20, 20}, 1);
+  const Batch b = random_documents({20, 20}, 1);
   const Selector::Choice first = selector.choose(b);
   REQUIRE(first.strategy);
   if (world().rank() == 0) {
@@ -255,8 +247,8 @@ TEST_CASE("a stream alternating short-document and long-document batches switche
                       world());
     GPT model(c.model, 256, test_allocator());  // holds the single-rank reference's 200 tokens too
     model.init_weights(9);
-    const std::vector<Batch> stream = {make_batch(std::vector<int>(2 * W, 10), 1), make_batch({200}, 2),
-                                       make_batch(std::vector<int>(2 * W, 12), 3), make_batch({200}, 4)};
+    const std::vector<Batch> stream = {random_documents(std::vector<int>(2 * W, 10), 1), random_documents({200}, 2),
+                                       random_documents(std::vector<int>(2 * W, 12), 3), random_documents({200}, 4)};
     std::vector<std::string> ran;
     for (const Batch& b : stream) {
       const TokenBatch whole{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(),

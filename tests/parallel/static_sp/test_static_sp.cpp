@@ -11,7 +11,7 @@
 
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
-#include "support/documents.h"
+#include "support/strategy_fixtures.h"
 #include "support/fixtures.h"
 
 using namespace trident;
@@ -20,19 +20,11 @@ using namespace trident::test;
 namespace {
 
 Config tiny_config(const std::string& attention) {
-  Config c;
-  c.model.n_layer = 2;
-  c.model.n_embd = 24;
-  c.model.n_head = 4;
-  c.model.vocab_size = 37;
-  c.model.max_seq_len = 64;
-  c.model.attention = attention;
-  c.model.linear_chunk = 4;
+  Config c = tiny_strategy_config(attention, 64);
   c.parallel.lasp_variant = "allgather";
   return c;
 }
 
-Batch make_batch(const std::vector<int>& lengths, uint64_t seed) { return random_documents(lengths, seed, 37); }
 
 // The run's groups for every size a test case uses (collective: every rank makes the same ones).
 RunGroups& run_groups() {
@@ -74,7 +66,7 @@ TEST_CASE("every static layout equals the single-rank step", "[mpi][static_sp]")
     const Config c = tiny_config(l.attention);
     GPT model(c.model, 256, test_allocator());
     model.init_weights(5);
-    const Batch b = make_batch({17, 1, 30, 9, 40, 3}, 11);
+    const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const std::vector<float> expected = single_rank_gradient(model, b);
     StaticSequenceParallel strategy(env_for(c, 256), l.method, l.sp_size);
     INFO(l.attention << " " << strategy.name() << " on " << W << " ranks");
@@ -94,7 +86,7 @@ TEST_CASE("every static layout equals the single-rank step", "[mpi][static_sp]")
 
 TEST_CASE("a batch beyond a rank's activation capacity is infeasible, with the reason", "[mpi][static_sp]") {
   const Config c = tiny_config("linear");
-  const Batch b = make_batch({40, 20}, 3);  // 60 tokens
+  const Batch b = random_documents({40, 20}, 3);  // 60 tokens
   const int W = world().size();
   StaticSequenceParallel dp(env_for(c, 16), "dp", 1);
   // data parallelism splits the documents, never a document: the 40-token one stays whole on one rank

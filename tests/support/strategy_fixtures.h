@@ -1,0 +1,41 @@
+#pragma once
+// What the strategy tests share: a tiny model of either attention type, and batches of random documents.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/data/batch.h"
+
+namespace trident::test {
+
+inline constexpr int kTinyVocab = 37;
+
+// 2 layers, 24 wide, 4 heads (Ulysses splits them over groups of 1, 2 or 4), linear chunks of 4 tokens (so short
+// documents still cross chunk and rank boundaries).
+inline Config tiny_strategy_config(const std::string& attention, int64_t max_seq_len) {
+  Config c;
+  c.model.n_layer = 2;
+  c.model.n_embd = 24;
+  c.model.n_head = 4;
+  c.model.vocab_size = kTinyVocab;
+  c.model.max_seq_len = max_seq_len;
+  c.model.attention = attention;
+  c.model.linear_chunk = 4;
+  return c;
+}
+
+// Documents of the given lengths, random tokens; targets are the next token, -1 at each document's end.
+inline Batch random_documents(const std::vector<int>& lengths, uint64_t seed) {
+  Batch b;
+  std::mt19937_64 rng(seed);
+  for (int len : lengths) {
+    std::vector<int32_t> ids(static_cast<std::size_t>(len) + 1);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % kTinyVocab);
+    b.append_sequence(ids);
+  }
+  return b;
+}
+
+}  // namespace trident::test
