@@ -38,7 +38,7 @@ lasp4() {  # NAME ARGS...: LASP on 4 ranks
   shift
   echo "bench_linear_block: $name"
   OMP_NUM_THREADS=1 mpirun -np 4 --oversubscribe --bind-to none "$trident" train configs/quickstart.yaml "${common[@]}" \
-    --set parallel.strategy=lasp --set parallel.sp.size=4 --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1
+    --set parallel.strategy=sp --set parallel.sp.size=4 --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1
 }
 
 one softmax --set train.steps="$steps"
