@@ -24,6 +24,7 @@ struct StrategyEnv {
   Backend& backend;
   const Config& config;
   int64_t capacity_tokens = 0;  // tokens one rank's activations hold (the model's max_tokens)
+  const cost::Profile* profile = nullptr;  // the run's cluster profile, for strategies that plan with it (FlexSP)
 };
 
 struct Feasibility {
@@ -46,8 +47,9 @@ class Candidate {
   virtual ~Candidate() = default;
   // One line for logs, metrics and plans: "dp", "lasp1 sp=4", "ulysses sp=2".
   virtual std::string name() const = 0;
-  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring"
-  virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism)
+  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp"
+  virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism; 0: groups of
+                                           // several sizes, planned per micro-batch: FlexSP)
   // Whether this layout can run `batch` within its activation capacity.
   virtual Feasibility feasible(const Batch& batch) const = 0;
   // What running `batch` costs, from the cost model (parallel/cost/step_cost.h).
@@ -62,6 +64,9 @@ class Strategy : public Candidate {
   virtual StepSums train(GPT& model, const Batch& batch, float loss_weight) = 0;
   // The loss sums of `batch`, without gradients (evaluation). Collective over all ranks.
   virtual StepSums evaluate(GPT& model, const Batch& batch) = 0;
+  // How the last batch was laid out, for strategies that plan each one (FlexSP: each micro-batch's group sizes,
+  // "<2, 1x2> <4>"); empty for the others.
+  virtual std::string last_layout() const { return {}; }
 };
 
 }  // namespace trident

@@ -136,7 +136,7 @@ void run_training(const Config& config) {
                    candidate_degrees(config, ranks.size()));
   const Precision precision = precision_named(config.train.precision);
   const int64_t capacity = token_capacity(config, precision, backend.device());
-  std::optional<cost::StepCostModel> profile = check_selection(config, groups, capacity);
+  std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
   std::error_code error;
@@ -254,6 +254,7 @@ void run_training(const Config& config) {
         {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
         {"estimate_ms", nullptr},
     };
+    if (const std::string layout = choice.strategy->last_layout(); !layout.empty()) record["groups"] = layout;
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];
       if (chosen.estimate) {

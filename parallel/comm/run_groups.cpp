@@ -17,6 +17,7 @@ RunGroups::RunGroups(Communicator& world, const DeviceCommFactory& device_comm, 
     if (layout.ranks_on(n) != ranks_per_node_) ranks_per_node_ = 0;
   const std::vector<int> order = layout.node_major();
   const int position = static_cast<int>(std::find(order.begin(), order.end(), world.rank()) - order.begin());
+  position_ = position;
   std::vector<int> sorted = degrees;
   sorted.push_back(1);  // every run has data parallelism (a group of one: a 1-rank layout of any method runs on it)
   std::sort(sorted.begin(), sorted.end());

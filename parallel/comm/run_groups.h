@@ -39,6 +39,9 @@ class RunGroups {
   // The group of `degree` holding this rank; a degree not made at start-up is an internal error.
   const Group& group(int degree) const;
   std::vector<int> degrees() const;
+  // This rank's index in node-major order: device `position()` of the planners' numbering (groups of d are the
+  // positions [k d, (k + 1) d)).
+  int position() const { return position_; }
   // Ranks per node when every node holds as many (else 0), and the nodes.
   int ranks_per_node() const { return ranks_per_node_; }
   int nodes() const { return nodes_; }
@@ -50,7 +53,7 @@ class RunGroups {
   std::unique_ptr<Communicator> device_world_;
   std::map<int, Group> groups_;
   std::vector<std::unique_ptr<Communicator>> device_groups_;
-  int ranks_per_node_ = 0, nodes_ = 1;
+  int ranks_per_node_ = 0, nodes_ = 1, position_ = 0;
 };
 
 }  // namespace trident

@@ -19,25 +19,30 @@ const T& require(const std::optional<T>& section, const Profile& p, const char* 
 
 CostModel CostModel::from_profile(const Profile& p) {
   const ClusterSection& cluster = require(p.cluster, p, "cluster", "nodes, devices_per_node, device_memory_gb");
+  const MemorySection& memory = require(p.memory, p, "memory", "written by `trident bench profile CONFIG --out FILE`");
+  if (cluster.device_memory_gb <= 0)
+    throw_config_error("{}: cluster.device_memory_gb: must be > 0 to plan (0 means unknown)", p.source);
+  const double usable = (cluster.device_memory_gb - memory.reserved_gb - memory.model_states_gb) * kGiB;
+  const auto tokens = static_cast<int64_t>(std::floor(usable / memory.bytes_per_token));
+  if (tokens < 1)
+    throw_config_error("{}: memory: model_states_gb {} + reserved_gb {} leave no room for one token of {} bytes in "
+                       "cluster.device_memory_gb {}", p.source, memory.model_states_gb, memory.reserved_gb,
+                       memory.bytes_per_token, cluster.device_memory_gb);
+  return for_run(p, tokens);
+}
+
+CostModel CostModel::for_run(const Profile& p, int64_t tokens_per_device) {
+  const ClusterSection& cluster = require(p.cluster, p, "cluster", "nodes, devices_per_node, device_memory_gb");
   require(p.network, p, "network", "written by `trident bench comm --profile FILE`, or described by hand");
   require(p.compute, p, "compute", "written by `trident bench profile CONFIG --out FILE`");
-  const MemorySection& memory = require(p.memory, p, "memory", "written by `trident bench profile CONFIG --out FILE`");
   const ModelSection& model = require(p.model, p, "model", "written by `trident bench profile CONFIG --out FILE`");
-
   CostModel m;
   m.profile_ = p;
   m.devices_ = cluster.nodes * cluster.devices_per_node;
   m.devices_per_node_ = cluster.devices_per_node;
   m.max_degree_ = 1;
   while (m.max_degree_ * 2 <= m.devices_) m.max_degree_ *= 2;
-  if (cluster.device_memory_gb <= 0)
-    throw_config_error("{}: cluster.device_memory_gb: must be > 0 to plan (0 means unknown)", p.source);
-  const double usable = (cluster.device_memory_gb - memory.reserved_gb - memory.model_states_gb) * kGiB;
-  m.tokens_per_device_ = static_cast<int64_t>(std::floor(usable / memory.bytes_per_token));
-  if (m.tokens_per_device_ < 1)
-    throw_config_error("{}: memory: model_states_gb {} + reserved_gb {} leave no room for one token of {} bytes in "
-                       "cluster.device_memory_gb {}", p.source, memory.model_states_gb, memory.reserved_gb,
-                       memory.bytes_per_token, cluster.device_memory_gb);
+  m.tokens_per_device_ = tokens_per_device;
   m.alltoalls_ = 8.0 * static_cast<double>(model.n_layer);
   m.bytes_per_token_moved_ = static_cast<double>(model.n_embd * model.bytes_per_value);
   return m;

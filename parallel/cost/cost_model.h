@@ -29,6 +29,9 @@ class CostModel {
   // Needs the cluster, network, compute, memory and model sections; throws ConfigError naming the file and the
   // missing section or the impossible value (e.g. model states larger than the usable memory).
   static CostModel from_profile(const Profile& profile);
+  // For a training run: the profile's cluster, network, compute and model sections, and the activation capacity the
+  // run computed from device.memory_gb (`tokens_per_device`) in place of the memory section.
+  static CostModel for_run(const Profile& profile, int64_t tokens_per_device);
 
   int64_t devices() const { return devices_; }
   int64_t devices_per_node() const { return devices_per_node_; }
@@ -47,6 +50,7 @@ class CostModel {
   int64_t min_degree(int64_t s) const;
   // Largest power of two <= devices(): the biggest group.
   int64_t max_degree() const { return max_degree_; }
+  int64_t n_layer() const { return static_cast<int64_t>(alltoalls_ / 8); }
   // Nodes a buddy-aligned group of d devices spans.
   int64_t nodes_spanned(int64_t d) const { return (d + devices_per_node_ - 1) / devices_per_node_; }
   // The all-to-all link a group of d devices uses.

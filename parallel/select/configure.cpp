@@ -22,12 +22,12 @@ cost::RunShape run_shape(const Config& config, const RunGroups& groups) {
           .bytes_per_value = config.train.precision == "bf16" ? 2 : 4};
 }
 
-std::optional<cost::StepCostModel> check_selection(const Config& config, const RunGroups& groups, int64_t capacity) {
+std::optional<cost::Profile> check_selection(const Config& config, const RunGroups& groups, int64_t capacity) {
   const ParallelConfig& p = config.parallel;
   const int world = static_cast<int>(groups.world_size());
   const std::vector<LayoutSpec> layouts = candidate_layouts(config, world);
   int largest = 1;
-  for (const LayoutSpec& l : layouts) largest = std::max(largest, l.sp_size);
+  for (const LayoutSpec& l : layouts) largest = std::max(largest, l.sp_size == 0 ? world : l.sp_size);
   const int64_t per_rank = (config.model.max_seq_len + largest - 1) / largest;
   if (per_rank > capacity)
     throw_config_error("model.max_seq_len = {}: a document that long puts {} tokens on each rank of the largest group "
@@ -39,29 +39,36 @@ std::optional<cost::StepCostModel> check_selection(const Config& config, const R
     throw_config_error("parallel.select.mode: model makes each choice a pure function of the batch and the profile, "
                        "so it needs parallel.select.profile (a file: a measured run writes RUN_DIR/profile.yaml)");
   if (p.select_profile.empty()) return std::nullopt;
-  return cost::StepCostModel::from_profile(cost::read_profile(p.select_profile), run_shape(config, groups));
+  cost::Profile profile = cost::read_profile(p.select_profile);
+  cost::StepCostModel::from_profile(profile, run_shape(config, groups));  // its checks
+  return profile;
 }
 
-std::unique_ptr<Selector> make_selector(const StrategyEnv& env, std::optional<cost::StepCostModel> profile,
-                                        GPT& model, const std::filesystem::path& run_dir) {
+std::unique_ptr<Selector> make_selector(StrategyEnv env, std::optional<cost::Profile> profile, GPT& model,
+                                        const std::filesystem::path& run_dir) {
+  const std::vector<LayoutSpec> layouts = candidate_layouts(env.config, env.groups.world().size());
+  const bool plans = std::any_of(layouts.begin(), layouts.end(), [](const LayoutSpec& l) { return l.sp_size == 0; });
+  if (!profile && (layouts.size() > 1 || plans)) {
+    profile = measure_run_profile(model, env.groups, env.config, env.capacity_tokens);
+    if (env.groups.world().rank() == 0) {
+      const std::filesystem::path file = run_dir / "profile.yaml";
+      cost::merge_profile_into(file, *profile);
+      spdlog::info("parallel.strategy: {}: measured this run's profile at start-up ({}; {}), written to {}",
+                   env.config.parallel.strategy, profile->compute->fitted_from, describe_links(*profile->network),
+                   file.string());
+    }
+  }
+  env.profile = profile ? &*profile : nullptr;
   std::vector<std::unique_ptr<Strategy>> strategies = make_strategies(env);
   const Selector::Mode mode =
       env.config.parallel.select_mode == "model" ? Selector::Mode::model : Selector::Mode::measured;
-  if (!profile && strategies.size() > 1) {
-    cost::Profile measured = measure_run_profile(model, env.groups, env.config, env.capacity_tokens);
-    profile = cost::StepCostModel::from_profile(measured, run_shape(env.config, env.groups));
-    if (env.groups.world().rank() == 0) {
-      const std::filesystem::path file = run_dir / "profile.yaml";
-      cost::merge_profile_into(file, measured);
-      spdlog::info("parallel.strategy: auto: measured this run's profile at start-up ({}; {}), written to {}",
-                   measured.compute->fitted_from, describe_links(*measured.network), file.string());
-    }
-  }
+  std::optional<cost::StepCostModel> cost;
+  if (profile) cost = cost::StepCostModel::from_profile(*profile, run_shape(env.config, env.groups));
   std::string names;
   for (const auto& s : strategies) names += (names.empty() ? "" : ", ") + s->name();
   spdlog::info("parallel.strategy: {}: {} candidate(s): {}{}", env.config.parallel.strategy, strategies.size(), names,
-               profile ? ", estimated from " + profile->source() : "");
-  return std::make_unique<Selector>(std::move(strategies), std::move(profile), mode, env.groups.world());
+               cost ? ", estimated from " + cost->source() : "");
+  return std::make_unique<Selector>(std::move(strategies), std::move(cost), mode, env.groups.world());
 }
 
 }  // namespace trident

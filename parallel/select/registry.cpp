@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/common/error.h"
+#include "parallel/flexsp/strategy.h"
 #include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
 
@@ -11,9 +12,13 @@ namespace trident {
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
-  if (p.strategy == "flexsp" || p.strategy == "atom")
-    throw_config_error("parallel.strategy: '{}' is not available yet; use 'auto', 'dp' or 'sp'", p.strategy);
+  if (p.strategy == "atom")
+    throw_config_error("parallel.strategy: 'atom' is not available yet; use 'auto', 'dp', 'sp' or 'flexsp'");
   if (p.strategy == "dp") return {{"dp", 1}};
+  if (p.strategy == "flexsp") {
+    check_flexsp(m, world);
+    return {{"flexsp", 0}};
+  }
   if (p.strategy == "sp" || p.strategy == "lasp") {
     check_static_layout(m, p.sp_method, static_cast<int>(p.sp_size), world);
     if (p.sp_method == "lasp" && p.lasp_variant != "auto")
@@ -35,7 +40,11 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
 
 std::vector<int> candidate_degrees(const Config& config, int world) {
   std::vector<int> degrees;
-  for (const LayoutSpec& l : candidate_layouts(config, world)) degrees.push_back(l.sp_size);
+  for (const LayoutSpec& l : candidate_layouts(config, world)) {
+    if (l.method != "flexsp") degrees.push_back(l.sp_size);
+    else
+      for (int d = 1; d <= world; d *= 2) degrees.push_back(d);  // any buddy group, planned per micro-batch
+  }
   std::sort(degrees.begin(), degrees.end());
   degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
   return degrees;
@@ -43,8 +52,10 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
-  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size()))
-    out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
+  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
+    if (l.method == "flexsp") out.push_back(std::make_unique<FlexSequenceParallel>(env));
+    else out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
+  }
   return out;
 }
 
@@ -53,6 +64,7 @@ std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, in
   std::vector<std::unique_ptr<Candidate>> out;
   for (const LayoutSpec& l : candidate_layouts(config, world))
     for (const char* method : {"lasp1", "lasp2"}) {
+      if (l.method == "flexsp") break;  // `trident plan` plans flexsp with the FlexSP planner itself
       const std::string resolved = l.method == "lasp" ? method : l.method;
       out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
       if (l.method != "lasp") break;

@@ -12,8 +12,8 @@ namespace trident {
 // One candidate: a method on groups of sp_size ranks. method "lasp" is LASP with the variant
 // parallel.lasp.variant names, measured on the group when that is auto (a fixed strategy only).
 struct LayoutSpec {
-  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring
-  int sp_size = 1;
+  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring, flexsp
+  int sp_size = 1;     // 0: planned per micro-batch (flexsp)
 };
 
 // The layouts parallel.strategy allows on `world` ranks, in a fixed order (the selector takes the first of equally
@@ -23,6 +23,7 @@ struct LayoutSpec {
 //             divides by d), ring (softmax attention)
 //   dp        dp
 //   sp, lasp  parallel.sp.method on groups of parallel.sp.size
+//   flexsp    FlexSP: groups of every power-of-two size, planned per micro-batch (sp_size 0)
 // A fixed layout the model or the world cannot run is a ConfigError naming the key (no collective).
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
 

@@ -28,31 +28,11 @@ LaspVariant lasp_variant(const Config& c, Communicator& group) {
   return times.faster();
 }
 
-TokenBatch view(const Batch& b) {
-  return {b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
-          b.num_sequences()};
-}
-
 int64_t count_targets(const Batch& b) {
   return std::count_if(b.targets.begin(), b.targets.end(), [](int32_t t) { return t >= 0; });
 }
 
 }  // namespace
-
-// One micro-batch as this rank runs it: the whole micro-batch, or under sequence parallelism this rank's contiguous
-// token slice of it with the context its group's ops need (the whole micro-batch's document boundaries).
-struct StaticSequenceParallel::LocalBatch {
-  Batch tokens;
-  std::vector<int32_t> group_cu_seqlens;  // the whole micro-batch's; empty without sequence parallelism
-  SequenceParallelContext context;
-  TokenBatch view() {
-    TokenBatch v = trident::view(tokens);
-    if (group_cu_seqlens.empty()) return v;
-    context.cu_seqlens = group_cu_seqlens.data();
-    v.sp = &context;
-    return v;
-  }
-};
 
 StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int sp_size)
     : dp_(env.groups.world(), env.groups.gradients()) {
@@ -90,39 +70,16 @@ StaticSequenceParallel::~StaticSequenceParallel() = default;
 // This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
 // replicas) cut into micro-batches, empty ones dropped; under sequence parallelism each micro-batch is then cut into
 // the group's token slices. Every rank of a group gets the same micro-batches, so they run their ops together.
-std::vector<StaticSequenceParallel::LocalBatch> StaticSequenceParallel::local_micro_batches(
-    const Batch& batch) const {
+std::vector<GroupBatch> StaticSequenceParallel::local_micro_batches(const Batch& batch) const {
   std::vector<std::vector<Batch>> replicas = layout_->replica_micro_batches(batch);
-  std::vector<LocalBatch> out;
-  for (Batch& micro : replicas[replica_]) {
-    if (micro.num_tokens() == 0) continue;
-    if (!group_) {
-      out.push_back(LocalBatch{std::move(micro), {}, {}});
-      continue;
-    }
-    const LaspShard shard = lasp_shard(micro.cu_seqlens.data(), micro.num_sequences(), micro.num_tokens(),
-                                       group_->size(), group_->rank());
-    LocalBatch local;
-    auto range = [&](const std::vector<int32_t>& v) {
-      return std::vector<int32_t>(v.begin() + shard.begin, v.begin() + shard.end);
-    };
-    local.tokens.tokens = range(micro.tokens);
-    local.tokens.targets = range(micro.targets);
-    // Each token's index inside its document, as in the whole micro-batch: a slice starting mid-document keeps its
-    // tokens' true positions (what learned position embeddings read), not its local piece offsets.
-    local.tokens.positions = range(micro.positions);
-    local.tokens.cu_seqlens = shard.n_pieces() > 0 ? shard.cu_seqlens : std::vector<int32_t>{0};
-    local.context.num_sequences = micro.num_sequences();
-    local.context.num_tokens = micro.num_tokens();
-    local.context.layer_ops = layer_ops_.data();
-    local.group_cu_seqlens = std::move(micro.cu_seqlens);
-    out.push_back(std::move(local));
-  }
+  std::vector<GroupBatch> out;
+  for (Batch& micro : replicas[replica_])
+    if (micro.num_tokens() > 0) out.push_back(group_batch(std::move(micro), group_, layer_ops_.data()));
   return out;
 }
 
 StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
-  std::vector<LocalBatch> micro = local_micro_batches(batch);
+  std::vector<GroupBatch> micro = local_micro_batches(batch);
   StepSums sums;
   for (std::size_t i = 0; i < micro.size(); ++i) {
     if (i + 1 == micro.size()) dp_.reduce_during_backward(model);  // earlier ones only accumulate
@@ -140,7 +97,7 @@ StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float los
 
 StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};  // loss sum, tokens
-  for (LocalBatch& local : local_micro_batches(batch)) {  // as training cuts it: within capacity
+  for (GroupBatch& local : local_micro_batches(batch)) {  // as training cuts it: within capacity
     const TokenBatch mb = local.view();
     totals[0] += model.forward_loss(mb);
     totals[1] += static_cast<double>(mb.num_tokens);

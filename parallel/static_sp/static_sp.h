@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "parallel/dp/data_parallel.h"
+#include "parallel/static_sp/group_batch.h"
 #include "parallel/static_sp/layout.h"
 
 namespace trident {
@@ -32,8 +33,7 @@ class StaticSequenceParallel final : public Strategy {
   StepSums evaluate(GPT& model, const Batch& batch) override;
 
  private:
-  struct LocalBatch;
-  std::vector<LocalBatch> local_micro_batches(const Batch& batch) const;
+  std::vector<GroupBatch> local_micro_batches(const Batch& batch) const;
 
   std::unique_ptr<StaticLayout> layout_;
   int replica_ = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # parallel.strategy: auto end to end under mpirun (oversubscribed): with a memory budget that holds a long document
 # only when a group shares it, the selector switches between data parallelism and 4-rank groups from step to step and
-# still gives the single-rank losses; mode `model` resumes bit for bit choosing what the uninterrupted run chose; a
+# still gives the single-rank losses; mode `model` resumes bit for bit choosing what the uninterrupted run chose;
+# FlexSP trains with groups planned per micro-batch (single-rank losses, bit-exact resume with a profile file); a
 # run without a profile measures one at start-up and keeps its corrections in checkpoints; `trident plan` shows the
 # candidates; and every bad input is a one-line configuration error before any step.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_select.sh tests/app/configs
@@ -25,6 +26,13 @@ network:
 compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
 YAML
 model=(--set parallel.select.mode=model --set parallel.select.profile="$tmp/node4.yaml")
+# config_error TEXT...: under mpirun each rank prints the error line and mpirun adds its own report: the first line
+# trident wrote is a configuration error containing each TEXT.
+config_error() {
+  local line text
+  line=$(grep -m 1 "^trident: config error:" "$tmp/err") || fail "no 'trident: config error:' line"
+  for text in "$@"; do [[ $line == *"$text"* ]] || fail "the error line lacks '$text'"; done
+}
 
 # The reference: one rank with room for any document.
 mpi 1 0 train "$tiny" "${base[@]}" --set run.dir="$tmp/single"
@@ -78,6 +86,32 @@ grep -q '"candidates"' "$tmp/sp4/metrics.jsonl" && fail "a fixed strategy lists 
 mpi 2 0 train "$tiny" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tmp/dp2"
 close "$tmp/single" "$tmp/dp2" 1e-5
 
+# FlexSP trains: groups planned per micro-batch, the single rank's losses, the layouts in the metrics; with a
+# profile file its plans are a pure function of the batch, so it resumes bit for bit.
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp \
+  --set parallel.select.profile="$tmp/node4.yaml" --set checkpoint.every=6 --set run.dir="$tmp/flexsp"
+close "$tmp/single" "$tmp/flexsp" 1e-5
+/usr/bin/python3 - "$tmp/flexsp/metrics.jsonl" <<'PY' || fail "FlexSP's metrics are wrong"
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(r["strategy"] == "flexsp" and r["sp_size"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
+assert all(re.fullmatch(r"(<[0-9x, ]+> ?)+", r["groups"]) for r in rows), [r["groups"] for r in rows]
+assert any("2" in r["groups"] or "4" in r["groups"] for r in rows), [r["groups"] for r in rows]
+PY
+mkdir -p "$tmp/flexsp_resumed/checkpoints"
+cp -r "$tmp/flexsp/checkpoints/step_00000006" "$tmp/flexsp_resumed/checkpoints/"
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp \
+  --set parallel.select.profile="$tmp/node4.yaml" --set run.dir="$tmp/flexsp_resumed"
+/usr/bin/python3 - "$tmp/flexsp/metrics.jsonl" "$tmp/flexsp_resumed/metrics.jsonl" <<'PY' || fail "FlexSP resume diverged"
+import json, sys
+a = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
+b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
+assert sorted(b) == list(range(6, 12)) and all((a[s]["loss"], a[s]["groups"]) == (b[s]["loss"], b[s]["groups"])
+                                               for s in b), [(s, a[s]["loss"], b[s]["loss"]) for s in b]
+PY
+mpi 3 2 train "$tiny" "${base[@]}" --set parallel.strategy=flexsp --set run.dir="$tmp/flexsp3"
+config_error "parallel.strategy: 'flexsp'" "3 ranks"
+
 # Mode measured without a profile: one is measured at start-up (and written to the run directory), the measured step
 # times correct the estimates, and the corrections are kept in every checkpoint.
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/measured"
@@ -113,16 +147,10 @@ for b in lines:
     assert all(c["peak_bytes"] > 0 and c["compute_s"] > 0 for c in feasible)
 PY
 
+# Bad input: one line naming the key or file, exit 2, before any step (no metrics written).
 run 2 plan "$tiny" "${base[@]}" --batches 1
 stderr_line "trident: config error:" "--cluster FILE or parallel.select.profile"
 
-# Bad input: one line naming the key or file, exit 2, before any step (no metrics written). Under mpirun each rank
-# prints the line and mpirun adds its own report: config_error checks the first line trident wrote.
-config_error() {
-  local line text
-  line=$(grep -m 1 "^trident: config error:" "$tmp/err") || fail "no 'trident: config error:' line"
-  for text in "$@"; do [[ $line == *"$text"* ]] || fail "the error line lacks '$text'"; done
-}
 mpi 2 2 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/bad1"
 config_error "model.max_seq_len = 256" "largest group" "(2 rank(s))" \
   "activation capacity of 104 tokens" "device.memory_gb"

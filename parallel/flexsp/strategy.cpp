@@ -1,0 +1,248 @@
+#include "parallel/flexsp/strategy.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include "core/optim/adamw.h"
+#include "kernels/common/error.h"
+#include "parallel/flexsp/fast_solver.h"
+#include "parallel/sp/model_op.h"
+
+namespace trident {
+
+void check_flexsp(const ModelConfig& m, int world) {
+  if ((world & (world - 1)) != 0)
+    throw_config_error("parallel.strategy: 'flexsp' plans power-of-two groups over all ranks, but this run has {} "
+                       "ranks (run on a power of two, or use parallel.strategy: auto or sp)",
+                       world);
+  if (world > 1 && m.n_head % world != 0)
+    throw_config_error("parallel.strategy: 'flexsp' runs Ulysses inside groups of up to all {} ranks, but "
+                       "model.n_head = {} does not divide by {}",
+                       world, m.n_head, world);
+}
+
+cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity) {
+  cost::Profile p = profile;
+  if (!p.model)
+    p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
+                                 config.train.precision == "bf16" ? 2 : 4};
+  return cost::CostModel::for_run(p, capacity);
+}
+
+namespace {
+
+int64_t count_targets(const Batch& b) {
+  return std::count_if(b.targets.begin(), b.targets.end(), [](int32_t t) { return t >= 0; });
+}
+
+std::vector<int64_t> lengths_of(const Batch& b) {
+  std::vector<int64_t> out;
+  for (int s = 0; s < b.num_sequences(); ++s) out.push_back(b.cu_seqlens[s + 1] - b.cu_seqlens[s]);
+  return out;
+}
+
+// A plan on the wire: [n, lengths..., micro-batches, per micro-batch: groups, per group: degree, first device,
+// sequences, the sequences...].
+std::vector<int64_t> encode(const flexsp::BatchPlan& plan) {
+  std::vector<int64_t> out = {static_cast<int64_t>(plan.lengths.size())};
+  out.insert(out.end(), plan.lengths.begin(), plan.lengths.end());
+  out.push_back(static_cast<int64_t>(plan.micro_batches.size()));
+  for (const flexsp::MicroBatchPlan& mb : plan.micro_batches) {
+    out.push_back(static_cast<int64_t>(mb.groups.size()));
+    for (const flexsp::Group& g : mb.groups) {
+      out.insert(out.end(), {g.degree, g.first_device, static_cast<int64_t>(g.sequences.size())});
+      out.insert(out.end(), g.sequences.begin(), g.sequences.end());
+    }
+  }
+  return out;
+}
+
+flexsp::BatchPlan decode(const std::vector<int64_t>& wire) {
+  std::size_t at = 0;
+  auto next = [&] {
+    TRIDENT_CHECK(at < wire.size(), "a FlexSP plan of {} values ends early", wire.size());
+    return wire[at++];
+  };
+  flexsp::BatchPlan plan;
+  for (int64_t n = next(); n > 0; --n) plan.lengths.push_back(next());
+  for (int64_t m = next(); m > 0; --m) {
+    flexsp::MicroBatchPlan mb;
+    for (int64_t g = next(); g > 0; --g) {
+      flexsp::Group group;
+      group.degree = next();
+      group.first_device = next();
+      for (int64_t k = next(); k > 0; --k) group.sequences.push_back(next());
+      mb.groups.push_back(std::move(group));
+    }
+    plan.micro_batches.push_back(std::move(mb));
+  }
+  return plan;
+}
+
+}  // namespace
+
+FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, Planner planner)
+    : cost_(flexsp_cost_model(*env.profile, env.config, env.capacity_tokens)),
+      planner_(std::move(planner)),
+      capacity_(env.capacity_tokens),
+      model_(env.config.model),
+      precision_(precision_named(env.config.train.precision)),
+      device_(env.backend.device()),
+      groups_(env.groups),
+      dp_(env.groups.world(), env.groups.gradients()) {
+  const int world = env.groups.world().size();
+  check_flexsp(model_, world);
+  if (!planner_)
+    planner_ = [tries = env.config.parallel.flexsp_micro_batch_tries](std::span<const int64_t> lengths,
+                                                                      const cost::CostModel& cost) {
+      return flexsp::plan_batch(lengths, cost, flexsp::FastSolver(), nullptr, tries);
+    };
+  if (cost_.devices() != world)
+    throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
+                       cost_.devices(), world);
+  const AttentionType type = model_.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
+  const int H = static_cast<int>(model_.n_head), D = static_cast<int>(model_.n_embd / H);
+  for (int d = 2; d <= world; d *= 2) {
+    Communicator& activations = *env.groups.group(d).device;
+    for (int l = 0; l < model_.n_layer; ++l) {
+      ops_[d].push_back(make_ulysses_op(activations, env.backend, type, H, D));
+      layer_ops_[d].push_back(ops_[d].back().get());
+    }
+  }
+  spdlog::info("flexsp: groups of 1..{} ranks planned per micro-batch, Ulysses inside; {} tokens a rank", world,
+               capacity_);
+}
+
+FlexSequenceParallel::~FlexSequenceParallel() = default;
+
+Feasibility FlexSequenceParallel::feasible(const Batch& batch) const {
+  int64_t longest = 0;
+  for (int64_t s : lengths_of(batch)) longest = std::max(longest, s);
+  const int64_t most = cost_.token_capacity(cost_.max_degree());
+  if (longest <= most) return {};
+  return {false, fmt::format("flexsp: a document of {} tokens, above the {} tokens a group of all {} ranks holds",
+                             longest, most, cost_.max_degree())};
+}
+
+const flexsp::BatchPlan& FlexSequenceParallel::plan(const Batch& batch) const {
+  std::vector<int64_t> lengths = lengths_of(batch);
+  if (lengths != planned_lengths_ || planned_.micro_batches.empty()) {
+    planned_ = planner_(lengths, cost_);
+    flexsp::check_batch_plan(planned_, cost_);  // a wrong plan never runs
+    planned_lengths_ = std::move(lengths);
+  }
+  return planned_;
+}
+
+cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
+  const flexsp::BatchPlan& p = plan(batch);
+  cost::StepEstimate e;
+  e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
+  const double gradient_bytes = 4.0 * static_cast<double>(cost.run().num_params);
+  e.comm_s = cost.allreduce_s(gradient_bytes);
+  e.seconds = e.compute_s + e.comm_s;
+  int64_t per_rank = 0;
+  double sent = cost.run().world > 1 ? gradient_bytes : 0;
+  const double per_token = 8.0 * static_cast<double>(model_.n_layer * model_.n_embd * cost.run().bytes_per_value);
+  for (const flexsp::MicroBatchPlan& mb : p.micro_batches)
+    for (const flexsp::Group& g : mb.groups) {
+      const int64_t n = (g.tokens + g.degree - 1) / g.degree;
+      per_rank = std::max(per_rank, n);
+      if (g.first_device == 0 && g.degree > 1) sent += per_token * static_cast<double>(n);  // rank 0's share
+    }
+  e.comm_bytes = static_cast<int64_t>(sent);
+  e.peak_bytes =
+      GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);
+  return e;
+}
+
+const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
+  Communicator& world = groups_.world();
+  std::vector<int64_t> wire;
+  if (world.rank() == 0) wire = encode(plan(batch));
+  int64_t size = static_cast<int64_t>(wire.size());
+  if (world.size() > 1) {
+    world.broadcast(&size, 1, CommType::i64, 0);
+    wire.resize(static_cast<std::size_t>(size));
+    world.broadcast(wire.data(), size, CommType::i64, 0);
+  }
+  last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
+  if (last_plan_.lengths != lengths_of(batch))
+    throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
+                        "applied to another batch",
+                        last_plan_.lengths.size(), batch.num_sequences());
+  return last_plan_;
+}
+
+std::vector<std::optional<GroupBatch>> FlexSequenceParallel::local_micro_batches(const Batch& batch,
+                                                                                  const flexsp::BatchPlan& plan) {
+  const int64_t me = groups_.position();
+  std::vector<std::optional<GroupBatch>> out;
+  for (const flexsp::MicroBatchPlan& mb : plan.micro_batches) {
+    const auto mine = std::find_if(mb.groups.begin(), mb.groups.end(), [&](const flexsp::Group& g) {
+      return g.first_device <= me && me < g.first_device + g.degree;
+    });
+    if (mine == mb.groups.end()) {
+      out.emplace_back();
+      continue;
+    }
+    Batch micro;  // the group's documents, in the plan's order, packed in one row
+    for (int64_t k : mine->sequences) {
+      const int32_t begin = batch.cu_seqlens[k], end = batch.cu_seqlens[k + 1];
+      micro.tokens.insert(micro.tokens.end(), batch.tokens.begin() + begin, batch.tokens.begin() + end);
+      micro.targets.insert(micro.targets.end(), batch.targets.begin() + begin, batch.targets.begin() + end);
+      micro.positions.insert(micro.positions.end(), batch.positions.begin() + begin, batch.positions.begin() + end);
+      micro.cu_seqlens.push_back(static_cast<int32_t>(micro.tokens.size()));
+    }
+    const int d = static_cast<int>(mine->degree);
+    out.emplace_back(group_batch(std::move(micro), d > 1 ? groups_.group(d).host : nullptr,
+                                 d > 1 ? layer_ops_.at(d).data() : nullptr));
+  }
+  return out;
+}
+
+std::string FlexSequenceParallel::last_layout() const {
+  std::string out;
+  for (const flexsp::MicroBatchPlan& mb : last_plan_.micro_batches) {
+    if (!out.empty()) out += ' ';
+    out += flexsp::describe_groups(mb);
+  }
+  return out;
+}
+
+StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
+  std::vector<std::optional<GroupBatch>> micro = local_micro_batches(batch, shared_plan(batch));
+  int last = -1;
+  for (int i = 0; i < static_cast<int>(micro.size()); ++i)
+    if (micro[i]) last = i;
+  StepSums sums;
+  for (int i = 0; i <= last; ++i) {
+    if (!micro[i]) continue;  // this rank is in no group of micro-batch i
+    if (i == last) dp_.reduce_during_backward(model);  // earlier ones only accumulate
+    const TokenBatch mb = micro[i]->view();
+    sums.loss_sum += model.forward_backward(mb, loss_weight);
+    sums.tokens += static_cast<double>(mb.num_tokens);
+    sums.flops += model.flops(mb);
+  }
+  if (last < 0) dp_.reduce_all(model);
+  dp_.finish(model);
+  double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};
+  dp_.sum(totals, 3);
+  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], totals[2]};
+}
+
+StepSums FlexSequenceParallel::evaluate(GPT& model, const Batch& batch) {
+  double totals[2] = {0, 0};
+  for (std::optional<GroupBatch>& local : local_micro_batches(batch, shared_plan(batch))) {
+    if (!local) continue;
+    const TokenBatch mb = local->view();
+    totals[0] += model.forward_loss(mb);
+    totals[1] += static_cast<double>(mb.num_tokens);
+  }
+  dp_.sum(totals, 2);
+  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], 0};
+}
+
+}  // namespace trident

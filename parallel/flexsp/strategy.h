@@ -1,0 +1,79 @@
+#pragma once
+// FlexSP training (parallel.strategy: flexsp): each step the planner (planner.h) splits the ranks into buddy-aligned
+// power-of-two groups per micro-batch and assigns the batch's documents to them; each group runs its documents
+// packed in one row, cut into contiguous token slices with Ulysses all-to-alls inside (softmax or linear models),
+// over the communicators made at start-up (parallel/comm/run_groups.h), so the groups change from one micro-batch
+// to the next at no cost. Gradients are summed over all ranks with the loss normalised by the global token count, so
+// a step is the single-rank step. Rank 0 plans and broadcasts the plan with the document lengths it was made for;
+// a rank handed a plan for other documents stops with an error instead of running it.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "parallel/cost/cost_model.h"
+#include "parallel/dp/data_parallel.h"
+#include "parallel/flexsp/planner.h"
+#include "parallel/static_sp/group_batch.h"
+#include "parallel/strategy.h"
+
+namespace trident {
+
+// What the model and the world must be for FlexSP: a power-of-two world whose size divides model.n_head (Ulysses
+// splits the heads of a group of up to all ranks). A ConfigError naming the key otherwise.
+void check_flexsp(const ModelConfig& model, int world);
+
+// The planner's cost model for this run: the profile's cluster, network and compute sections, its model section (or
+// this model's shape when it has none), and the run's activation capacity as each device's token budget.
+cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity);
+
+class FlexSequenceParallel final : public Strategy {
+ public:
+  // Plans a batch's document lengths (rank 0 only). The default: plan_batch with the fast solver and
+  // parallel.flexsp.micro_batch_tries; tests hand in fixed plans. Every plan is checked (check_batch_plan) first.
+  using Planner = std::function<flexsp::BatchPlan(std::span<const int64_t> lengths, const cost::CostModel& cost)>;
+
+  // Needs env.profile. Collective over the world.
+  explicit FlexSequenceParallel(const StrategyEnv& env, Planner planner = {});
+  ~FlexSequenceParallel() override;
+
+  std::string name() const override { return "flexsp"; }
+  std::string method() const override { return "flexsp"; }
+  int sp_size() const override { return 0; }
+  Feasibility feasible(const Batch& batch) const override;
+  cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
+  StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
+  StepSums evaluate(GPT& model, const Batch& batch) override;
+
+  std::string last_layout() const override;
+
+  // Rank 0 plans `batch` and broadcasts the plan; every rank checks it was made for the documents of its own `batch`
+  // (a RuntimeError otherwise) and keeps it as last_plan(). Collective; train and evaluate start with it.
+  const flexsp::BatchPlan& shared_plan(const Batch& batch);
+  const flexsp::BatchPlan& last_plan() const { return last_plan_; }
+
+ private:
+  // Rank 0's plan of `batch` (the last one is kept: estimate and train plan the same batch once).
+  const flexsp::BatchPlan& plan(const Batch& batch) const;
+  // This rank's part of each micro-batch of the plan (empty where it is in no group).
+  std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
+
+  cost::CostModel cost_;
+  Planner planner_;
+  int64_t capacity_;
+  ModelConfig model_;
+  Precision precision_;
+  Device device_;
+  RunGroups& groups_;
+  DataParallel dp_;
+  std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one Ulysses op per layer
+  std::map<int, std::vector<AttentionOp*>> layer_ops_;
+  mutable std::vector<int64_t> planned_lengths_;
+  mutable flexsp::BatchPlan planned_;
+  flexsp::BatchPlan last_plan_;
+};
+
+}  // namespace trident
