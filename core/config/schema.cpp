@@ -90,15 +90,17 @@ const std::vector<Key>& schema() {
       {"parallel.strategy",
        StringField{member(&C::parallel, &ParallelConfig::strategy),
                    {"auto", "dp", "sp", "lasp", "flexsp", "atom"}},
-       "parallel strategy: auto (each step, the cheapest estimated of data parallelism and every sequence-parallel "
-       "method on every power-of-two group size dividing the world), dp (data parallelism), sp (one static "
-       "sequence-parallel layout, parallel.sp.*; lasp is the same); flexsp and atom are not available yet"},
+       "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
+       "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
+       "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
+       "several sizes planned per micro-batch, Ulysses inside; a power-of-two world dividing model.n_head); atom is "
+       "not available yet"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
       {"parallel.select.profile", StringField{member(&C::parallel, &ParallelConfig::select_profile)},
-       "auto: cluster profile the estimates come from (parallel/cost/README.md); \"\" = measured at start-up and "
-       "written to RUN_DIR/profile.yaml"},
+       "auto and flexsp: cluster profile the estimates and FlexSP's plans come from (parallel/cost/README.md); \"\" "
+       "= measured at start-up and written to RUN_DIR/profile.yaml"},
       {"parallel.sp.method",
        StringField{member(&C::parallel, &ParallelConfig::sp_method), {"lasp", "ulysses", "ring"}},
        "sequence parallelism (strategy sp): LASP (linear attention), Ulysses (both types) or Ring Attention "
@@ -110,9 +112,11 @@ const std::vector<Key>& schema() {
        "LASP: ring (LASP-1, states passed rank to rank), allgather (LASP-2, one allgather per layer) or auto (strategy "
        "sp: both timed on the group at start-up, the faster runs; strategy auto: both are candidates)"},
       {"parallel.flexsp.cluster", StringField{member(&C::parallel, &ParallelConfig::flexsp_cluster)},
-       "FlexSP: cluster profile file the planner plans for (configs/clusters/); \"\" = trident plan --cluster"},
+       "FlexSP: cluster profile file `trident plan` plans for (configs/clusters/); \"\" = trident plan --cluster "
+       "(training plans with parallel.select.profile)"},
       {"parallel.flexsp.solver", StringField{member(&C::parallel, &ParallelConfig::flexsp_solver), {"fast", "milp"}},
-       "FlexSP: micro-batch solver: fast (greedy + local search, milliseconds) or milp (CBC, warm-started from fast)"},
+       "FlexSP: `trident plan`'s micro-batch solver: fast (greedy + local search, milliseconds) or milp (CBC, "
+       "warm-started from fast); training plans with fast"},
       {"parallel.flexsp.time_limit_s",
        FloatField{.member = member(&C::parallel, &ParallelConfig::flexsp_time_limit_s), .min = 0, .min_open = true},
        "FlexSP: CBC's time limit per micro-batch (solver milp); the best plan found by then is used"},

@@ -35,6 +35,8 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
     if (m.attention == "softmax") out.push_back({"ring", d});
   }
+  // FlexSP where it can run: a power-of-two world of at least two ranks whose size divides the heads
+  if (world > 1 && (world & (world - 1)) == 0 && m.n_head % world == 0) out.push_back({"flexsp", 0});
   return out;
 }
 
@@ -53,7 +55,10 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
   for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
-    if (l.method == "flexsp") out.push_back(std::make_unique<FlexSequenceParallel>(env));
+    if (l.method == "flexsp") {
+      TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
+      out.push_back(std::make_unique<FlexSequenceParallel>(env));
+    }
     else out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
   }
   return out;

@@ -20,7 +20,8 @@ struct LayoutSpec {
 // cheap ones): dp first, then by group size, methods in the order lasp1, lasp2, ulysses, ring.
 //   auto      dp; for every power-of-two group size d >= 2 that divides the world: lasp1 and lasp2 (linear
 //             attention; only the one parallel.lasp.variant names unless it is auto), ulysses (when model.n_head
-//             divides by d), ring (softmax attention)
+//             divides by d), ring (softmax attention); flexsp when the world is a power of two of at least two
+//             ranks that divides model.n_head
 //   dp        dp
 //   sp, lasp  parallel.sp.method on groups of parallel.sp.size
 //   flexsp    FlexSP: groups of every power-of-two size, planned per micro-batch (sp_size 0)
@@ -30,11 +31,12 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
 // The group sizes those layouts use (what RunGroups makes at start-up).
 std::vector<int> candidate_degrees(const Config& config, int world);
 
-// The strategies of those layouts. Collective over env.groups.world().
+// The strategies of those layouts (FlexSP needs env.profile). Collective over env.groups.world().
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
 
 // The same layouts as pure candidates (no communicator), for `trident plan` on a described cluster of `world`
-// ranks; "lasp" with variant auto is both lasp1 and lasp2.
+// ranks; "lasp" with variant auto is both lasp1 and lasp2. FlexSP is left out: `trident plan` plans it with
+// parallel.strategy: flexsp.
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
                                                         Device device);
 

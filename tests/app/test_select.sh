@@ -50,7 +50,7 @@ for r in auto:
     assert r["estimate_ms"] > 0 and r["predicted_ms"] == r["estimate_ms"], r  # mode model: no corrections
     names = [(c["strategy"], c["sp_size"]) for c in r["candidates"]]
     assert names == [("dp", 1), ("lasp1", 2), ("lasp2", 2), ("ulysses", 2), ("lasp1", 4), ("lasp2", 4),
-                     ("ulysses", 4)], names
+                     ("ulysses", 4), ("flexsp", 0)], names
     feasible = [c for c in r["candidates"] if "infeasible" not in c]
     best = min(feasible, key=lambda c: c["predicted_ms"])
     assert (best["strategy"], best["sp_size"]) == (r["strategy"], r["sp_size"]), r
