@@ -64,9 +64,16 @@ class Strategy : public Candidate {
   virtual StepSums train(GPT& model, const Batch& batch, float loss_weight) = 0;
   // The loss sums of `batch`, without gradients (evaluation). Collective over all ranks.
   virtual StepSums evaluate(GPT& model, const Batch& batch) = 0;
-  // How the last batch was laid out, for strategies that plan each one (FlexSP: each micro-batch's group sizes,
-  // "<2, 1x2> <4>"); empty for the others.
-  virtual std::string last_layout() const { return {}; }
+  // The batch after the one about to run, known ahead (batches are a pure function of the step): a strategy that
+  // plans each batch may start planning it now, on rank 0, in the background. Not collective.
+  virtual void prepare(const Batch& next) { (void)next; }
+  // How the last batch ran, for strategies that plan each one; empty for the others.
+  struct Report {
+    std::string layout;     // FlexSP: each micro-batch's group sizes, "<2, 1x2> <4>"
+    double plan_ms = -1;    // rank 0's planning time of that batch (-1: no plan)
+    bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
+  };
+  virtual Report last_report() const { return {}; }
 };
 
 }  // namespace trident

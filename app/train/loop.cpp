@@ -217,12 +217,14 @@ void run_training(const Config& config) {
   ProgressLine progress(config.train.steps, lead);
   install_stop_signal_handlers();
   using clock = std::chrono::steady_clock;
+  if (start_step < config.train.steps) selector->prepare(train_batches.batch(start_step));  // planned before training
   for (int64_t step = start_step; step < config.train.steps; ++step) {
     const auto start = clock::now();
     const int64_t comm_bytes_before = groups.bytes_sent();
     const Batch batch = train_batches.batch(step);
     const double lr = learning_rate(config.train, step);
     const Selector::Choice choice = selector->choose(batch);
+    if (step + 1 < config.train.steps) selector->prepare(train_batches.batch(step + 1));  // planned while this runs
     if (!choice.strategy)
       throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
                           choosing ? "" : ", or let parallel.strategy: auto spread long documents over a group");
@@ -254,7 +256,11 @@ void run_training(const Config& config) {
         {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
         {"estimate_ms", nullptr},
     };
-    if (const std::string layout = choice.strategy->last_layout(); !layout.empty()) record["groups"] = layout;
+    if (const Strategy::Report report = choice.strategy->last_report(); !report.layout.empty()) {
+      record["groups"] = report.layout;
+      record["plan_ms"] = report.plan_ms >= 0 ? nlohmann::ordered_json(report.plan_ms) : nullptr;  // rank 0's
+      record["plan_ready"] = report.plan_ready;
+    }
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];
       if (chosen.estimate) {

@@ -1,6 +1,7 @@
 #include "parallel/flexsp/strategy.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -126,13 +127,37 @@ Feasibility FlexSequenceParallel::feasible(const Batch& batch) const {
                              longest, most, cost_.max_degree())};
 }
 
+FlexSequenceParallel::Timed FlexSequenceParallel::timed_plan(const std::vector<int64_t>& lengths) const {
+  const auto start = std::chrono::steady_clock::now();
+  Timed t{planner_(lengths, cost_), 0};
+  flexsp::check_batch_plan(t.plan, cost_);  // a wrong plan never runs
+  t.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return t;
+}
+
+void FlexSequenceParallel::prepare(const Batch& next) {
+  if (groups_.world().rank() != 0) return;
+  std::vector<int64_t> lengths = lengths_of(next);
+  if (ahead_.valid() && lengths == ahead_lengths_) return;
+  if (ahead_.valid()) ahead_.wait();  // one plan ahead at a time
+  ahead_lengths_ = std::move(lengths);
+  ahead_ = std::async(std::launch::async, [this, lengths = ahead_lengths_] { return timed_plan(lengths); });
+}
+
 const flexsp::BatchPlan& FlexSequenceParallel::plan(const Batch& batch) const {
   std::vector<int64_t> lengths = lengths_of(batch);
-  if (lengths != planned_lengths_ || planned_.micro_batches.empty()) {
-    planned_ = planner_(lengths, cost_);
-    flexsp::check_batch_plan(planned_, cost_);  // a wrong plan never runs
-    planned_lengths_ = std::move(lengths);
+  if (lengths == planned_lengths_ && !planned_.micro_batches.empty()) return planned_;
+  Timed t;
+  if (ahead_.valid() && lengths == ahead_lengths_) {
+    plan_ready_ = ahead_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    t = ahead_.get();  // rethrows what planning threw
+  } else {
+    plan_ready_ = false;
+    t = timed_plan(lengths);
   }
+  planned_ = std::move(t.plan);
+  plan_ms_ = t.ms;
+  planned_lengths_ = std::move(lengths);
   return planned_;
 }
 
@@ -169,6 +194,7 @@ const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
     world.broadcast(wire.data(), size, CommType::i64, 0);
   }
   last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
+  report_ = {{}, world.rank() == 0 ? plan_ms_ : -1, plan_ready_};
   if (last_plan_.lengths != lengths_of(batch))
     throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
                         "applied to another batch",
@@ -203,13 +229,13 @@ std::vector<std::optional<GroupBatch>> FlexSequenceParallel::local_micro_batches
   return out;
 }
 
-std::string FlexSequenceParallel::last_layout() const {
-  std::string out;
+Strategy::Report FlexSequenceParallel::last_report() const {
+  Report r = report_;
   for (const flexsp::MicroBatchPlan& mb : last_plan_.micro_batches) {
-    if (!out.empty()) out += ' ';
-    out += flexsp::describe_groups(mb);
+    if (!r.layout.empty()) r.layout += ' ';
+    r.layout += flexsp::describe_groups(mb);
   }
-  return out;
+  return r;
 }
 
 StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {

@@ -7,6 +7,7 @@
 // a step is the single-rank step. Rank 0 plans and broadcasts the plan with the document lengths it was made for;
 // a rank handed a plan for other documents stops with an error instead of running it.
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,7 +49,10 @@ class FlexSequenceParallel final : public Strategy {
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
 
-  std::string last_layout() const override;
+  // Rank 0 starts planning `next` on a background thread; the step that runs it takes the plan (waiting if it is
+  // not done). One plan ahead at a time.
+  void prepare(const Batch& next) override;
+  Report last_report() const override;
 
   // Rank 0 plans `batch` and broadcasts the plan; every rank checks it was made for the documents of its own `batch`
   // (a RuntimeError otherwise) and keeps it as last_plan(). Collective; train and evaluate start with it.
@@ -56,8 +60,14 @@ class FlexSequenceParallel final : public Strategy {
   const flexsp::BatchPlan& last_plan() const { return last_plan_; }
 
  private:
-  // Rank 0's plan of `batch` (the last one is kept: estimate and train plan the same batch once).
+  // Rank 0's plan of `batch`: the one prepared ahead when it is for these documents, else planned now. The last one
+  // is kept: estimate and train ask for the same batch.
   const flexsp::BatchPlan& plan(const Batch& batch) const;
+  struct Timed {
+    flexsp::BatchPlan plan;
+    double ms = 0;
+  };
+  Timed timed_plan(const std::vector<int64_t>& lengths) const;
   // This rank's part of each micro-batch of the plan (empty where it is in no group).
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 
@@ -73,7 +83,12 @@ class FlexSequenceParallel final : public Strategy {
   std::map<int, std::vector<AttentionOp*>> layer_ops_;
   mutable std::vector<int64_t> planned_lengths_;
   mutable flexsp::BatchPlan planned_;
+  mutable double plan_ms_ = -1;
+  mutable bool plan_ready_ = true;
+  std::vector<int64_t> ahead_lengths_;  // what the background plan is for
+  mutable std::future<Timed> ahead_;
   flexsp::BatchPlan last_plan_;
+  Report report_;
 };
 
 }  // namespace trident

@@ -69,6 +69,10 @@ Selector::Choice Selector::choose(const Batch& batch) {
   return choice;
 }
 
+void Selector::prepare(const Batch& next) {
+  for (const auto& s : strategies_) s->prepare(next);
+}
+
 void Selector::observe(const Choice& choice, double seconds) {
   if (world_.rank() != 0 || mode_ != Mode::measured || !cost_ || choice.comparison.options.empty()) return;
   const Option& o = choice.comparison.options[choice.index];

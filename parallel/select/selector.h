@@ -64,6 +64,8 @@ class Selector {
   };
   // Collective.
   Choice choose(const Batch& batch);
+  // The next batch, known ahead: every candidate may start preparing it (FlexSP plans it on rank 0 in the background).
+  void prepare(const Batch& next);
   // Rank 0: the measured seconds of the step `choice` ran correct that candidate's later estimates (mode measured).
   void observe(const Choice& choice, double seconds);
 

@@ -97,6 +97,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert all(r["strategy"] == "flexsp" and r["sp_size"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
 assert all(re.fullmatch(r"(<[0-9x, ]+> ?)+", r["groups"]) for r in rows), [r["groups"] for r in rows]
 assert any("2" in r["groups"] or "4" in r["groups"] for r in rows), [r["groups"] for r in rows]
+assert all(r["plan_ms"] >= 0 and isinstance(r["plan_ready"], bool) for r in rows), rows  # planned ahead, timed
 PY
 mkdir -p "$tmp/flexsp_resumed/checkpoints"
 cp -r "$tmp/flexsp/checkpoints/step_00000006" "$tmp/flexsp_resumed/checkpoints/"

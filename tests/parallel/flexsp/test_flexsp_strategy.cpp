@@ -101,12 +101,35 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
       mixed = mixed || degrees.size() > 1;
     }
     CHECK(placed == std::multiset<int64_t>{0, 1, 2, 3, 4, 5});
-    if (W == 4) CHECK(flexsp.last_layout() == "<2, 1x2> <4>");
-    if (W == 2) CHECK(flexsp.last_layout() == "<2> <1x2>");
+    if (W == 4) CHECK(flexsp.last_report().layout == "<2, 1x2> <4>");
+    if (W == 2) CHECK(flexsp.last_report().layout == "<2> <1x2>");
     CHECK(mixed == (W == 4));
-    CAPTURE(flexsp.last_layout());
-    CHECK_FALSE(flexsp.last_layout().empty());
+    CAPTURE(flexsp.last_report().layout);
+    CHECK_FALSE(flexsp.last_report().layout.empty());
   }
+}
+
+TEST_CASE("FlexSP plans the next batch ahead, and falls back to planning on the spot", "[mpi][flexsp_train]") {
+  const int W = world().size();
+  if ((W & (W - 1)) != 0) return;
+  const Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = node_profile(W);
+  RunGroups groups(world(), {}, all_degrees(W));
+  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile});
+  const Batch first = random_documents({30, 20, 10}, 1), second = random_documents({25, 25}, 2);
+  flexsp.prepare(first);
+  flexsp.shared_plan(first);
+  const Strategy::Report ahead = flexsp.last_report();
+  if (world().rank() == 0) CHECK(ahead.plan_ms >= 0);
+  flexsp.shared_plan(second);  // never prepared: planned when needed
+  const Strategy::Report late = flexsp.last_report();
+  if (world().rank() == 0) {
+    CHECK_FALSE(late.plan_ready);
+    CHECK(late.plan_ms >= 0);
+  } else {
+    CHECK(late.plan_ms == -1);  // only rank 0 plans
+  }
+  CHECK(flexsp.last_plan().lengths == std::vector<int64_t>{25, 25});
 }
 
 TEST_CASE("a FlexSP plan made for other documents is refused", "[mpi][flexsp_train]") {
