@@ -65,6 +65,7 @@ train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a 
 train auto
 profile=(--set parallel.select.profile="$out/auto/profile.yaml")
 train dp --set parallel.strategy=dp "${profile[@]}"
+train flexsp --set parallel.strategy=flexsp "${profile[@]}"
 for size in 2 4; do
   for method in ulysses ring; do
     train "${method}_sp$size" --set parallel.strategy=sp --set parallel.sp.method=$method \
@@ -94,12 +95,12 @@ auto_tps = tokens_per_s(auto)
 print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps\n")
 print("| run | steps done | tokens/s | auto's speedup | strategies run (steps) | estimate error (median) |")
 print("|---|---|---|---|---|---|")
-names = ["auto", "dp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
+names = ["auto", "dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
 for name in names:
     r = rows(name)
     ran = defaultdict(int)
     for x in r:
-        ran[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]] += 1
+        ran[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]] += 1  # flexsp: sp_size 0
     ran_text = ", ".join(f"{k} ({v})" for k, v in ran.items())
     if len(r) < steps:
         print(f"| {name} | {len(r)} | cannot run the workload: {reason(name)} | | {ran_text} | |")
@@ -111,7 +112,7 @@ for name in names:
 print("\nauto's estimate error per strategy it ran (median over its steps after the first; cost model / corrected):\n")
 by = defaultdict(list)
 for x in auto[1:]:
-    by[f'{x["strategy"]} sp={x["sp_size"]}'].append(x)
+    by[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]].append(x)
 for k, xs in by.items():
     e = statistics.median(abs(x["estimate_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)

@@ -101,6 +101,8 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
       mixed = mixed || degrees.size() > 1;
     }
     CHECK(placed == std::multiset<int64_t>{0, 1, 2, 3, 4, 5});
+    // every group size a plan may use has its communicator from start-up: log2(W) + 1 of them, none made since
+    CHECK(groups.degrees() == all_degrees(W));
     if (W == 4) CHECK(flexsp.last_report().layout == "<2, 1x2> <4>");
     if (W == 2) CHECK(flexsp.last_report().layout == "<2> <1x2>");
     CHECK(mixed == (W == 4));
