@@ -120,10 +120,12 @@ void run_plan(const Config& config, const PlanArgs& args) {
     }
     if (lengths.empty()) throw_runtime_error("batch {}: no sequence left to plan ({} dropped)", b, dropped);
 
-    const Timed flex_fast = timed([&] { return flexsp::plan_batch(lengths, cost, fast, nullptr, tries); });
+    bool fell_back = false;  // the best single degree beat the solver's plan (see plan_flexsp)
+    const Timed flex_fast =
+        timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, nullptr, tries, &fell_back); });
     std::optional<Timed> flex_milp;
     if (p.flexsp_solver == "milp")
-      flex_milp = timed([&] { return flexsp::plan_batch(lengths, cost, fast, &milp, tries); });
+      flex_milp = timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, &milp, tries, &fell_back); });
     const Timed& flex = flex_milp ? *flex_milp : flex_fast;
     const Timed stat = timed([&] { return flexsp::plan_homogeneous(lengths, cost, static_degree, tries); });
     int64_t ada_degree = 0;
@@ -137,6 +139,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
       for (const flexsp::Piece& piece : pieces) source.push_back({piece.sequence, piece.offset});
       j["source"] = source;
       j["flexsp"] = plan_json(flex, p.flexsp_solver);
+      j["flexsp"]["single_degree_fallback"] = fell_back;
       if (flex_milp) j["fast"] = plan_json(flex_fast, "fast");
       j["static_sp"] = {{"degree", static_degree}, {"time_s", stat.plan.time_s},
                         {"micro_batches", stat.plan.micro_batches.size()}, {"planning_ms", stat.planning_ms}};
@@ -149,7 +152,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
     }
     fmt::print("\nbatch {}: {} sequences, {} tokens, longest {}{}{}\n", b, lengths.size(), tokens, longest,
                dropped ? fmt::format(", {} dropped", dropped) : "", split ? fmt::format(", {} split", split) : "");
-    print_plan(flex, fmt::format("FlexSP ({})", p.flexsp_solver));
+    print_plan(flex, fmt::format("FlexSP ({}{})", p.flexsp_solver, fell_back ? ", the best single degree" : ""));
     if (flex_milp)
       fmt::print("  fast solver alone: estimated {:.3f} s, planned in {:.1f} ms ({:+.2f}% vs milp)\n",
                  flex_fast.plan.time_s, flex_fast.planning_ms,

@@ -137,4 +137,14 @@ BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::Co
   return best;
 }
 
+BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
+                      const MicroBatchSolver* refine, int64_t extra_micro_batches, bool* fell_back) {
+  BatchPlan plan = plan_batch(lengths, cost, choose, refine, extra_micro_batches);
+  int64_t degree = 0;
+  BatchPlan single = plan_best_homogeneous(lengths, cost, degree, extra_micro_batches);
+  const bool fall_back = single.time_s < plan.time_s;
+  if (fell_back) *fell_back = fall_back;
+  return fall_back ? std::move(single) : std::move(plan);
+}
+
 }  // namespace trident::flexsp

@@ -98,7 +98,7 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, Planner plann
   if (!planner_)
     planner_ = [tries = env.config.parallel.flexsp_micro_batch_tries](std::span<const int64_t> lengths,
                                                                       const cost::CostModel& cost) {
-      return flexsp::plan_batch(lengths, cost, flexsp::FastSolver(), nullptr, tries);
+      return flexsp::plan_flexsp(lengths, cost, flexsp::FastSolver(), nullptr, tries);
     };
   if (cost_.devices() != world)
     throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
