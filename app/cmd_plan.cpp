@@ -13,6 +13,7 @@
 
 #include "app/commands.h"
 #include "app/plan/batches.h"
+#include "app/plan/replay.h"
 #include "app/plan/select_plan.h"
 #include "kernels/common/error.h"
 #include "parallel/cost/cost_model.h"
@@ -29,6 +30,7 @@ using json = nlohmann::ordered_json;
 
 struct PlanArgs {
   std::string cluster;
+  std::string replay;
   bool json = false;
   plan::BatchSource source;
 };
@@ -171,7 +173,7 @@ void add_plan_command(CLI::App& app) {
       "plan", "Plans for a described cluster, per batch: with parallel.strategy: flexsp, FlexSP's groups, "
               "micro-batches and estimated times beside static SP and the best single degree per batch; with auto, "
               "dp or sp, every candidate strategy's estimate and the one the selector would run");
-  auto config = add_config_args(cmd);
+  auto config = add_config_args(cmd, /*optional=*/true);
   auto args = std::make_shared<PlanArgs>();
   cmd->add_option("--cluster", args->cluster,
                   "Cluster profile file (default: parallel.flexsp.cluster, or parallel.select.profile)");
@@ -183,7 +185,11 @@ void add_plan_command(CLI::App& app) {
                   "trainer's token-packed batches")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--batches", args->source.batches, "Batches to plan (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--replay", args->replay,
+                  "Instead of planning: the FlexSP cost model's error per group degree in a training run's metrics");
   cmd->callback([config, args] {
+    if (!args->replay.empty()) return plan::print_replay(args->replay, args->json);
+    if (config->path.empty()) throw_config_error("trident plan needs CONFIG (or --replay RUN_DIR)");
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
     if (c.parallel.strategy == "atom")

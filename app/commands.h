@@ -23,6 +23,6 @@ void add_train_command(CLI::App& app);   // trident train CONFIG [--set k=v]...
 void add_config_command(CLI::App& app);  // trident config CONFIG [--set k=v]...: validate and print resolved
 void add_bench_command(CLI::App& app);   // trident bench gemm|kernels
 void add_ckpt_command(CLI::App& app);    // trident ckpt verify|inspect DIR
-void add_plan_command(CLI::App& app);    // trident plan CONFIG [--cluster FILE] [--json]: FlexSP plans
+void add_plan_command(CLI::App& app);    // trident plan CONFIG [--cluster FILE] [--json] | --replay RUN_DIR
 
 }  // namespace trident::app

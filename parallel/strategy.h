@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/config.h"
 #include "core/data/batch.h"
@@ -68,10 +69,16 @@ class Strategy : public Candidate {
   // plans each batch may start planning it now, on rank 0, in the background. Not collective.
   virtual void prepare(const Batch& next) { (void)next; }
   // How the last batch ran, for strategies that plan each one; empty for the others.
+  struct GroupTime {
+    int64_t degree = 0;
+    double estimated_ms = 0;  // the plan's cost-model time of the group
+    double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
+  };
   struct Report {
     std::string layout;     // FlexSP: each micro-batch's group sizes, "<2, 1x2> <4>"
     double plan_ms = -1;    // rank 0's planning time of that batch (-1: no plan)
     bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
+    std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
   };
   virtual Report last_report() const { return {}; }
 };

@@ -260,6 +260,15 @@ void run_training(const Config& config) {
       record["groups"] = report.layout;
       record["plan_ms"] = report.plan_ms >= 0 ? nlohmann::ordered_json(report.plan_ms) : nullptr;  // rank 0's
       record["plan_ready"] = report.plan_ready;
+      if (!report.group_times.empty()) {  // [degree, estimated ms, measured ms] per group, per micro-batch
+        nlohmann::ordered_json times = nlohmann::ordered_json::array();
+        for (const auto& micro : report.group_times) {
+          nlohmann::ordered_json row = nlohmann::ordered_json::array();
+          for (const Strategy::GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms});
+          times.push_back(std::move(row));
+        }
+        record["group_times"] = std::move(times);
+      }
     }
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];

@@ -194,7 +194,7 @@ const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
     world.broadcast(wire.data(), size, CommType::i64, 0);
   }
   last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
-  report_ = {{}, world.rank() == 0 ? plan_ms_ : -1, plan_ready_};
+  report_ = {{}, world.rank() == 0 ? plan_ms_ : -1, plan_ready_, {}};
   if (last_plan_.lengths != lengths_of(batch))
     throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
                         "applied to another batch",
@@ -240,15 +240,20 @@ Strategy::Report FlexSequenceParallel::last_report() const {
 
 StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
   std::vector<std::optional<GroupBatch>> micro = local_micro_batches(batch, shared_plan(batch));
+  const int M = static_cast<int>(micro.size());
   int last = -1;
-  for (int i = 0; i < static_cast<int>(micro.size()); ++i)
+  for (int i = 0; i < M; ++i)
     if (micro[i]) last = i;
   StepSums sums;
+  std::vector<double> timing(static_cast<std::size_t>(M) + 1, 0.0);  // [position, seconds of each micro-batch]
+  timing[0] = groups_.position();
   for (int i = 0; i <= last; ++i) {
     if (!micro[i]) continue;  // this rank is in no group of micro-batch i
     if (i == last) dp_.reduce_during_backward(model);  // earlier ones only accumulate
     const TokenBatch mb = micro[i]->view();
+    const auto start = std::chrono::steady_clock::now();
     sums.loss_sum += model.forward_backward(mb, loss_weight);
+    timing[i + 1] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     sums.tokens += static_cast<double>(mb.num_tokens);
     sums.flops += model.flops(mb);
   }
@@ -256,7 +261,31 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
   dp_.finish(model);
   double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};
   dp_.sum(totals, 3);
+  record_group_times(timing);
   return {totals[0], static_cast<double>(count_targets(batch)), totals[1], totals[2]};
+}
+
+// Every rank's micro-batch times reach rank 0, which sets each group's measured time (its slowest member) beside
+// the plan's estimate.
+void FlexSequenceParallel::record_group_times(const std::vector<double>& timing) {
+  Communicator& world = groups_.world();
+  const auto row = static_cast<int64_t>(timing.size());
+  std::vector<double> all(static_cast<std::size_t>(row * world.size()));
+  world.allgather(timing.data(), all.data(), row, CommType::f64);
+  report_.group_times.clear();
+  if (world.rank() != 0) return;
+  std::vector<const double*> by_position(static_cast<std::size_t>(world.size()));
+  for (int r = 0; r < world.size(); ++r) by_position[static_cast<std::size_t>(all[r * row])] = &all[r * row];
+  for (std::size_t m = 0; m < last_plan_.micro_batches.size(); ++m) {
+    std::vector<GroupTime> times;
+    for (const flexsp::Group& g : last_plan_.micro_batches[m].groups) {
+      double slowest = 0;
+      for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p)
+        slowest = std::max(slowest, by_position[static_cast<std::size_t>(p)][m + 1]);
+      times.push_back({g.degree, g.time_s * 1e3, slowest * 1e3});
+    }
+    report_.group_times.push_back(std::move(times));
+  }
 }
 
 StepSums FlexSequenceParallel::evaluate(GPT& model, const Batch& batch) {

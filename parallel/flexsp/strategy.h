@@ -68,6 +68,7 @@ class FlexSequenceParallel final : public Strategy {
     double ms = 0;
   };
   Timed timed_plan(const std::vector<int64_t>& lengths) const;
+  void record_group_times(const std::vector<double>& timing);
   // This rank's part of each micro-batch of the plan (empty where it is in no group).
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 

@@ -98,6 +98,10 @@ assert all(r["strategy"] == "flexsp" and r["sp_size"] == 0 and r["estimate_ms"] 
 assert all(re.fullmatch(r"(<[0-9x, ]+> ?)+", r["groups"]) for r in rows), [r["groups"] for r in rows]
 assert any("2" in r["groups"] or "4" in r["groups"] for r in rows), [r["groups"] for r in rows]
 assert all(r["plan_ms"] >= 0 and isinstance(r["plan_ready"], bool) for r in rows), rows  # planned ahead, timed
+for r in rows:  # each group's estimate beside its measured time, micro-batch by micro-batch, as the layout says
+    assert " ".join("<" + ", ".join(str(g[0]) for g in mb) + ">" for mb in r["group_times"]).replace(" ", "") \
+        .count("<") == r["groups"].count("<"), r
+    assert all(g[1] > 0 and g[2] > 0 for mb in r["group_times"] for g in mb), r
 PY
 mkdir -p "$tmp/flexsp_resumed/checkpoints"
 cp -r "$tmp/flexsp/checkpoints/step_00000006" "$tmp/flexsp_resumed/checkpoints/"
@@ -110,6 +114,17 @@ b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
 assert sorted(b) == list(range(6, 12)) and all((a[s]["loss"], a[s]["groups"]) == (b[s]["loss"], b[s]["groups"])
                                                for s in b), [(s, a[s]["loss"], b[s]["loss"]) for s in b]
 PY
+# trident plan --replay: the cost model's error per group degree, from the run's metrics
+run 0 plan --replay "$tmp/flexsp"
+stdout_has "FlexSP steps" "| degree | groups | estimated ms | measured ms | error | measured / estimated |"
+run 0 plan --replay "$tmp/flexsp" --json
+/usr/bin/python3 -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; assert rows and all(
+    r["groups"] > 0 and r["measured_ms"] > 0 and r["ratio"] > 0 for r in rows), rows' "$tmp/out" ||
+  fail "plan --replay --json is wrong"
+run 2 plan --replay "$tmp/single"
+stderr_line "trident: config error:" "no step records group_times"
+run 2 plan --replay "$tmp/nowhere"
+stderr_line "trident: config error:" "$tmp/nowhere/metrics.jsonl"
 mpi 3 2 train "$tiny" "${base[@]}" --set parallel.strategy=flexsp --set run.dir="$tmp/flexsp3"
 config_error "parallel.strategy: 'flexsp'" "3 ranks"
 

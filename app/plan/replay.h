@@ -1,0 +1,12 @@
+#pragma once
+// `trident plan --replay RUN_DIR`: how well the FlexSP cost model estimated the groups of a training run. Reads
+// RUN_DIR/metrics.jsonl (the `group_times` FlexSP steps record: [degree, estimated ms, measured ms] per group) and
+// prints, per group degree, the groups seen, the median estimate and measurement, the median relative error and the
+// median measured / estimated ratio (what to scale the profile's compute by for this run).
+#include <string>
+
+namespace trident::app::plan {
+
+void print_replay(const std::string& run_dir, bool json);
+
+}  // namespace trident::app::plan
