@@ -10,7 +10,7 @@ namespace trident {
 
 StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Batch& batch, double lr,
                      const TrainConfig& config) {
-  const int64_t targets = std::count_if(batch.targets.begin(), batch.targets.end(), [](int32_t t) { return t >= 0; });
+  const int64_t targets = batch.num_targets();
   if (targets == 0) throw_runtime_error("a training batch has no token with a target");
   model.zero_grads();
   const StepSums sums = strategy.train(model, batch, 1.0f / static_cast<float>(targets));

@@ -6,6 +6,16 @@
 
 namespace trident {
 
+int64_t Batch::num_targets() const {
+  return std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; });
+}
+
+std::vector<int64_t> Batch::sequence_lengths() const {
+  std::vector<int64_t> out;
+  for (int s = 0; s < num_sequences(); ++s) out.push_back(cu_seqlens[s + 1] - cu_seqlens[s]);
+  return out;
+}
+
 void Batch::append_sequence(std::span<const int32_t> ids) {
   TRIDENT_CHECK(ids.size() >= 2, "a sequence needs at least one pair, got {} ids", ids.size());
   const auto count = static_cast<int32_t>(ids.size() - 1);

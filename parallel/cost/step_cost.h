@@ -59,6 +59,10 @@ class StepCostModel {
   double allgather_s(double bytes, int64_t d) const;
   // A ring all-reduce of `bytes` over the whole run.
   double allreduce_s(double bytes) const;
+  // The fp32 gradients every layout sums over all ranks each step: bytes a rank hands to the all-reduce (0 alone),
+  // and its time.
+  double gradient_bytes() const { return run_.world > 1 ? 4.0 * static_cast<double>(run_.num_params) : 0; }
+  double gradient_allreduce_s() const { return allreduce_s(gradient_bytes()); }
 
  private:
   RunShape run_;

@@ -34,15 +34,7 @@ cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& co
 
 namespace {
 
-int64_t count_targets(const Batch& b) {
-  return std::count_if(b.targets.begin(), b.targets.end(), [](int32_t t) { return t >= 0; });
-}
 
-std::vector<int64_t> lengths_of(const Batch& b) {
-  std::vector<int64_t> out;
-  for (int s = 0; s < b.num_sequences(); ++s) out.push_back(b.cu_seqlens[s + 1] - b.cu_seqlens[s]);
-  return out;
-}
 
 // A plan on the wire: [n, lengths..., micro-batches, per micro-batch: groups, per group: degree, first device,
 // sequences, the sequences...].
@@ -120,7 +112,7 @@ FlexSequenceParallel::~FlexSequenceParallel() = default;
 
 Feasibility FlexSequenceParallel::feasible(const Batch& batch) const {
   int64_t longest = 0;
-  for (int64_t s : lengths_of(batch)) longest = std::max(longest, s);
+  for (int64_t s : batch.sequence_lengths()) longest = std::max(longest, s);
   const int64_t most = cost_.token_capacity(cost_.max_degree());
   if (longest <= most) return {};
   return {false, fmt::format("flexsp: a document of {} tokens, above the {} tokens a group of all {} ranks holds",
@@ -137,7 +129,7 @@ FlexSequenceParallel::Timed FlexSequenceParallel::timed_plan(const std::vector<i
 
 void FlexSequenceParallel::prepare(const Batch& next) {
   if (groups_.world().rank() != 0) return;
-  std::vector<int64_t> lengths = lengths_of(next);
+  std::vector<int64_t> lengths = next.sequence_lengths();
   if (ahead_.valid() && lengths == ahead_lengths_) return;
   if (ahead_.valid()) ahead_.wait();  // one plan ahead at a time
   ahead_lengths_ = std::move(lengths);
@@ -145,7 +137,7 @@ void FlexSequenceParallel::prepare(const Batch& next) {
 }
 
 const flexsp::BatchPlan& FlexSequenceParallel::plan(const Batch& batch) const {
-  std::vector<int64_t> lengths = lengths_of(batch);
+  std::vector<int64_t> lengths = batch.sequence_lengths();
   if (lengths == planned_lengths_ && !planned_.micro_batches.empty()) return planned_;
   Timed t;
   if (ahead_.valid() && lengths == ahead_lengths_) {
@@ -165,11 +157,10 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   const flexsp::BatchPlan& p = plan(batch);
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
-  const double gradient_bytes = 4.0 * static_cast<double>(cost.run().num_params);
-  e.comm_s = cost.allreduce_s(gradient_bytes);
+  e.comm_s = cost.gradient_allreduce_s();
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;
-  double sent = cost.run().world > 1 ? gradient_bytes : 0;
+  double sent = cost.gradient_bytes();
   const double per_token = 8.0 * static_cast<double>(model_.n_layer * model_.n_embd * cost.run().bytes_per_value);
   for (const flexsp::MicroBatchPlan& mb : p.micro_batches)
     for (const flexsp::Group& g : mb.groups) {
@@ -195,7 +186,7 @@ const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
   }
   last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
   report_ = {{}, world.rank() == 0 ? plan_ms_ : -1, plan_ready_, {}};
-  if (last_plan_.lengths != lengths_of(batch))
+  if (last_plan_.lengths != batch.sequence_lengths())
     throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
                         "applied to another batch",
                         last_plan_.lengths.size(), batch.num_sequences());
@@ -262,7 +253,7 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
   double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};
   dp_.sum(totals, 3);
   record_group_times(timing);
-  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], totals[2]};
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], totals[2]};
 }
 
 // Every rank's micro-batch times reach rank 0, which sets each group's measured time (its slowest member) beside
@@ -297,7 +288,7 @@ StepSums FlexSequenceParallel::evaluate(GPT& model, const Batch& batch) {
     totals[1] += static_cast<double>(mb.num_tokens);
   }
   dp_.sum(totals, 2);
-  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], 0};
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }
 
 }  // namespace trident

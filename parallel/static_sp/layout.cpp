@@ -107,9 +107,7 @@ cost::StepEstimate StaticLayout::estimate(const Batch& batch, const cost::StepCo
     int64_t bytes = 0;
     for (const Batch& micro : replica) {
       if (micro.num_tokens() == 0) continue;
-      std::vector<int64_t> lengths;
-      for (int s = 0; s < micro.num_sequences(); ++s) lengths.push_back(micro.cu_seqlens[s + 1] - micro.cu_seqlens[s]);
-      compute += cost.compute_s(lengths, sp_size_);
+      compute += cost.compute_s(micro.sequence_lengths(), sp_size_);
       const auto [seconds, sent] = exchange(micro.num_tokens(), cost);
       comm += seconds;
       bytes += sent;
@@ -122,9 +120,8 @@ cost::StepEstimate StaticLayout::estimate(const Batch& batch, const cost::StepCo
     e.comm_bytes = std::max(e.comm_bytes, bytes);
   }
   // The gradients: summed over every rank whatever the layout.
-  const double gradient_bytes = 4.0 * static_cast<double>(cost.run().num_params);
-  e.comm_s += cost.allreduce_s(gradient_bytes);
-  if (cost.run().world > 1) e.comm_bytes += static_cast<int64_t>(gradient_bytes);
+  e.comm_s += cost.gradient_allreduce_s();
+  e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes());
   e.seconds = e.compute_s + e.comm_s;
   const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
   e.peak_bytes = GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);

@@ -28,9 +28,6 @@ LaspVariant lasp_variant(const Config& c, Communicator& group) {
   return times.faster();
 }
 
-int64_t count_targets(const Batch& b) {
-  return std::count_if(b.targets.begin(), b.targets.end(), [](int32_t t) { return t >= 0; });
-}
 
 }  // namespace
 
@@ -92,7 +89,7 @@ StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float los
   dp_.finish(model);
   double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};  // one small allreduce for the three
   dp_.sum(totals, 3);
-  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], totals[2]};
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], totals[2]};
 }
 
 StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
@@ -103,7 +100,7 @@ StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
     totals[1] += static_cast<double>(mb.num_tokens);
   }
   dp_.sum(totals, 2);
-  return {totals[0], static_cast<double>(count_targets(batch)), totals[1], 0};
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }
 
 }  // namespace trident
