@@ -31,6 +31,7 @@ using json = nlohmann::ordered_json;
 struct PlanArgs {
   std::string cluster;
   std::string replay;
+  std::string refit;
   bool json = false;
   plan::BatchSource source;
 };
@@ -187,8 +188,11 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--batches", args->source.batches, "Batches to plan (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--replay", args->replay,
                   "Instead of planning: the FlexSP cost model's error per group degree in a training run's metrics");
+  cmd->add_option("--refit", args->refit,
+                  "With --replay: scale this profile file's compute coefficients by the run's measured / estimated");
   cmd->callback([config, args] {
-    if (!args->replay.empty()) return plan::print_replay(args->replay, args->json);
+    if (!args->refit.empty() && args->replay.empty()) throw_config_error("--refit FILE needs --replay RUN_DIR");
+    if (!args->replay.empty()) return plan::print_replay(args->replay, args->json, args->refit);
     if (config->path.empty()) throw_config_error("trident plan needs CONFIG (or --replay RUN_DIR)");
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "parallel/cost/profile.h"
 
 namespace trident::app::plan {
 
@@ -27,7 +28,10 @@ struct Samples {
 
 }  // namespace
 
-void print_replay(const std::string& run_dir, bool json) {
+void print_replay(const std::string& run_dir, bool json, const std::string& refit) {
+  if (!refit.empty() && !std::filesystem::exists(refit))
+    throw_config_error("--refit: profile file '{}' not found (it scales an existing profile's compute)", refit);
+  if (!refit.empty()) cost::check_profile_target(refit);  // a bad file fails before anything is read
   const std::filesystem::path path = std::filesystem::path(run_dir) / "metrics.jsonl";
   std::ifstream in(path);
   if (!in) throw_config_error("--replay: cannot read '{}' (a training run's directory holds metrics.jsonl)", path.string());
@@ -81,6 +85,26 @@ void print_replay(const std::string& run_dir, bool json) {
     fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.0f}% | {:.2f} |\n", degree, s.error.size(), median(s.estimated),
                median(s.measured), 100 * median(s.error), median(s.ratio));
   }
+  if (refit.empty()) return;
+  std::vector<double> ratios;
+  if (const auto single = by_degree.find(1); single != by_degree.end()) {
+    ratios = single->second.ratio;
+  } else {
+    for (const auto& [degree, s] : by_degree) ratios.insert(ratios.end(), s.ratio.begin(), s.ratio.end());
+  }
+  const double ratio = median(ratios);
+  cost::Profile profile = cost::read_profile(refit);
+  if (!profile.compute) throw_config_error("{}: --refit: the profile has no 'compute' section to scale", refit);
+  cost::ComputeSection& c = *profile.compute;
+  c.alpha1_s_per_token2 *= ratio;
+  c.alpha2_s_per_token *= ratio;
+  c.beta1_s *= ratio;
+  c.fitted_from = fmt::format("scaled by {:.3f} (median measured / estimated of {} groups in {})", ratio,
+                              ratios.size(), path.string());
+  cost::Profile update;
+  update.compute = c;
+  cost::merge_profile_into(refit, update);
+  if (!json) fmt::print("\n{}: compute scaled by {:.3f}\n", refit, ratio);
 }
 
 }  // namespace trident::app::plan

@@ -121,6 +121,23 @@ run 0 plan --replay "$tmp/flexsp" --json
 /usr/bin/python3 -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; assert rows and all(
     r["groups"] > 0 and r["measured_ms"] > 0 and r["ratio"] > 0 for r in rows), rows' "$tmp/out" ||
   fail "plan --replay --json is wrong"
+cp "$tmp/node4.yaml" "$tmp/refit.yaml"
+run 0 plan --replay "$tmp/flexsp" --refit "$tmp/refit.yaml"
+stdout_has "compute scaled by"
+/usr/bin/python3 - "$tmp/node4.yaml" "$tmp/refit.yaml" <<'PY' || fail "--refit did not scale the compute section"
+import re, sys
+def compute(path):
+    text = open(path).read()
+    return {k: float(re.search(k + r": *([0-9.eE+-]+)", text).group(1)) for k in ("alpha2_s_per_token", "beta1_s")}, text
+(a, _), (b, text) = compute(sys.argv[1]), compute(sys.argv[2])
+ratio = b["alpha2_s_per_token"] / a["alpha2_s_per_token"]
+assert ratio > 0 and abs(b["beta1_s"] / a["beta1_s"] - ratio) < 1e-6 * ratio, (a, b)
+assert re.search(r"fitted_from: \"?scaled by", text), text
+PY
+run 2 plan --replay "$tmp/flexsp" --refit "$tmp/no_such_profile.yaml"
+stderr_line "trident: config error:" "--refit" "$tmp/no_such_profile.yaml"
+run 2 plan "$tiny" --refit "$tmp/refit.yaml"
+stderr_line "trident: config error:" "--refit FILE needs --replay RUN_DIR"
 run 2 plan --replay "$tmp/single"
 stderr_line "trident: config error:" "no step records group_times"
 run 2 plan --replay "$tmp/nowhere"
