@@ -95,7 +95,7 @@ void run_profile(const Options& options, const std::string& config_path, const s
   update.compute = compute;
   update.memory = cost::MemorySection{params * 16 / (1 << 30), std::max(per_token, 1.0), 0};
   update.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
-                                    config.train.precision == "bf16" ? 2 : 4};
+                                    activation_value_bytes(precision_named(config.train.precision))};
   if (!std::filesystem::exists(out))  // a new file describes this machine; an existing one keeps its cluster
     update.cluster = cost::ClusterSection{hostname(), 1, 1, config.device.memory_gb};
   cost::merge_profile_into(out, update);

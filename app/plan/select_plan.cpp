@@ -8,6 +8,7 @@
 
 #include "app/train/capacity.h"
 #include "kernels/common/error.h"
+#include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 #include "parallel/select/selector.h"
 
@@ -34,14 +35,7 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
   if (!profile.cluster) throw_config_error("{}: the profile has no 'cluster' section", profile_file);
   const cost::ClusterSection& cluster = *profile.cluster;
   const int world = static_cast<int>(cluster.nodes * cluster.devices_per_node);
-  const cost::RunShape shape{.world = world,
-                             .nodes = cluster.nodes,
-                             .ranks_per_node = cluster.devices_per_node,
-                             .n_layer = config.model.n_layer,
-                             .n_embd = config.model.n_embd,
-                             .n_head = config.model.n_head,
-                             .num_params = model_layout(config.model).num_params,
-                             .bytes_per_value = config.train.precision == "bf16" ? 2 : 4};
+  const cost::RunShape shape = run_shape(config, world, cluster.nodes, cluster.devices_per_node);
   const cost::StepCostModel cost = cost::StepCostModel::from_profile(profile, shape);
   const Device device = config.device.backend == "cuda" ? Device::cuda : Device::cpu;
   const int64_t capacity = token_capacity(config, precision_named(config.train.precision), device);

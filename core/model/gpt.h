@@ -21,6 +21,8 @@ namespace trident {
 // weights, gradients and optimizer state, and a bf16 copy of the weights for the forward and backward matmuls.
 enum class Precision { fp32, bf16 };
 Precision precision_named(const std::string& name);  // "fp32" | "bf16" (config values, validated by the schema)
+// Bytes of one activation value as it is stored and sent between ranks.
+inline int64_t activation_value_bytes(Precision precision) { return precision == Precision::bf16 ? 2 : 4; }
 
 class GPT {
  public:

@@ -28,7 +28,7 @@ cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& co
   cost::Profile p = profile;
   if (!p.model)
     p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
-                                 config.train.precision == "bf16" ? 2 : 4};
+                                 activation_value_bytes(precision_named(config.train.precision))};
   return cost::CostModel::for_run(p, capacity);
 }
 

@@ -98,7 +98,7 @@ cost::Profile measure_run_profile(GPT& model, RunGroups& groups, const Config& c
   p.network = network;
   p.cluster = cost::ClusterSection{"this run", groups.nodes(), per_node, config.device.memory_gb};
   p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
-                               config.train.precision == "bf16" ? 2 : 4};
+                               activation_value_bytes(precision_named(config.train.precision))};
   return p;
 }
 

@@ -9,7 +9,9 @@
 
 namespace trident {
 
-// The run the estimates are for.
+// The run the estimates are for: `world` ranks on `nodes` nodes of `ranks_per_node` (0: nodes differ), this model.
+cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int64_t ranks_per_node);
+// ... for the ranks of this run.
 cost::RunShape run_shape(const Config& config, const RunGroups& groups);
 
 // Before any work: what parallel.strategy and parallel.select.* ask is possible on this run, and a document of
