@@ -20,6 +20,7 @@
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"
 #include "parallel/flexsp/planner.h"
+#include "parallel/flexsp/strategy.h"
 
 namespace trident::app {
 
@@ -92,8 +93,11 @@ void run_plan(const Config& config, const PlanArgs& args) {
   if (cluster_file.empty())
     throw_config_error("trident plan needs a cluster profile: --cluster FILE or parallel.flexsp.cluster "
                        "(configs/clusters/ has examples)");
-  const cost::CostModel cost = cost::CostModel::from_profile(cost::read_profile(cluster_file));
   const ParallelConfig& p = config.parallel;
+  const FlexInner inner = configured_flex_inner(config);
+  check_flexsp(config.model, 1, inner);  // the model's side only: a described cluster is planned whatever its heads
+  const cost::CostModel cost =
+      with_flex_exchange(cost::CostModel::from_profile(cost::read_profile(cluster_file)), config, inner);
   const flexsp::TooLong too_long = flexsp::parse_too_long(p.flexsp_too_long);
   const int64_t cluster_max = cost.token_capacity(cost.max_degree());
   // Static SP: one degree sized for the longest sequence the config allows (or the whole cluster).
@@ -104,9 +108,10 @@ void run_plan(const Config& config, const PlanArgs& args) {
 
   const std::vector<plan::DrawnBatch> batches = plan::draw_batches(config, args.source);  // data errors come first
   if (!args.json)
-    fmt::print("cluster {}: {} devices ({} per node), {} tokens per device; solver {}; static SP degree {}\n",
+    fmt::print("cluster {}: {} devices ({} per node), {} tokens per device; solver {}; {} inside groups; static SP "
+               "degree {}\n",
                cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1), p.flexsp_solver,
-               static_degree);
+               cost::exchange_name(cost.exchange().kind), static_degree);
   for (size_t b = 0; b < batches.size(); ++b) {
     const std::vector<int64_t>& raw = batches[b].lengths;
     const std::vector<flexsp::Piece> pieces = flexsp::apply_length_policy(raw, cluster_max, too_long);
@@ -136,7 +141,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
     flexsp::check_batch_plan(flex.plan, cost);  // kept on in every build: a wrong plan is never printed
     if (args.json) {
       json j = {{"batch", b}, {"sequences", lengths.size()}, {"tokens", tokens}, {"longest", longest},
-                {"dropped", dropped}, {"split", split}};
+                {"dropped", dropped}, {"split", split}, {"inner", cost::exchange_name(cost.exchange().kind)}};
       // what each planned sequence is: [index in the drawn batch, first token] (differs after drop or split)
       json source = json::array();
       for (const flexsp::Piece& piece : pieces) source.push_back({piece.sequence, piece.offset});

@@ -79,13 +79,15 @@ struct ParallelConfig {
   std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy sp runs)
   int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
   std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2) | auto
-  // parallel.flexsp.*: the FlexSP planner (`trident plan`)
+  // parallel.flexsp.*: FlexSP's planner (training and `trident plan`)
   std::string flexsp_cluster;                 // cluster profile file; "" = give it with --cluster
   std::string flexsp_solver = "fast";         // fast | milp
   double flexsp_time_limit_s = 5.0;           // MILP: CBC's time limit per micro-batch
   int64_t flexsp_buckets = 16;                // MILP: length buckets per micro-batch (Q)
   int64_t flexsp_micro_batch_tries = 4;       // micro-batch counts tried from the fewest that can fit (M')
   std::string flexsp_too_long = "error";      // error | drop | split: a sequence longer than the cluster holds
+  std::string flexsp_inner = "auto";          // auto | ulysses | lasp: how a group's ranks split attention
+  std::string flexsp_degrees = "mixed";       // mixed (FlexSP) | single (one degree per batch: BatchAda)
 
   bool operator==(const ParallelConfig&) const = default;
 };

@@ -93,8 +93,7 @@ const std::vector<Key>& schema() {
        "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
        "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
        "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
-       "several sizes planned per micro-batch, Ulysses inside; a power-of-two world dividing model.n_head); atom is "
-       "not available yet"},
+       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*); atom is not available yet"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
@@ -128,6 +127,15 @@ const std::vector<Key>& schema() {
       {"parallel.flexsp.too_long",
        StringField{member(&C::parallel, &ParallelConfig::flexsp_too_long), {"error", "drop", "split"}},
        "FlexSP: a sequence longer than the whole cluster holds is an error, dropped, or split into pieces"},
+      {"parallel.flexsp.inner",
+       StringField{member(&C::parallel, &ParallelConfig::flexsp_inner), {"auto", "ulysses", "lasp"}},
+       "FlexSP: what runs inside each group: ulysses (all-to-alls of the group's tokens; model.n_head must divide by "
+       "the world size), lasp (linear attention only: LASP passes the d x d states, parallel.lasp.variant says how) or "
+       "auto (lasp for linear attention, else ulysses; under strategy auto, each that can run is a candidate)"},
+      {"parallel.flexsp.degrees",
+       StringField{member(&C::parallel, &ParallelConfig::flexsp_degrees), {"mixed", "single"}},
+       "FlexSP: mixed (groups of different sizes side by side, the FlexSP planner) or single (every group of a batch "
+       "the one size that is fastest for it: the BatchAda baseline)"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

@@ -48,16 +48,42 @@ CostModel CostModel::for_run(const Profile& p, int64_t tokens_per_device) {
   return m;
 }
 
+const char* exchange_name(GroupExchange::Kind kind) {
+  switch (kind) {
+    case GroupExchange::Kind::lasp_chain: return "LASP-1";
+    case GroupExchange::Kind::lasp_allgather: return "LASP-2";
+    case GroupExchange::Kind::ulysses: break;
+  }
+  return "Ulysses";
+}
+
+CostModel CostModel::with_exchange(GroupExchange exchange) const {
+  CostModel m = *this;
+  m.exchange_ = exchange;
+  return m;
+}
+
 Link CostModel::alltoall_link(int64_t d) const { return group_link(*profile_.network, d, nodes_spanned(d)); }
 
 DegreeCost CostModel::degree_cost(int64_t d) const {
   const ComputeSection& c = *profile_.compute;
   const double dd = static_cast<double>(d);
   DegreeCost k{c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};
-  if (d > 1) {  // one device runs attention whole: no all-to-all
-    const Link link = alltoall_link(d);
-    k.per_token += alltoalls_ * bytes_per_token_moved_ / dd / (link.bandwidth_gb_per_s * 1e9);
-    k.overhead += alltoalls_ * link.latency_us * 1e-6;
+  if (d == 1) return k;  // one device runs attention whole: no exchange
+  const Link link = alltoall_link(d);
+  const double latency = link.latency_us * 1e-6, bandwidth = link.bandwidth_gb_per_s * 1e9;
+  const double directions = 2.0 * static_cast<double>(n_layer());  // a state forward, its gradient backward
+  switch (exchange_.kind) {
+    case GroupExchange::Kind::ulysses:
+      k.per_token += alltoalls_ * bytes_per_token_moved_ / dd / bandwidth;
+      k.overhead += alltoalls_ * latency;
+      break;
+    case GroupExchange::Kind::lasp_chain:
+      k.overhead += directions * (dd - 1) * (latency + exchange_.state_bytes / bandwidth);
+      break;
+    case GroupExchange::Kind::lasp_allgather:
+      k.overhead += directions * (latency + (dd - 1) * exchange_.state_bytes / bandwidth);
+      break;
   }
   return k;
 }

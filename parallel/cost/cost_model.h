@@ -5,17 +5,28 @@
 //
 //   time(group)   = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1                     compute, forward + backward
 //                 + 8 L (latency(d) + (S/d) h b / bandwidth(d))                        Ulysses all-to-alls (d > 1)
+//              or + 2 L (d - 1) (latency(d) + state / bandwidth(d))                    LASP-1 state chains (d > 1)
+//              or + 2 L (latency(d) + (d - 1) state / bandwidth(d))                    LASP-2 state allgathers (d > 1)
 //   memory/device = model_states + (S/d) bytes_per_token  <=  device_memory - reserved
 //
 // S = sum_k s_k tokens on the group; 8 L all-to-alls per step (q, k, v, out; forward and backward; L layers), each
-// moving a rank's S/d tokens of h values of b bytes. bandwidth(d) and latency(d) come from the profile's measured
-// all-to-all entry for d devices on the nodes a buddy-aligned group of d spans, else its intra- or inter-node link.
+// moving a rank's S/d tokens of h values of b bytes. LASP moves one fp32 state of H D^2 values per layer and direction,
+// whatever S is (parallel/lasp/README.md). bandwidth(d) and latency(d) come from the profile's measured all-to-all
+// entry for d devices on the nodes a buddy-aligned group of d spans, else its intra- or inter-node link.
 #include <cstdint>
 #include <span>
 
 #include "parallel/cost/profile.h"
 
 namespace trident::cost {
+
+// How the ranks of a group split attention between them.
+struct GroupExchange {
+  enum class Kind { ulysses, lasp_chain, lasp_allgather };
+  Kind kind = Kind::ulysses;
+  double state_bytes = 0;  // LASP: one layer's state, 4 H D^2 bytes
+};
+const char* exchange_name(GroupExchange::Kind kind);  // "Ulysses", "LASP-1", "LASP-2"
 
 // A group of one degree: time = overhead + per_token2 * sum s^2 + per_token * sum s (0 when empty).
 struct DegreeCost {
@@ -32,6 +43,9 @@ class CostModel {
   // For a training run: the profile's cluster, network, compute and model sections, and the activation capacity the
   // run computed from device.memory_gb (`tokens_per_device`) in place of the memory section.
   static CostModel for_run(const Profile& profile, int64_t tokens_per_device);
+  // The same cluster and model with another exchange inside groups (Ulysses unless set).
+  CostModel with_exchange(GroupExchange exchange) const;
+  const GroupExchange& exchange() const { return exchange_; }
 
   int64_t devices() const { return devices_; }
   int64_t devices_per_node() const { return devices_per_node_; }
@@ -39,7 +53,7 @@ class CostModel {
   DegreeCost degree_cost(int64_t d) const;
   // Seconds one sequence of s tokens adds to a group of d devices (compute and all-to-all volume, not beta1).
   double sequence_s(int64_t s, int64_t d) const;
-  // Seconds a non-empty group pays once, whatever it holds: beta1 and the all-to-all latencies.
+  // Seconds a non-empty group pays once, whatever it holds: beta1, the all-to-all latencies or LASP's state exchange.
   double group_overhead_s(int64_t d) const;
   // The whole group: overhead plus each sequence; 0 for no sequences.
   double group_time_s(std::span<const int64_t> lengths, int64_t d) const;
@@ -53,7 +67,7 @@ class CostModel {
   int64_t n_layer() const { return static_cast<int64_t>(alltoalls_ / 8); }
   // Nodes a buddy-aligned group of d devices spans.
   int64_t nodes_spanned(int64_t d) const { return (d + devices_per_node_ - 1) / devices_per_node_; }
-  // The all-to-all link a group of d devices uses.
+  // The link a group of d devices exchanges over.
   Link alltoall_link(int64_t d) const;
 
  private:
@@ -62,6 +76,7 @@ class CostModel {
   int64_t tokens_per_device_ = 0;
   double alltoalls_ = 0;          // all-to-all calls per step: 8 L
   double bytes_per_token_moved_ = 0;  // h b per all-to-all
+  GroupExchange exchange_;
 };
 
 }  // namespace trident::cost

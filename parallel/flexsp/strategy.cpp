@@ -9,27 +9,59 @@
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/flexsp/fast_solver.h"
+#include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
 
 namespace trident {
 
-void check_flexsp(const ModelConfig& m, int world) {
+FlexInner configured_flex_inner(const Config& c) {
+  if (c.parallel.flexsp_inner == "lasp") return FlexInner::lasp;
+  if (c.parallel.flexsp_inner == "ulysses") return FlexInner::ulysses;
+  return c.model.attention == "linear" ? FlexInner::lasp : FlexInner::ulysses;
+}
+
+void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
   if ((world & (world - 1)) != 0)
     throw_config_error("parallel.strategy: 'flexsp' plans power-of-two groups over all ranks, but this run has {} "
                        "ranks (run on a power of two, or use parallel.strategy: auto or sp)",
                        world);
-  if (world > 1 && m.n_head % world != 0)
+  if (inner == FlexInner::lasp && m.attention != "linear")
+    throw_config_error("parallel.flexsp.inner: 'lasp' runs LASP inside the groups, which parallelises linear "
+                       "attention, but model.attention is '{}' (use parallel.flexsp.inner: ulysses)",
+                       m.attention);
+  if (inner == FlexInner::ulysses && world > 1 && m.n_head % world != 0)
     throw_config_error("parallel.strategy: 'flexsp' runs Ulysses inside groups of up to all {} ranks, but "
-                       "model.n_head = {} does not divide by {}",
-                       world, m.n_head, world);
+                       "model.n_head = {} does not divide by {}{}",
+                       world, m.n_head, world,
+                       m.attention == "linear" ? " (parallel.flexsp.inner: lasp has no such limit)" : "");
 }
 
-cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity) {
+cost::GroupExchange flex_exchange(const ModelConfig& m, FlexInner inner, LaspVariant variant) {
+  if (inner == FlexInner::ulysses) return {};
+  const double D = static_cast<double>(m.n_embd / m.n_head);
+  return {variant == LaspVariant::ring ? cost::GroupExchange::Kind::lasp_chain
+                                       : cost::GroupExchange::Kind::lasp_allgather,
+          4.0 * static_cast<double>(m.n_head) * D * D};
+}
+
+cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& config, FlexInner inner) {
+  if (inner == FlexInner::ulysses) return cost;
+  const cost::CostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::ring));
+  const cost::CostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::allgather));
+  const std::string& variant = config.parallel.lasp_variant;
+  if (variant == "ring") return chain;
+  if (variant == "allgather") return gather;
+  const int64_t all = cost.max_degree();
+  return chain.group_overhead_s(all) < gather.group_overhead_s(all) ? chain : gather;
+}
+
+cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
+                                  FlexInner inner) {
   cost::Profile p = profile;
   if (!p.model)
     p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
                                  activation_value_bytes(precision_named(config.train.precision))};
-  return cost::CostModel::for_run(p, capacity);
+  return with_flex_exchange(cost::CostModel::for_run(p, capacity), config, inner);
 }
 
 namespace {
@@ -76,8 +108,8 @@ flexsp::BatchPlan decode(const std::vector<int64_t>& wire) {
 
 }  // namespace
 
-FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, Planner planner)
-    : cost_(flexsp_cost_model(*env.profile, env.config, env.capacity_tokens)),
+FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inner, Planner planner)
+    : inner_(inner),
       planner_(std::move(planner)),
       capacity_(env.capacity_tokens),
       model_(env.config.model),
@@ -86,25 +118,38 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, Planner plann
       groups_(env.groups),
       dp_(env.groups.world(), env.groups.gradients()) {
   const int world = env.groups.world().size();
-  check_flexsp(model_, world);
-  if (!planner_)
-    planner_ = [tries = env.config.parallel.flexsp_micro_batch_tries](std::span<const int64_t> lengths,
-                                                                      const cost::CostModel& cost) {
-      return flexsp::plan_flexsp(lengths, cost, flexsp::FastSolver(), nullptr, tries);
-    };
+  check_flexsp(model_, world, inner_);
+  cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
+  if (cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather) variant_ = LaspVariant::allgather;
+  if (!planner_) {
+    const int64_t tries = env.config.parallel.flexsp_micro_batch_tries;
+    if (env.config.parallel.flexsp_degrees == "single")
+      planner_ = [tries](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+        int64_t degree = 0;
+        return flexsp::plan_best_homogeneous(lengths, cost, degree, tries);
+      };
+    else
+      planner_ = [tries](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+        return flexsp::plan_flexsp(lengths, cost, flexsp::FastSolver(), nullptr, tries);
+      };
+  }
   if (cost_.devices() != world)
     throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
                        cost_.devices(), world);
   const AttentionType type = model_.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
   const int H = static_cast<int>(model_.n_head), D = static_cast<int>(model_.n_embd / H);
   for (int d = 2; d <= world; d *= 2) {
-    Communicator& activations = *env.groups.group(d).device;
+    // Ulysses moves activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
+    const RunGroups::Group& group = env.groups.group(d);
     for (int l = 0; l < model_.n_layer; ++l) {
-      ops_[d].push_back(make_ulysses_op(activations, env.backend, type, H, D));
+      ops_[d].push_back(inner_ == FlexInner::lasp ? make_lasp_op(*group.host, env.backend, variant_, H, D)
+                                                  : make_ulysses_op(*group.device, env.backend, type, H, D));
       layer_ops_[d].push_back(ops_[d].back().get());
     }
   }
-  spdlog::info("flexsp: groups of 1..{} ranks planned per micro-batch, Ulysses inside; {} tokens a rank", world,
+  spdlog::info("{}: groups of 1..{} ranks planned per micro-batch ({} degrees), {} inside; {} tokens a rank", name(),
+               world, env.config.parallel.flexsp_degrees,
+               inner_ == FlexInner::lasp ? fmt::format("LASP ({})", lasp_variant_name(variant_)) : "Ulysses",
                capacity_);
 }
 
@@ -161,12 +206,15 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;
   double sent = cost.gradient_bytes();
-  const double per_token = 8.0 * static_cast<double>(model_.n_layer * model_.n_embd * cost.run().bytes_per_value);
+  const double L = static_cast<double>(model_.n_layer);
+  const double per_token = 8.0 * L * static_cast<double>(model_.n_embd * cost.run().bytes_per_value);
+  const double states = 2.0 * L * cost_.exchange().state_bytes;  // LASP: a state out, a gradient back, per layer
   for (const flexsp::MicroBatchPlan& mb : p.micro_batches)
     for (const flexsp::Group& g : mb.groups) {
       const int64_t n = (g.tokens + g.degree - 1) / g.degree;
       per_rank = std::max(per_rank, n);
-      if (g.first_device == 0 && g.degree > 1) sent += per_token * static_cast<double>(n);  // rank 0's share
+      if (g.first_device != 0 || g.degree == 1) continue;  // rank 0's share
+      sent += inner_ == FlexInner::lasp ? states : per_token * static_cast<double>(n);
     }
   e.comm_bytes = static_cast<int64_t>(sent);
   e.peak_bytes =

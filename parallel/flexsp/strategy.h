@@ -1,11 +1,12 @@
 #pragma once
 // FlexSP training (parallel.strategy: flexsp): each step the planner (planner.h) splits the ranks into buddy-aligned
 // power-of-two groups per micro-batch and assigns the batch's documents to them; each group runs its documents
-// packed in one row, cut into contiguous token slices with Ulysses all-to-alls inside (softmax or linear models),
-// over the communicators made at start-up (parallel/comm/run_groups.h), so the groups change from one micro-batch
-// to the next at no cost. Gradients are summed over all ranks with the loss normalised by the global token count, so
-// a step is the single-rank step. Rank 0 plans and broadcasts the plan with the document lengths it was made for;
-// a rank handed a plan for other documents stops with an error instead of running it.
+// packed in one row, cut into contiguous token slices, with Ulysses all-to-alls inside (softmax or linear models) or,
+// for linear attention, LASP's state exchange (heterogeneous LASP: its cost does not grow with the group's tokens).
+// The groups run over the communicators made at start-up (parallel/comm/run_groups.h), so they change from one
+// micro-batch to the next at no cost. Gradients are summed over all ranks with the loss normalised by the global
+// token count, so a step is the single-rank step. Rank 0 plans and broadcasts the plan with the document lengths it
+// was made for; a rank handed a plan for other documents stops with an error instead of running it.
 #include <functional>
 #include <future>
 #include <map>
@@ -18,31 +19,51 @@
 #include "parallel/cost/cost_model.h"
 #include "parallel/dp/data_parallel.h"
 #include "parallel/flexsp/planner.h"
+#include "parallel/lasp/lasp.h"
 #include "parallel/static_sp/group_batch.h"
 #include "parallel/strategy.h"
 
 namespace trident {
 
-// What the model and the world must be for FlexSP: a power-of-two world whose size divides model.n_head (Ulysses
-// splits the heads of a group of up to all ranks). A ConfigError naming the key otherwise.
-void check_flexsp(const ModelConfig& model, int world);
+// What runs inside a FlexSP group (parallel.flexsp.inner).
+enum class FlexInner { ulysses, lasp };
+
+// parallel.flexsp.inner resolved for strategy flexsp: auto is lasp for linear attention, else ulysses.
+FlexInner configured_flex_inner(const Config& config);
+
+// What the model and the world must be for FlexSP: a power-of-two world; with Ulysses inside, a world size dividing
+// model.n_head (Ulysses splits the heads of a group of up to all ranks); with LASP inside, linear attention. A
+// ConfigError naming the key otherwise.
+void check_flexsp(const ModelConfig& model, int world, FlexInner inner = FlexInner::ulysses);
+
+// How a group exchanges: Ulysses' all-to-alls, or LASP's states moved by `variant`.
+cost::GroupExchange flex_exchange(const ModelConfig& model, FlexInner inner, LaspVariant variant);
+
+// `cost` with the exchange of `inner` (parallel.flexsp.inner): for LASP, the variant parallel.lasp.variant names,
+// `auto` the one the cost model finds cheaper on a group of all devices (a pure function of the profile, so a resumed
+// run plans as the first did).
+cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& config, FlexInner inner);
 
 // The planner's cost model for this run: the profile's cluster, network and compute sections, its model section (or
-// this model's shape when it has none), and the run's activation capacity as each device's token budget.
-cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity);
+// this model's shape when it has none), the run's activation capacity as each device's token budget, and the
+// groups' exchange (with_flex_exchange).
+cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
+                                  FlexInner inner = FlexInner::ulysses);
 
 class FlexSequenceParallel final : public Strategy {
  public:
-  // Plans a batch's document lengths (rank 0 only). The default: plan_batch with the fast solver and
-  // parallel.flexsp.micro_batch_tries; tests hand in fixed plans. Every plan is checked (check_batch_plan) first.
+  // Plans a batch's document lengths (rank 0 only). The default: plan_flexsp with the fast solver (degrees mixed)
+  // or plan_best_homogeneous (degrees single), with parallel.flexsp.micro_batch_tries; tests hand in fixed plans.
+  // Every plan is checked (check_batch_plan) first.
   using Planner = std::function<flexsp::BatchPlan(std::span<const int64_t> lengths, const cost::CostModel& cost)>;
 
   // Needs env.profile. Collective over the world.
-  explicit FlexSequenceParallel(const StrategyEnv& env, Planner planner = {});
+  FlexSequenceParallel(const StrategyEnv& env, FlexInner inner, Planner planner = {});
   ~FlexSequenceParallel() override;
 
-  std::string name() const override { return "flexsp"; }
-  std::string method() const override { return "flexsp"; }
+  // "flexsp" (Ulysses inside) or "flexsp-lasp"
+  std::string name() const override { return inner_ == FlexInner::lasp ? "flexsp-lasp" : "flexsp"; }
+  std::string method() const override { return name(); }
   int sp_size() const override { return 0; }
   Feasibility feasible(const Batch& batch) const override;
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
@@ -72,6 +93,8 @@ class FlexSequenceParallel final : public Strategy {
   // This rank's part of each micro-batch of the plan (empty where it is in no group).
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 
+  FlexInner inner_;
+  LaspVariant variant_ = LaspVariant::ring;  // LASP inside
   cost::CostModel cost_;
   Planner planner_;
   int64_t capacity_;
@@ -80,7 +103,7 @@ class FlexSequenceParallel final : public Strategy {
   Device device_;
   RunGroups& groups_;
   DataParallel dp_;
-  std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one Ulysses op per layer
+  std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one op per layer
   std::map<int, std::vector<AttentionOp*>> layer_ops_;
   mutable std::vector<int64_t> planned_lengths_;
   mutable flexsp::BatchPlan planned_;

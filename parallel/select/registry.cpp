@@ -16,8 +16,9 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
     throw_config_error("parallel.strategy: 'atom' is not available yet; use 'auto', 'dp', 'sp' or 'flexsp'");
   if (p.strategy == "dp") return {{"dp", 1}};
   if (p.strategy == "flexsp") {
-    check_flexsp(m, world);
-    return {{"flexsp", 0}};
+    const FlexInner inner = configured_flex_inner(config);
+    check_flexsp(m, world, inner);
+    return {{inner == FlexInner::lasp ? "flexsp-lasp" : "flexsp", 0}};
   }
   if (p.strategy == "sp" || p.strategy == "lasp") {
     check_static_layout(m, p.sp_method, static_cast<int>(p.sp_size), world);
@@ -35,15 +36,18 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
     if (m.attention == "softmax") out.push_back({"ring", d});
   }
-  // FlexSP where it can run: a power-of-two world of at least two ranks whose size divides the heads
-  if (world > 1 && (world & (world - 1)) == 0 && m.n_head % world == 0) out.push_back({"flexsp", 0});
+  // FlexSP where it can run: a power-of-two world of at least two ranks; Ulysses inside needs the world size to
+  // divide the heads, LASP inside linear attention
+  if (world < 2 || (world & (world - 1)) != 0) return out;
+  if (p.flexsp_inner != "lasp" && m.n_head % world == 0) out.push_back({"flexsp", 0});
+  if (p.flexsp_inner != "ulysses" && m.attention == "linear") out.push_back({"flexsp-lasp", 0});
   return out;
 }
 
 std::vector<int> candidate_degrees(const Config& config, int world) {
   std::vector<int> degrees;
   for (const LayoutSpec& l : candidate_layouts(config, world)) {
-    if (l.method != "flexsp") degrees.push_back(l.sp_size);
+    if (l.sp_size > 0) degrees.push_back(l.sp_size);
     else
       for (int d = 1; d <= world; d *= 2) degrees.push_back(d);  // any buddy group, planned per micro-batch
   }
@@ -55,11 +59,13 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
   for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
-    if (l.method == "flexsp") {
+    if (l.sp_size == 0) {
       TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
-      out.push_back(std::make_unique<FlexSequenceParallel>(env));
+      out.push_back(std::make_unique<FlexSequenceParallel>(
+          env, l.method == "flexsp-lasp" ? FlexInner::lasp : FlexInner::ulysses));
+    } else {
+      out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
     }
-    else out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
   }
   return out;
 }
@@ -69,7 +75,7 @@ std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, in
   std::vector<std::unique_ptr<Candidate>> out;
   for (const LayoutSpec& l : candidate_layouts(config, world))
     for (const char* method : {"lasp1", "lasp2"}) {
-      if (l.method == "flexsp") break;  // `trident plan` plans flexsp with the FlexSP planner itself
+      if (l.sp_size == 0) break;  // `trident plan` plans FlexSP with the FlexSP planner itself
       const std::string resolved = l.method == "lasp" ? method : l.method;
       out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
       if (l.method != "lasp") break;

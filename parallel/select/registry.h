@@ -12,19 +12,21 @@ namespace trident {
 // One candidate: a method on groups of sp_size ranks. method "lasp" is LASP with the variant
 // parallel.lasp.variant names, measured on the group when that is auto (a fixed strategy only).
 struct LayoutSpec {
-  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring, flexsp
-  int sp_size = 1;     // 0: planned per micro-batch (flexsp)
+  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring, flexsp (Ulysses inside), flexsp-lasp
+  int sp_size = 1;     // 0: planned per micro-batch (flexsp, flexsp-lasp)
 };
 
 // The layouts parallel.strategy allows on `world` ranks, in a fixed order (the selector takes the first of equally
 // cheap ones): dp first, then by group size, methods in the order lasp1, lasp2, ulysses, ring.
 //   auto      dp; for every power-of-two group size d >= 2 that divides the world: lasp1 and lasp2 (linear
 //             attention; only the one parallel.lasp.variant names unless it is auto), ulysses (when model.n_head
-//             divides by d), ring (softmax attention); flexsp when the world is a power of two of at least two
-//             ranks that divides model.n_head
+//             divides by d), ring (softmax attention); when the world is a power of two of at least two ranks:
+//             flexsp (Ulysses inside, when the world size divides model.n_head) and flexsp-lasp (linear attention),
+//             unless parallel.flexsp.inner names the other
 //   dp        dp
 //   sp, lasp  parallel.sp.method on groups of parallel.sp.size
-//   flexsp    FlexSP: groups of every power-of-two size, planned per micro-batch (sp_size 0)
+//   flexsp    FlexSP: groups of every power-of-two size, planned per micro-batch (sp_size 0), with
+//             parallel.flexsp.inner inside (flexsp or flexsp-lasp)
 // A fixed layout the model or the world cannot run is a ConfigError naming the key (no collective).
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
 

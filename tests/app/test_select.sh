@@ -50,7 +50,7 @@ for r in auto:
     assert r["estimate_ms"] > 0 and r["predicted_ms"] == r["estimate_ms"], r  # mode model: no corrections
     names = [(c["strategy"], c["sp_size"]) for c in r["candidates"]]
     assert names == [("dp", 1), ("lasp1", 2), ("lasp2", 2), ("ulysses", 2), ("lasp1", 4), ("lasp2", 4),
-                     ("ulysses", 4), ("flexsp", 0)], names
+                     ("ulysses", 4), ("flexsp", 0), ("flexsp-lasp", 0)], names
     feasible = [c for c in r["candidates"] if "infeasible" not in c]
     best = min(feasible, key=lambda c: c["predicted_ms"])
     assert (best["strategy"], best["sp_size"]) == (r["strategy"], r["sp_size"]), r
@@ -87,14 +87,20 @@ mpi 2 0 train "$tiny" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tm
 close "$tmp/single" "$tmp/dp2" 1e-5
 
 # FlexSP trains: groups planned per micro-batch, the single rank's losses, the layouts in the metrics; with a
-# profile file its plans are a pure function of the batch, so it resumes bit for bit.
+# profile file its plans are a pure function of the batch, so it resumes bit for bit. The linear model runs LASP
+# inside its groups (parallel.flexsp.inner: auto), and Ulysses when asked.
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp \
   --set parallel.select.profile="$tmp/node4.yaml" --set checkpoint.every=6 --set run.dir="$tmp/flexsp"
 close "$tmp/single" "$tmp/flexsp" 1e-5
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp --set parallel.flexsp.inner=ulysses \
+  --set parallel.select.profile="$tmp/node4.yaml" --set run.dir="$tmp/flexsp_ulysses"
+close "$tmp/single" "$tmp/flexsp_ulysses" 1e-5
+grep -q '"strategy":"flexsp","sp_size":0' "$tmp/flexsp_ulysses/metrics.jsonl" ||
+  fail "parallel.flexsp.inner=ulysses did not run Ulysses inside FlexSP's groups"
 /usr/bin/python3 - "$tmp/flexsp/metrics.jsonl" <<'PY' || fail "FlexSP's metrics are wrong"
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert all(r["strategy"] == "flexsp" and r["sp_size"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
+assert all(r["strategy"] == "flexsp-lasp" and r["sp_size"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
 assert all(re.fullmatch(r"(<[0-9x, ]+> ?)+", r["groups"]) for r in rows), [r["groups"] for r in rows]
 assert any("2" in r["groups"] or "4" in r["groups"] for r in rows), [r["groups"] for r in rows]
 assert all(r["plan_ms"] >= 0 and isinstance(r["plan_ready"], bool) for r in rows), rows  # planned ahead, timed
@@ -144,6 +150,9 @@ run 2 plan --replay "$tmp/nowhere"
 stderr_line "trident: config error:" "$tmp/nowhere/metrics.jsonl"
 mpi 3 2 train "$tiny" "${base[@]}" --set parallel.strategy=flexsp --set run.dir="$tmp/flexsp3"
 config_error "parallel.strategy: 'flexsp'" "3 ranks"
+mpi 2 2 train "$tiny" "${base[@]}" --set model.attention=softmax --set parallel.strategy=flexsp \
+  --set parallel.flexsp.inner=lasp --set run.dir="$tmp/flexsp_lasp_softmax"
+config_error "parallel.flexsp.inner: 'lasp'" "model.attention is 'softmax'"
 
 # Mode measured without a profile: one is measured at start-up (and written to the run directory), the measured step
 # times correct the estimates, and the corrections are kept in every checkpoint.

@@ -1,6 +1,6 @@
 // FlexSP training: plans that mix group sizes in one micro-batch equal the single-rank step (softmax and linear
-// models, Ulysses inside each group), the groups come from the communicators made at start-up, and a plan made for
-// other documents is refused. The [mpi] cases run as a 1-rank world (ctest) and under mpirun with 2 and 4 ranks.
+// models with Ulysses inside each group, linear ones with LASP-1 and LASP-2 inside), the groups come from the
+// communicators made at start-up, and a plan made for other documents is refused. The [mpi] cases run as a 1-rank world (ctest) and under mpirun with 2 and 4 ranks.
 // Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <set>
 #include <span>
@@ -46,8 +46,16 @@ std::vector<int> all_degrees(int world) {
 TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank step", "[mpi][flexsp_train]") {
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;  // FlexSP needs a power-of-two world
-  for (const char* attention : {"softmax", "linear"}) {
+  struct Case {
+    const char* attention;
+    FlexInner inner;
+    const char* variant;
+  };
+  for (const Case& k : {Case{"softmax", FlexInner::ulysses, "ring"}, Case{"linear", FlexInner::ulysses, "ring"},
+                        Case{"linear", FlexInner::lasp, "ring"}, Case{"linear", FlexInner::lasp, "allgather"}}) {
+    const std::string attention = k.attention;
     Config c = tiny_strategy_config(attention, 256);
+    c.parallel.lasp_variant = k.variant;
     const cost::Profile profile = node_profile(W);
     RunGroups groups(world(), {}, all_degrees(W));
     // A rank holds 48 tokens: the 90-token document needs a pair (or more), the short ones fit one rank each.
@@ -65,11 +73,13 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
         for (const Groups& layout : micro) plan.micro_batches.push_back(flexsp::make_micro_batch(layout, lengths, cost));
         return plan;
       };
-    FlexSequenceParallel flexsp(env, mixed_plan);
+    FlexSequenceParallel flexsp(env, k.inner, mixed_plan);
+    CHECK(flexsp.name() == (k.inner == FlexInner::lasp ? "flexsp-lasp" : "flexsp"));
     GPT model(c.model, 256, test_allocator());
     model.init_weights(3);
     const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
-    INFO(attention << " on " << W << " ranks");
+    INFO(attention << (k.inner == FlexInner::lasp ? " with LASP " : " with Ulysses ") << k.variant << " on " << W
+                   << " ranks");
     CHECK(flexsp.feasible(b).ok == (W > 1 || b.num_tokens() <= 48 * 4));
     int64_t targets = 0;
     for (int32_t t : b.targets) targets += t >= 0;
@@ -117,7 +127,7 @@ TEST_CASE("FlexSP plans the next batch ahead, and falls back to planning on the 
   const Config c = tiny_strategy_config("softmax", 256);
   const cost::Profile profile = node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
-  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile});
+  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
   const Batch first = random_documents({30, 20, 10}, 1), second = random_documents({25, 25}, 2);
   flexsp.prepare(first);
   flexsp.shared_plan(first);
@@ -140,7 +150,7 @@ TEST_CASE("a FlexSP plan made for other documents is refused", "[mpi][flexsp_tra
   const Config c = tiny_strategy_config("softmax", 256);
   const cost::Profile profile = node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
-  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile});
+  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
   // Rank 0 plans its batch; every other rank is handed a batch with one document more.
   const Batch mine = random_documents(world().rank() == 0 ? std::vector<int>{30, 20} : std::vector<int>{30, 20, 5}, 1);
   if (world().rank() == 0) {
@@ -151,13 +161,62 @@ TEST_CASE("a FlexSP plan made for other documents is refused", "[mpi][flexsp_tra
   }
 }
 
-TEST_CASE("FlexSP's checks: a power-of-two world whose size divides the heads", "[flexsp_train]") {
+TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads to divide, LASP linear attention",
+          "[flexsp_train]") {
   Config c = tiny_strategy_config("softmax", 64);
   CHECK_NOTHROW(check_flexsp(c.model, 4));
   CHECK_THROWS_WITH(check_flexsp(c.model, 6), Catch::Contains("parallel.strategy: 'flexsp'") &&
                                                   Catch::Contains("6 ranks"));
   CHECK_THROWS_WITH(check_flexsp(c.model, 8), Catch::Contains("model.n_head = 4"));
+  CHECK_THROWS_WITH(check_flexsp(c.model, 4, FlexInner::lasp),
+                    Catch::Contains("parallel.flexsp.inner: 'lasp'") && Catch::Contains("'softmax'"));
   c.parallel.strategy = "flexsp";
   CHECK(candidate_layouts(c, 4).size() == 1);
   CHECK(candidate_degrees(c, 4) == std::vector<int>{1, 2, 4});
+  c.parallel.flexsp_inner = "lasp";
+  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.flexsp.inner"));
+
+  // A linear model: LASP inside has no head limit (8 ranks, 4 heads); auto picks it for strategy flexsp and lists
+  // both under strategy auto where both can run.
+  Config lin = tiny_strategy_config("linear", 64);
+  CHECK(configured_flex_inner(lin) == FlexInner::lasp);
+  CHECK_NOTHROW(check_flexsp(lin.model, 8, FlexInner::lasp));
+  CHECK_THROWS_WITH(check_flexsp(lin.model, 8, FlexInner::ulysses), Catch::Contains("parallel.flexsp.inner: lasp"));
+  auto methods = [](const Config& cfg, int world) {
+    std::vector<std::string> out;
+    for (const LayoutSpec& l : candidate_layouts(cfg, world))
+      if (l.sp_size == 0) out.push_back(l.method);
+    return out;
+  };
+  CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp", "flexsp-lasp"});
+  CHECK(methods(lin, 8) == std::vector<std::string>{"flexsp-lasp"});
+  lin.parallel.flexsp_inner = "ulysses";
+  CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp"});
+  lin.parallel.strategy = "flexsp";
+  CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp"});
+  lin.parallel.flexsp_inner = "auto";
+  CHECK(methods(lin, 8) == std::vector<std::string>{"flexsp-lasp"});
+}
+
+TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a share of the group's tokens",
+          "[flexsp_train]") {
+  const Config lin = tiny_strategy_config("linear", 64);
+  Config cfg = lin;
+  const cost::CostModel ulysses = flexsp_cost_model(node_profile(4), cfg, 100);
+  cfg.parallel.lasp_variant = "ring";
+  const cost::CostModel chain = flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp);
+  cfg.parallel.lasp_variant = "allgather";
+  const cost::CostModel gather = flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp);
+  cfg.parallel.lasp_variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
+  CHECK(flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==
+        cost::GroupExchange::Kind::lasp_allgather);
+  // 4 heads of 6: a state is 4 * 4 * 6 * 6 = 576 bytes; 2 layers, a state and its gradient each
+  CHECK(chain.exchange().state_bytes == 576);
+  const double hop = 20e-6 + 576 / 1e9;
+  CHECK(chain.group_overhead_s(4) - ulysses.group_overhead_s(1) == Approx(2 * 2 * 3 * hop));
+  CHECK(gather.group_overhead_s(4) - ulysses.group_overhead_s(1) == Approx(2 * 2 * (20e-6 + 3 * 576 / 1e9)));
+  // the compute of a sequence is the same; Ulysses adds its all-to-all volume per token, LASP nothing
+  CHECK(chain.sequence_s(50, 4) < ulysses.sequence_s(50, 4));
+  CHECK(chain.sequence_s(50, 4) == Approx(gather.sequence_s(50, 4)));
+  CHECK(chain.group_overhead_s(1) == ulysses.group_overhead_s(1));  // one rank: no exchange
 }
