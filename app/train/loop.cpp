@@ -221,6 +221,7 @@ void run_training(const Config& config) {
   for (int64_t step = start_step; step < config.train.steps; ++step) {
     const auto start = clock::now();
     const int64_t comm_bytes_before = groups.bytes_sent();
+    const double alltoall_s_before = groups.alltoall_seconds();
     const Batch batch = train_batches.batch(step);
     const double lr = learning_rate(config.train, step);
     const Selector::Choice choice = selector->choose(batch);
@@ -254,6 +255,7 @@ void run_training(const Config& config) {
         {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
         {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
+        {"alltoall_ms", (groups.alltoall_seconds() - alltoall_s_before) * 1e3},  // rank 0's time in all-to-alls
         {"estimate_ms", nullptr},
     };
     if (const Strategy::Report report = choice.strategy->last_report(); !report.layout.empty()) {

@@ -25,6 +25,13 @@ void CommCounters::record(const std::string& op, int64_t bytes) {
   entry.bytes += bytes;
 }
 
+double CommCounters::alltoall_seconds() const {
+  double total = 0;
+  for (const char* name : {"alltoall", "alltoallv"})
+    if (const auto it = ops.find(name); it != ops.end()) total += it->second.seconds;
+  return total;
+}
+
 int64_t CommCounters::total_bytes() const {
   int64_t total = 0;
   for (const auto& [name, op] : ops) total += op.bytes;

@@ -34,9 +34,12 @@ struct CommCounters {
     int64_t calls = 0;
     int64_t bytes = 0;  // bytes this rank handed to the operation (its send side): the whole send buffer for
                         // collectives, only the root's for broadcast, 0 for recv, irecv and barrier
+    double seconds = 0;  // wall time inside the calls, waiting for peers included: MPI's all-to-alls (else 0)
   };
   std::map<std::string, Op> ops;  // "allreduce", "send", "alltoallv", ...
   void record(const std::string& op, int64_t bytes);  // one call of `op` that sent `bytes`
+  // Seconds this rank spent in all-to-all calls (alltoall, alltoallv) where they are timed.
+  double alltoall_seconds() const;
   int64_t total_bytes() const;
   int64_t total_calls() const;
 };

@@ -2,6 +2,7 @@
 #include "parallel/comm/mpi_comm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <numeric>
 
@@ -12,6 +13,19 @@
 namespace trident {
 
 namespace {
+
+// Adds the wall time from its construction to its destruction to a counter: a blocking call's time on this rank.
+class TimedCall {
+ public:
+  explicit TimedCall(CommCounters::Op& op) : op_(op), start_(std::chrono::steady_clock::now()) {}
+  ~TimedCall() { op_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+
+ private:
+  CommCounters::Op& op_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // Calls fn(byte offset, element count) for consecutive pieces of at most kMpiPieceBytes covering `count` elements.
 // A zero count still makes one (empty) call, so a zero-length message synchronises as it does in MPI.
@@ -196,6 +210,7 @@ void MpiCommunicator::allgatherv(const void* in, int64_t count, void* out, const
 
 void MpiCommunicator::alltoall(const void* in, void* out, int64_t count, CommType type) {
   counters_.record("alltoall", comm_bytes(count, type) * size_);
+  const TimedCall timed(counters_.ops["alltoall"]);
   if (comm_bytes(count, type) <= kMpiPieceBytes) {
     const int n = static_cast<int>(count);
     check(MPI_Alltoall(in, n, mpi_datatype(type), out, n, mpi_datatype(type), comm_), "alltoall");
@@ -214,6 +229,7 @@ void MpiCommunicator::alltoallv(const void* in, const std::vector<int64_t>& send
   check_per_rank_layout("alltoallv", size_, send_counts, send_displs);
   check_per_rank_layout("alltoallv", size_, recv_counts, recv_displs);
   counters_.record("alltoallv", comm_bytes(std::reduce(send_counts.begin(), send_counts.end()), type));
+  const TimedCall timed(counters_.ops["alltoallv"]);
   AlltoallwBlocks send, receive;
   for (int r = 0; r < size_; ++r) {
     send.add(type, send_counts[r], send_displs[r]);

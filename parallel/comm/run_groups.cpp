@@ -61,4 +61,11 @@ int64_t RunGroups::bytes_sent() const {
   return bytes;
 }
 
+double RunGroups::alltoall_seconds() const {
+  double seconds = world_.counters().alltoall_seconds();
+  for (const auto& [d, g] : groups_)
+    if (g.host) seconds += g.host->counters().alltoall_seconds();  // on the CPU `device` is `host`
+  return seconds;
+}
+
 }  // namespace trident

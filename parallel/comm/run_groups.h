@@ -47,6 +47,8 @@ class RunGroups {
   int nodes() const { return nodes_; }
   // Bytes this rank has sent on every communicator of the run, since the start.
   int64_t bytes_sent() const;
+  // Seconds this rank has spent in all-to-alls on every communicator (MPI's; NCCL's run on the stream, untimed).
+  double alltoall_seconds() const;
 
  private:
   Communicator& world_;

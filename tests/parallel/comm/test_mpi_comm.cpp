@@ -3,9 +3,11 @@
 // collective in the same order; checks use CHECK rather than REQUIRE so that a rank with a wrong result still joins
 // the collectives that follow instead of leaving the others waiting.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -326,6 +328,26 @@ TEST_CASE("split by colour: ordered by key, cached per partition, colour < 0 get
     rest->allreduce_sum(&one, 1, CommType::i32);
     CHECK(one == n - 1);
   }
+}
+
+TEST_CASE("all-to-alls count the time a rank spends in them, waiting for a late peer included", "[comm][mpi]") {
+  Communicator& comm = world();
+  const int n = comm.size();
+  comm.reset_counters();
+  std::vector<float> in(4 * n), out(4 * n);
+  comm.barrier();
+  if (comm.rank() == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last rank is late
+  comm.alltoall(in.data(), out.data(), 4, CommType::f32);
+  std::vector<int64_t> counts(n, 1), displs(n);
+  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), int64_t{0});
+  comm.alltoallv(in.data(), counts, displs, out.data(), counts, displs, CommType::f32);
+  comm.allreduce_sum(in.data(), 1, CommType::f32);
+  const auto& ops = comm.counters().ops;
+  // no rank leaves the all-to-all before the late one joins it
+  if (n > 1 && comm.rank() == 0) CHECK(ops.at("alltoall").seconds >= 0.045);
+  CHECK(ops.at("alltoallv").seconds >= 0);
+  CHECK(comm.counters().alltoall_seconds() == ops.at("alltoall").seconds + ops.at("alltoallv").seconds);
+  CHECK(ops.at("allreduce").seconds == 0);  // only all-to-alls are timed
 }
 
 TEST_CASE("counters count calls and the bytes each rank sent, per communicator", "[comm][mpi]") {

@@ -144,6 +144,22 @@ TEST_CASE("FlexSP plans the next batch ahead, and falls back to planning on the 
   CHECK(flexsp.last_plan().lengths == std::vector<int64_t>{25, 25});
 }
 
+TEST_CASE("parallel.flexsp.degrees: single gives every group of a batch one size (BatchAda)", "[mpi][flexsp_train]") {
+  const int W = world().size();
+  if ((W & (W - 1)) != 0) return;
+  Config c = tiny_strategy_config("softmax", 256);
+  c.parallel.flexsp_degrees = "single";
+  const cost::Profile profile = node_profile(W);
+  RunGroups groups(world(), {}, all_degrees(W));
+  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
+  const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
+  std::set<int64_t> degrees;
+  for (const flexsp::MicroBatchPlan& mb : flexsp.shared_plan(b).micro_batches)
+    for (const flexsp::Group& g : mb.groups) degrees.insert(g.degree);
+  CHECK(degrees.size() == 1);
+  if (W > 1) CHECK(*degrees.begin() >= 2);  // the 90-token document needs two ranks' 48 tokens
+}
+
 TEST_CASE("a FlexSP plan made for other documents is refused", "[mpi][flexsp_train]") {
   const int W = world().size();
   if (W == 1 || (W & (W - 1)) != 0) return;  // needs a rank that did not plan
