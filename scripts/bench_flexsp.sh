@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# FlexSP training against its baselines on the emulated cluster (2 nodes x 4 ranks, 1 Gbit between the nodes, shared
+# memory inside them), for each synthetic long-tail length preset (configs/flexsp_longtail.yaml): in one run of this
+# script, per preset,
+#   flexsp    groups of several sizes per micro-batch (parallel.strategy: flexsp; its profile is measured at start-up
+#             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
+#   batchada  the best single group size per batch (parallel.flexsp.degrees: single)
+#   static    Ulysses over all 8 ranks for every document (parallel.strategy: sp, sp.size 8)
+# Prints a markdown table: measured tokens/s (steps after the first), FlexSP's speedup over each baseline, the share of
+# the step rank 0 spent inside all-to-alls (metrics alltoall_ms), planning (median plan_ms, plans ready in time), and
+# the cost model's error on FlexSP's groups (median |estimated - measured| / measured, per group size, from
+# group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/flexsp_plan_gpt7b.yaml)
+# beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
+# Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
+steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
+    --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
+    --presets) presets=${2:?--presets needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --presets LIST)" ;;
+  esac
+done
+[[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
+IFS=, read -r -a preset_list <<<"$presets"
+for p in "${preset_list[@]}"; do
+  [[ $p == wikipedia || $p == commoncrawl || $p == github ]] ||
+    die "--presets: unknown preset '$p' (allowed: wikipedia, commoncrawl, github)"
+done
+trident=$(realpath "${TRIDENT:-build/trident}")
+[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+out=runs/bench_flexsp
+if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
+mkdir -p "$out"
+out=$(realpath "$out")
+config=$(realpath configs/flexsp_longtail.yaml)
+
+emu=(bash scripts/emucluster.sh)
+cl=(--name "bench-flexsp-$$")
+trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
+"${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 4 --inter-bw "$inter_bw" >/dev/null
+export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
+  local name=$1
+  shift
+  echo "bench_flexsp: $name" >&2
+  timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
+    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
+}
+for preset in "${preset_list[@]}"; do
+  train "${preset}_flexsp" --set data.preset="$preset"
+  profile=(--set data.preset="$preset" --set parallel.select.profile="$out/${preset}_flexsp/profile.yaml")
+  train "${preset}_batchada" --set parallel.flexsp.degrees=single "${profile[@]}"
+  train "${preset}_static" --set parallel.strategy=sp --set parallel.sp.method=ulysses --set parallel.sp.size=8 \
+    --set train.micro_batches=2 \
+    "${profile[@]}"
+done
+"$trident" plan configs/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json >"$out/paper_plan.jsonl" \
+  2>"$out/paper_plan.log" || echo "bench_flexsp: trident plan failed (see $out/paper_plan.log)" >&2
+
+/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" <<'PY' | tee "$out/flexsp.md"
+import json, statistics, sys
+from collections import defaultdict
+from pathlib import Path
+out, steps, inter_bw, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+def rows(name):
+    p = out / name / "metrics.jsonl"
+    return [json.loads(l) for l in open(p)] if p.exists() else []
+def after_first(r):  # the first step allocates
+    return r[1:]
+def tokens_per_s(r):
+    r = after_first(r)
+    return sum(x["tokens"] for x in r) / sum(x["step_ms"] for x in r) * 1e3 if r else None
+def alltoall_share(r):
+    r = after_first(r)
+    return sum(x.get("alltoall_ms", 0) for x in r) / sum(x["step_ms"] for x in r) if r else None
+def reason(name):
+    lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
+    return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
+print(f"# FlexSP vs BatchAda vs static Ulysses, 2 nodes x 4 ranks ({inter_bw} between nodes), {steps} steps\n")
+print("| preset | run | tokens/s | FlexSP's speedup | all-to-all share | layouts (steps) | plan ms (median), ready |")
+print("|---|---|---|---|---|---|---|")
+errors = {}
+for preset in presets:
+    flex_tps = tokens_per_s(rows(f"{preset}_flexsp"))
+    for run in ("flexsp", "batchada", "static"):
+        name = f"{preset}_{run}"
+        r = rows(name)
+        if len(r) < steps:
+            print(f"| {preset} | {run} | stopped after {len(r)} steps: {reason(name)} | | | | |")
+            continue
+        tps = tokens_per_s(r)
+        speedup = f"{flex_tps / tps:.2f}x" if flex_tps and run != "flexsp" else ""
+        layouts = defaultdict(int)
+        for x in r:
+            layouts[x.get("groups") or f'{x["strategy"]} sp={x["sp_size"]}'] += 1
+        common = sorted(layouts.items(), key=lambda kv: -kv[1])[:3]
+        layout_text = ", ".join(f"{k} ({v})" for k, v in common) + (", ..." if len(layouts) > 3 else "")
+        plans = [x["plan_ms"] for x in r if x.get("plan_ms") is not None]
+        ready = sum(1 for x in r[1:] if x.get("plan_ready"))
+        plan_text = f"{statistics.median(plans):.2f}, {ready}/{len(r) - 1}" if plans else ""
+        print(f"| {preset} | {run} | {tps:.0f} | {speedup} | {alltoall_share(r):.0%} | {layout_text} | {plan_text} |")
+        if run == "flexsp":
+            by_degree = defaultdict(list)
+            for x in after_first(r):
+                for mb in x.get("group_times", []):
+                    for degree, est, meas in mb:
+                        by_degree[degree].append(abs(est - meas) / meas)
+            errors[preset] = {d: (len(e), statistics.median(e)) for d, e in sorted(by_degree.items())}
+print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured; groups counted):\n")
+for preset, by in errors.items():
+    print(f"- {preset}: " + ", ".join(f"degree {d}: {e:.0%} ({n})" for d, (n, e) in by.items()))
+plans = [json.loads(l) for l in open(out / "paper_plan.jsonl")] if (out / "paper_plan.jsonl").exists() else []
+if plans:
+    print("\nPaper scale, estimated by `trident plan` (GPT-7B, 8 x 8 A100-40GB, 384K context, 512-sequence batches):\n")
+    for p in plans:
+        print(f'- batch {p["batch"]}: FlexSP {p["flexsp"]["time_s"]:.1f} s, {p["speedup_vs_static_sp"]:.2f}x static SP '
+              f'(degree {p["static_sp"]["degree"]}), {p["speedup_vs_batchada"]:.2f}x BatchAda '
+              f'(degree {p["batchada"]["degree"]})')
+PY
