@@ -6,26 +6,34 @@
 #             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
 #   batchada  the best single group size per batch (parallel.flexsp.degrees: single)
 #   static    Ulysses over all 8 ranks for every document (parallel.strategy: sp, sp.size 8)
+# With --attention linear the model is linear attention: FlexSP and BatchAda run LASP inside their groups
+# (heterogeneous LASP), static is LASP over all 8 ranks, and a fourth run, flexsp_ulysses, is FlexSP with Ulysses
+# inside.
 # Prints a markdown table: measured tokens/s (steps after the first), FlexSP's speedup over each baseline, the share of
 # the step rank 0 spent inside all-to-alls (metrics alltoall_ms), planning (median plan_ms, plans ready in time), and
 # the cost model's error on FlexSP's groups (median |estimated - measured| / measured, per group size, from
 # group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/flexsp_plan_gpt7b.yaml)
 # beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
 # Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
+#                                     [--attention softmax|linear]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
-steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github
+steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax
 while [[ $# -gt 0 ]]; do
   case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
     --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
     --presets) presets=${2:?--presets needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --presets LIST)" ;;
+    --attention) attention=${2:?--attention needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --presets LIST, --attention TYPE)" ;;
   esac
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
+[[ $attention == softmax || $attention == linear ]] || die "--attention: '$attention' is not softmax or linear"
+static_method=ulysses
+[[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
 for p in "${preset_list[@]}"; do
   [[ $p == wikipedia || $p == commoncrawl || $p == github ]] ||
@@ -49,24 +57,28 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
   shift
   echo "bench_flexsp: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
-    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
+    --set model.attention="$attention" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
 }
 for preset in "${preset_list[@]}"; do
   train "${preset}_flexsp" --set data.preset="$preset"
   profile=(--set data.preset="$preset" --set parallel.select.profile="$out/${preset}_flexsp/profile.yaml")
   train "${preset}_batchada" --set parallel.flexsp.degrees=single "${profile[@]}"
-  train "${preset}_static" --set parallel.strategy=sp --set parallel.sp.method=ulysses --set parallel.sp.size=8 \
-    --set train.micro_batches=2 \
-    "${profile[@]}"
+  train "${preset}_static" --set parallel.strategy=sp --set parallel.sp.method=$static_method \
+    --set parallel.sp.size=8 --set train.micro_batches=2 "${profile[@]}"
+  if [[ $attention == linear ]]; then
+    train "${preset}_flexsp_ulysses" --set parallel.flexsp.inner=ulysses "${profile[@]}"
+  fi
 done
 "$trident" plan configs/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench_flexsp: trident plan failed (see $out/paper_plan.log)" >&2
 
-/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" <<'PY' | tee "$out/flexsp.md"
+/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-out, steps, inter_bw, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+out, steps, inter_bw, attention = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5]
+presets = sys.argv[4].split(",")
+method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
     return [json.loads(l) for l in open(p)] if p.exists() else []
@@ -81,13 +93,14 @@ def alltoall_share(r):
 def reason(name):
     lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
     return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
-print(f"# FlexSP vs BatchAda vs static Ulysses, 2 nodes x 4 ranks ({inter_bw} between nodes), {steps} steps\n")
+print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), 2 nodes x 4 ranks "
+      f"({inter_bw} between nodes), {steps} steps\n")
 print("| preset | run | tokens/s | FlexSP's speedup | all-to-all share | layouts (steps) | plan ms (median), ready |")
 print("|---|---|---|---|---|---|---|")
 errors = {}
 for preset in presets:
     flex_tps = tokens_per_s(rows(f"{preset}_flexsp"))
-    for run in ("flexsp", "batchada", "static"):
+    for run in ("flexsp", "batchada", "static") + (("flexsp_ulysses",) if attention == "linear" else ()):
         name = f"{preset}_{run}"
         r = rows(name)
         if len(r) < steps:

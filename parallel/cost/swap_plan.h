@@ -1,0 +1,63 @@
+#pragma once
+// ATOM's swap planner (papers.md §4.2-4.3): the model's layers split into contiguous sub-models that take turns on a
+// device too small for the whole model, the next one loading while the current one computes. Pure: no MPI, no device.
+//
+// Schedule (one-deep prefetch, k sub-models; sub-model k stays resident from the forward into the backward):
+//   forward   load_1, then compute_i while load_{i+1} runs:      t_fwd = load_1 + sum_{i<k} max(F_i, load_{i+1}) + F_k
+//   backward  sub-models k .. 1, each recomputing its forward from its boundary checkpoint before its backward
+//             (B_i = F_i + backward_i), while the previous one loads and its own gradients stream to the host:
+//                                                              t_bwd = sum_{i>1} max(B_i, copy(load_{i-1}, drain_i))
+//                                                                    + max(B_1, drain_1)
+//   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread), max(a, b) with one
+//   engine per direction (CUDA's H2D and D2H streams).
+// Device memory: while sub-model i computes and i + 1 (or i - 1) loads, both sit in their slots (weights and
+// gradients) beside the computing one's activations and the resident bytes:
+//   slot_i + slot_j + max(act_i, act_j) + resident <= budget   for every two neighbours i, j.
+// The partition minimises t_fwd + t_bwd under that constraint: a DP over split points, O(L^3) for L layers.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace trident::cost {
+
+// One layer as the swap planner sees it: measured or derived from the model's shape.
+struct LayerCost {
+  int64_t weight_bytes = 0;      // moved host -> device each time the layer loads
+  int64_t grad_bytes = 0;        // moved device -> host after its backward
+  int64_t activation_bytes = 0;  // device bytes its recomputed forward keeps for the backward
+  double forward_s = 0;
+  double backward_s = 0;  // without the recompute
+};
+
+struct SwapDevice {
+  int64_t budget_bytes = 0;    // device memory the run may use
+  int64_t resident_bytes = 0;  // always on the device: the tied embedding / LM head, boundary checkpoints, buffers
+  double h2d_bytes_per_s = 0;
+  double d2h_bytes_per_s = 0;
+  bool shared_copy_engine = true;  // loads and gradient drains queue on one engine
+};
+
+struct SwapPlan {
+  std::vector<int> starts;  // sub-model i is layers [starts[i], starts[i + 1]) (the last ends at the layer count)
+  double forward_s = 0;
+  double backward_s = 0;
+  double compute_s = 0;      // sum of F_i and B_i: the step with every copy hidden
+  double exposed_copy_s = 0;  // forward_s + backward_s - compute_s
+  int64_t peak_bytes = 0;    // the largest neighbour pair's memory, resident bytes included
+  int sub_models() const { return static_cast<int>(starts.size()); }
+  double step_s() const { return forward_s + backward_s; }
+};
+
+// The predicted times and peak memory of one partition (`starts` begins at 0, increasing, below layers.size()).
+SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& device, std::vector<int> starts);
+
+// The fastest partition that fits, with exactly `sub_models` sub-models when given (> 0), else any count; nullopt
+// when none fits (a layer and its neighbour do not fit the budget).
+std::optional<SwapPlan> plan_swaps(std::span<const LayerCost> layers, const SwapDevice& device, int sub_models = 0);
+
+// "[0, 4) [4, 8) [8, 12)": the partition, for messages and `trident plan`.
+std::string describe_swaps(const SwapPlan& plan, int layers);
+
+}  // namespace trident::cost
