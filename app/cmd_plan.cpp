@@ -2,7 +2,8 @@
 // per batch (app/plan/select_plan.h). With flexsp: the FlexSP planner on a described cluster, batch by batch, beside
 // the two baselines it is measured against: static sequence parallelism (one degree for every sequence, sized for
 // the longest sequence the config allows, as DeepSpeed-Ulysses runs) and BatchAda (the best single degree for each
-// batch). Times are the cost model's estimates (parallel/cost/cost_model.h), not measurements.
+// batch). With atom: the swap plan (app/plan/atom_plan.h). Times are the cost model's estimates
+// (parallel/cost/cost_model.h), not measurements.
 #include <time.h>
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/plan/atom_plan.h"
 #include "app/plan/batches.h"
 #include "app/plan/replay.h"
 #include "app/plan/select_plan.h"
@@ -178,7 +180,8 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plans for a described cluster, per batch: with parallel.strategy: flexsp, FlexSP's groups, "
               "micro-batches and estimated times beside static SP and the best single degree per batch; with auto, "
-              "dp or sp, every candidate strategy's estimate and the one the selector would run");
+              "dp or sp, every candidate strategy's estimate and the one the selector would run; with atom, the "
+              "swap plan: the layers' split into sub-models, the predicted step and the copy time left exposed");
   auto config = add_config_args(cmd, /*optional=*/true);
   auto args = std::make_shared<PlanArgs>();
   cmd->add_option("--cluster", args->cluster,
@@ -202,7 +205,7 @@ void add_plan_command(CLI::App& app) {
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
     if (c.parallel.strategy == "atom")
-      throw_config_error("parallel.strategy: 'atom' is not available yet: trident plan plans flexsp, auto, dp and sp");
+      return plan::print_atom_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->json);
     plan::print_selection_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->source,
                                args->json);
   });

@@ -88,6 +88,8 @@ struct ParallelConfig {
   std::string flexsp_too_long = "error";      // error | drop | split: a sequence longer than the cluster holds
   std::string flexsp_inner = "auto";          // auto | ulysses | lasp: how a group's ranks split attention
   std::string flexsp_degrees = "mixed";       // mixed (FlexSP) | single (one degree per batch: BatchAda)
+  // parallel.atom.*: ATOM's swaps (`trident plan`; training with atom is not available yet)
+  int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the planner's choice
 
   bool operator==(const ParallelConfig&) const = default;
 };

@@ -93,7 +93,8 @@ const std::vector<Key>& schema() {
        "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
        "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
        "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
-       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*); atom is not available yet"},
+       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*); atom: `trident plan` shows "
+       "its swap plan, training with it is not available yet"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
@@ -136,6 +137,9 @@ const std::vector<Key>& schema() {
        StringField{member(&C::parallel, &ParallelConfig::flexsp_degrees), {"mixed", "single"}},
        "FlexSP: mixed (groups of different sizes side by side, the FlexSP planner) or single (every group of a batch "
        "the one size that is fastest for it: the BatchAda baseline)"},
+      {"parallel.atom.sub_models", IntField{member(&C::parallel, &ParallelConfig::atom_sub_models), 0, 4096},
+       "ATOM (`trident plan`; training with atom is not available yet): contiguous sub-models the layers are split "
+       "into for swapping, 0 = the swap planner's fastest that fits device.memory_gb"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

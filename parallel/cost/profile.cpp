@@ -119,7 +119,9 @@ ClusterSection read_cluster(const MapReader& r) {
 }
 
 NetworkSection read_network(const MapReader& r, const std::string& source) {
-  NetworkSection n{read_link(r, "intra_node", source), read_link(r, "inter_node", source), {}};
+  NetworkSection n{read_link(r, "intra_node", source), read_link(r, "inter_node", source), {}, {}, {}};
+  if (r.has("host_to_device")) n.host_to_device = read_link(r, "host_to_device", source);
+  if (r.has("device_to_host")) n.device_to_host = read_link(r, "device_to_host", source);
   if (!r.has("alltoall")) return n;
   const YAML::Node list = r.child("alltoall");
   if (!list.IsSequence())
@@ -209,6 +211,8 @@ std::vector<std::pair<std::string, YAML::Node>> section_nodes(const Profile& p) 
       e.SetStyle(YAML::EmitterStyle::Flow);
       n["alltoall"].push_back(e);
     }
+    if (p.network->host_to_device) n["host_to_device"] = link_node(*p.network->host_to_device);
+    if (p.network->device_to_host) n["device_to_host"] = link_node(*p.network->device_to_host);
     out.emplace_back("network", n);
   }
   if (p.compute) {
@@ -254,7 +258,8 @@ Profile parse_profile(const std::string& yaml_text, const std::string& source) {
   if (top.has("cluster")) p.cluster = read_cluster(MapReader(root["cluster"], "cluster", source,
                                                            {"name", "nodes", "devices_per_node", "device_memory_gb"}));
   if (top.has("network"))
-    p.network = read_network(MapReader(root["network"], "network", source, {"intra_node", "inter_node", "alltoall"}),
+    p.network = read_network(MapReader(root["network"], "network", source,
+                                       {"intra_node", "inter_node", "alltoall", "host_to_device", "device_to_host"}),
                              source);
   if (top.has("compute"))
     p.compute = read_compute(MapReader(root["compute"], "compute", source,

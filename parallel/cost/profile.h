@@ -34,6 +34,9 @@ struct NetworkSection {
   Link intra_node;
   Link inter_node;
   std::vector<AlltoallLink> alltoall;
+  // Copies between host memory and one device (ATOM's swaps); optional.
+  std::optional<Link> host_to_device;
+  std::optional<Link> device_to_host;
 };
 
 // Per-device time of one sequence of s tokens on a group of d devices: (alpha1 s^2 + alpha2 s) / d + beta1.

@@ -125,4 +125,39 @@ PY
 run 2 bench milp "$configs/plan.yaml"
 stderr_line "trident: config error:" "--cluster FILE"
 
+# ---- parallel.strategy: atom: the swap plan -------------------------------------------------------------------------
+atom="$clusters/../atom_gpt1.3b.yaml"
+gpu="$clusters/rtx4090-pcie4-gpt1.3b.yaml"
+run 0 plan "$atom" --cluster "$gpu"
+stdout_has "ATOM swap plan: 24 layers" "sub-models: " "copies exposed" "overlap rule"
+for tokens in 2048 8192; do
+  run 0 plan "$atom" --cluster "$gpu" --set train.batch_tokens=$tokens --json
+  cp "$tmp/out" "$tmp/atom_$tokens.json"
+done
+run 0 plan "$atom" --cluster "$gpu" --set parallel.atom.sub_models=12 --json
+/usr/bin/python3 - "$tmp/atom_2048.json" "$tmp/atom_8192.json" "$tmp/out" <<'PY' || fail "the swap plans are wrong"
+import json, sys
+short, long, twelve = (json.loads(open(p).read()) for p in sys.argv[1:4])
+for p in (short, long, twelve):
+    parts = p["partition"]
+    assert parts[0] == 0 and parts == sorted(set(parts)) and parts[-1] < p["layers"], p
+    assert len(parts) == p["sub_models"] and p["peak_bytes"] <= p["budget_bytes"], p
+    assert abs(p["step_s"] - (p["forward_s"] + p["backward_s"])) < 1e-12, p
+    assert abs(p["exposed_copy_s"] - (p["step_s"] - p["hidden_copies_step_s"])) < 1e-9, p
+# below the overlap rule's threshold copies show; above it they hide
+assert short["tokens_per_pass"] < short["overlap_threshold_tokens"] < long["tokens_per_pass"], (short, long)
+assert short["exposed_copy_s"] / short["step_s"] > 0.2 > 0.02 > long["exposed_copy_s"] / long["step_s"], (short, long)
+assert twelve["sub_models"] == 12 and twelve["step_s"] >= long["step_s"], twelve  # a fixed count: never faster
+PY
+run 2 plan "$atom" --set parallel.select.profile=""
+stderr_line "trident: config error:" "parallel.strategy: atom needs a profile" "--cluster FILE"
+run 2 plan "$atom" --cluster "$cluster"
+stderr_line "trident: config error:" "a100-8x8-gpt7b.yaml" "network.host_to_device"
+run 2 plan "$atom" --cluster "$gpu" --set device.memory_gb=0.5
+stderr_line "trident: config error:" "device.memory_gb = 0.5" "no split of the 24 layers fits"
+run 2 plan "$atom" --cluster "$gpu" --set parallel.atom.sub_models=6
+stderr_line "trident: config error:" "parallel.atom.sub_models = 6" "4 layers"
+run 2 plan "$atom" --cluster "$gpu" --set parallel.atom.sub_models=30
+stderr_line "trident: config error:" "parallel.atom.sub_models = 30" "24 layers"
+
 echo "all $checks checks passed"

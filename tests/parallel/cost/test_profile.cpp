@@ -174,7 +174,7 @@ TEST_CASE("a network-only update creates a new profile or replaces just the netw
   fs::remove_all(dir);
   fs::create_directories(dir);
   Profile update;
-  update.network = NetworkSection{{150.0, 2.5}, {12.5, 20.0}, {{4, 2, {9.75, 30.0}}}};
+  update.network = NetworkSection{{150.0, 2.5}, {12.5, 20.0}, {{4, 2, {9.75, 30.0}}}, Link{25.0, 10.0}, {}};
   // (a) a new file, with the cluster section bench comm adds to one
   const fs::path fresh = dir / "new.yaml";
   CHECK_NOTHROW(check_profile_target(fresh));
@@ -188,6 +188,9 @@ TEST_CASE("a network-only update creates a new profile or replaces just the netw
   CHECK(created.network->alltoall[0].group_size == 4);
   CHECK(created.network->alltoall[0].link.bandwidth_gb_per_s == 9.75);
   CHECK(created.cluster->devices_per_node == 2);
+  REQUIRE(created.network->host_to_device);  // ATOM's copy link round-trips; the absent one stays absent
+  CHECK(created.network->host_to_device->bandwidth_gb_per_s == 25.0);
+  CHECK_FALSE(created.network->device_to_host);
   CHECK_FALSE(created.compute);
   // (b) an existing file with compute sections keeps them and its cluster
   update.cluster.reset();

@@ -1,0 +1,15 @@
+#pragma once
+// `trident plan` for parallel.strategy: atom: the swap planner (parallel/cost/swap_plan.h) on this model and a
+// described device: the partition of the layers into sub-models, the predicted step, the copy time left exposed,
+// and the overlap rule's tokens-per-pass threshold (papers.md §4.3). Times are the cost model's, not measurements.
+#include <string>
+
+#include "core/config/config.h"
+
+namespace trident::app::plan {
+
+// profile_file: needs its compute section and network.host_to_device (network.device_to_host defaults to it); the
+// device budget is device.memory_gb, a pass is train.batch_tokens tokens in documents of model.max_seq_len.
+void print_atom_plan(const Config& config, const std::string& profile_file, bool json);
+
+}  // namespace trident::app::plan
