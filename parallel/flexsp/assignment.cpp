@@ -89,18 +89,62 @@ bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int6
 }
 
 bool assign_to_target(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a, double target,
-                      bool record) {
+                      Prefer prefer, bool record) {
+  auto preferred = [prefer](const Slot& x, const Slot& y) {
+    return prefer == Prefer::small_groups ? x.degree < y.degree : x.degree > y.degree;
+  };
   for (int64_t k : order) {
     const int64_t s = lengths[k];
     Slot* best = nullptr;
     for (Slot& slot : a.slots) {
       if (slot.tokens + s > slot.capacity || slot.time_with(s, +1) > target) continue;
-      if (!best || slot.degree < best->degree || (slot.degree == best->degree && slot.time > best->time)) best = &slot;
+      if (!best || preferred(slot, *best) || (slot.degree == best->degree && slot.time > best->time)) best = &slot;
     }
     if (!best) return false;
     add(*best, k, s, record);
   }
   return true;
+}
+
+bool repair_memory(std::span<const int64_t> lengths, Assignment& a) {
+  auto over = [](const Slot& slot, int64_t tokens) { return std::max<int64_t>(0, tokens - slot.capacity); };
+  // a sequence as long as the one before it in its slot has the same moves and swaps
+  auto repeats = [&](const Slot& slot, size_t i) {
+    return i > 0 && lengths[slot.sequences[i]] == lengths[slot.sequences[i - 1]];
+  };
+  for (size_t moves = 0; moves < 4 * lengths.size() + 16; ++moves) {
+    // the best move (j < 0) or swap of sequence k from `from` to `to`: the largest drop in tokens over capacity,
+    // taken at once when it clears a slot's whole excess
+    int64_t best_drop = 0, best_k = -1, best_j = -1;
+    Slot *best_from = nullptr, *best_to = nullptr;
+    for (Slot& from : a.slots) {
+      const int64_t excess = over(from, from.tokens);
+      for (size_t i = 0; i < from.sequences.size() && best_drop < excess; ++i) {
+        if (repeats(from, i)) continue;
+        const int64_t k = from.sequences[i], s = lengths[k];
+        for (Slot& to : a.slots) {
+          if (&to == &from) continue;
+          const int64_t before = excess + over(to, to.tokens);
+          if (int64_t drop = before - over(from, from.tokens - s) - over(to, to.tokens + s); drop > best_drop)
+            best_drop = drop, best_k = k, best_j = -1, best_from = &from, best_to = &to;
+          for (size_t jj = 0; jj < to.sequences.size(); ++jj) {
+            const int64_t j = to.sequences[jj], t = lengths[j];
+            if (t >= s || repeats(to, jj)) continue;
+            if (int64_t drop = before - over(from, from.tokens - s + t) - over(to, to.tokens - t + s); drop > best_drop)
+              best_drop = drop, best_k = k, best_j = j, best_from = &from, best_to = &to;
+          }
+        }
+      }
+    }
+    if (best_drop == 0) break;
+    remove(*best_from, best_k, lengths[best_k]);
+    add(*best_to, best_k, lengths[best_k]);
+    if (best_j >= 0) {
+      remove(*best_to, best_j, lengths[best_j]);
+      add(*best_from, best_j, lengths[best_j]);
+    }
+  }
+  return std::all_of(a.slots.begin(), a.slots.end(), [](const Slot& slot) { return slot.tokens <= slot.capacity; });
 }
 
 void improve(std::span<const int64_t> lengths, Assignment& a) {

@@ -36,12 +36,22 @@ Assignment empty_assignment(std::span<const int64_t> counts, const cost::CostMod
 bool assign_longest_first(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a,
                           bool record = true);
 
-// Packing to a target makespan: each sequence of `order` (longest first) goes to the smallest-degree slot (the
-// least device time) that has room and stays within `target`, the fullest such slot first. False when some
-// sequence has no such slot. Bisection on the target finds plans greedy longest-first misses, e.g. a sequence that
-// should take a small group's longer time because the makespan is set elsewhere anyway.
+// Which slots target packing fills first: the smallest degrees (the least device time), or the largest (the long
+// sequences take the big groups' memory and leave small groups to short sequences that fill them).
+enum class Prefer { small_groups, large_groups };
+
+// Packing to a target makespan: each sequence of `order` (longest first) goes to the preferred degree's slot that
+// has room and stays within `target`, the fullest such slot first. False when some sequence has no such slot.
+// Bisection on the target finds plans greedy longest-first misses, e.g. a sequence that should take a small group's
+// longer time because the makespan is set elsewhere anyway, or a packing where memory is tight.
 bool assign_to_target(std::span<const int64_t> lengths, std::span<const int64_t> order, Assignment& a, double target,
-                      bool record = true);
+                      Prefer prefer, bool record = true);
+
+// Memory repair: moves a sequence off a slot over its capacity, or swaps it with a shorter one of another slot,
+// while that lowers the tokens over capacity summed over the slots (the largest such drop first, at most a few moves
+// per sequence); true when no slot is over. Placing by time alone and then repairing finds the tight packings that
+// placing under memory misses, e.g. four similar sequences that only just fit a group together.
+bool repair_memory(std::span<const int64_t> lengths, Assignment& a);
 
 // Local search: moves a sequence off the slowest slot, or swaps one of its sequences with another slot's, while that
 // lowers the larger of the two slots' times; stops when no such move is left (or after a bounded number of moves).

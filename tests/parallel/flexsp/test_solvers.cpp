@@ -1,4 +1,5 @@
-// Both micro-batch solvers against exhaustive enumeration on small random instances.
+// Both micro-batch solvers against exhaustive enumeration on small random instances: long-tailed lengths, memory
+// nearly full, similar lengths.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -18,14 +19,21 @@ struct Instance {
   std::vector<int64_t> lengths;
 };
 
-// Random instances: 1-8 sequences, clusters of 2 to 8 devices (6 = three nodes of two: not a power of two),
-// lengths up to what the whole cluster holds, some repeated; only instances that have a plan.
+// 2 to 8 devices (6 = three nodes of two: not a power of two).
+const std::vector<std::pair<int64_t, int64_t>> kClusters = {{1, 2}, {1, 4}, {2, 2}, {2, 4}, {1, 8}, {3, 2}, {4, 2}};
+
+bool has_plan(const Instance& inst) {
+  return test::exhaustive_makespan(inst.lengths, test::small_cluster(inst.nodes, inst.per_node)) <
+         std::numeric_limits<double>::infinity();
+}
+
+// Random instances: 1-8 sequences, lengths up to what the whole cluster holds, some repeated; only instances that
+// have a plan.
 std::vector<Instance> instances(int count) {
-  const std::vector<std::pair<int64_t, int64_t>> clusters = {{1, 2}, {1, 4}, {2, 2}, {2, 4}, {1, 8}, {3, 2}, {4, 2}};
   std::mt19937_64 rng(7);
   std::vector<Instance> out;
   while (static_cast<int>(out.size()) < count) {
-    auto [nodes, per_node] = clusters[rng() % clusters.size()];
+    auto [nodes, per_node] = kClusters[rng() % kClusters.size()];
     const auto cost = test::small_cluster(nodes, per_node);
     Instance inst{nodes, per_node, {}};
     const int64_t n = 1 + static_cast<int64_t>(rng() % 8);
@@ -38,17 +46,107 @@ std::vector<Instance> instances(int count) {
                                                  : 1 + static_cast<int64_t>(rng() % 160));
       inst.lengths.push_back(s);
     }
-    if (test::exhaustive_makespan(inst.lengths, cost) < std::numeric_limits<double>::infinity())
-      out.push_back(std::move(inst));
+    if (has_plan(inst)) out.push_back(std::move(inst));
   }
   return out;
 }
 
+// The clusters above and 3 nodes of 4 (12 devices: groups of 8 and 4 compete), `per_cluster` instances each that
+// have a plan (twice that on 8 or more devices, where layouts mix most), lengths from `draw(rng, cluster tokens)`.
+template <typename Draw>
+std::vector<Instance> per_cluster_instances(int per_cluster, uint64_t seed, Draw draw) {
+  auto clusters = kClusters;
+  clusters.emplace_back(3, 4);
+  std::mt19937_64 rng(seed);
+  std::vector<Instance> out;
+  for (auto [nodes, per_node] : clusters) {
+    const auto cost = test::small_cluster(nodes, per_node);
+    for (int found = 0; found < per_cluster * (cost.devices() >= 8 ? 2 : 1);) {
+      Instance inst{nodes, per_node, draw(rng, cost.token_capacity(1) * cost.devices())};
+      if (has_plan(inst)) out.push_back(std::move(inst)), ++found;
+    }
+  }
+  return out;
+}
+
+// Tight memory: 2-8 sequences filling 85-98% of the cluster's tokens, either similar shares (the planner's
+// tight-memory batches) or a random split of the total.
+std::vector<Instance> tight_instances(int per_cluster) {
+  return per_cluster_instances(per_cluster, 13, [](std::mt19937_64& rng, int64_t cluster_tokens) {
+    const int64_t n = 2 + static_cast<int64_t>(rng() % 7);
+    const double fill = 0.85 + 0.13 * static_cast<double>(rng() % 1000) / 1000.0;
+    const auto total = static_cast<int64_t>(fill * static_cast<double>(cluster_tokens));
+    std::vector<int64_t> lengths;
+    if (rng() % 2 == 0) {
+      for (int64_t k = 0; k < n; ++k)
+        lengths.push_back(std::max<int64_t>(1, total / n + static_cast<int64_t>(rng() % 21) - 10));
+    } else {
+      std::vector<int64_t> cuts = {0, total};
+      for (int64_t k = 1; k < n; ++k) cuts.push_back(1 + static_cast<int64_t>(rng() % (total - 1)));
+      std::sort(cuts.begin(), cuts.end());
+      for (int64_t k = 0; k < n; ++k) lengths.push_back(std::max<int64_t>(1, cuts[k + 1] - cuts[k]));
+    }
+    return lengths;
+  });
+}
+
+// Similar lengths: 4-8 sequences within 5% of each other, anywhere up to filling the cluster.
+std::vector<Instance> similar_instances(int per_cluster) {
+  return per_cluster_instances(per_cluster, 17, [](std::mt19937_64& rng, int64_t cluster_tokens) {
+    const int64_t n = 4 + static_cast<int64_t>(rng() % 5);
+    const int64_t base = 1 + static_cast<int64_t>(rng() % (cluster_tokens / n));
+    const int64_t spread = 1 + base / 20;
+    std::vector<int64_t> lengths;
+    for (int64_t k = 0; k < n; ++k)
+      lengths.push_back(std::max<int64_t>(1, base + static_cast<int64_t>(rng() % (2 * spread + 1)) - spread));
+    return lengths;
+  });
+}
+
+// How close a solver came to the optimum over the instances checked.
+struct Tally {
+  int optimal = 0, missed = 0;  // missed: no plan
+  double worst = 1;
+  void add(double makespan, double optimum) {
+    worst = std::max(worst, makespan / optimum);
+    optimal += makespan <= optimum * (1 + 1e-9);
+  }
+};
+
+// The fast solver finds a valid plan within its bound of the optimum on every instance. Its heuristic alone (what
+// micro-batches of more than FastSolver::kExactUpTo sequences get) is reported beside it, valid but not held to the
+// bound: it misses it on a few instances where memory is nearly full (4 of 4,800 of these kinds tried).
+void check_fast_within_bound(const std::vector<Instance>& all, const std::string& kind) {
+  const FastSolver fast, heuristic(0, /*exact_up_to=*/0);
+  Tally fast_tally, heuristic_tally;
+  for (const Instance& inst : all) {
+    const auto cost = test::small_cluster(inst.nodes, inst.per_node);
+    const double optimum = test::exhaustive_makespan(inst.lengths, cost);
+    INFO(kind << ": cluster " << inst.nodes << "x" << inst.per_node << ", lengths "
+              << fmt::format("{}", fmt::join(inst.lengths, " ")) << ", optimum " << optimum);
+    auto f = fast.solve(inst.lengths, cost);
+    REQUIRE(f.has_value());
+    REQUIRE_NOTHROW(check_micro_batch(*f, inst.lengths, cost));
+    CHECK(f->makespan_s >= optimum * (1 - 1e-9));
+    CHECK(f->makespan_s <= optimum * kFastBound);
+    fast_tally.add(f->makespan_s, optimum);
+    auto h = heuristic.solve(inst.lengths, cost);
+    if (!h) {
+      ++heuristic_tally.missed;
+      continue;
+    }
+    REQUIRE_NOTHROW(check_micro_batch(*h, inst.lengths, cost));
+    CHECK(h->makespan_s >= optimum * (1 - 1e-9));
+    heuristic_tally.add(h->makespan_s, optimum);
+  }
+  WARN("fast solver, " << kind << ": optimal on " << fast_tally.optimal << " of " << all.size()
+       << " instances, worst ratio " << fast_tally.worst << "; its heuristic alone: optimal on "
+       << heuristic_tally.optimal << ", no plan on " << heuristic_tally.missed << ", worst ratio "
+       << heuristic_tally.worst);
+}
+
 TEST_CASE("the MILP solver finds the optimum and the fast solver stays within its bound", "[flexsp]") {
   const MilpSolver milp({.time_limit_s = 60, .buckets = 16});
-  const FastSolver fast;
-  double worst = 1;
-  int fast_optimal = 0, fast_missed = 0;
   const auto all = instances(150);
   for (const Instance& inst : all) {
     const auto cost = test::small_cluster(inst.nodes, inst.per_node);
@@ -59,22 +157,16 @@ TEST_CASE("the MILP solver finds the optimum and the fast solver stays within it
     REQUIRE_NOTHROW(check_micro_batch(*m, inst.lengths, cost));
     CHECK(m->proven_optimal);
     CHECK(m->makespan_s == Approx(optimum).epsilon(1e-9));
-    auto f = fast.solve(inst.lengths, cost);
-    int64_t tokens = 0;
-    for (int64_t s : inst.lengths) tokens += s;
-    if (!f) {  // greedy bin packing may miss a plan only when memory is nearly full
-      CHECK(tokens * 4 > cost.token_capacity(1) * cost.devices() * 3);
-      ++fast_missed;
-      continue;
-    }
-    REQUIRE_NOTHROW(check_micro_batch(*f, inst.lengths, cost));
-    CHECK(f->makespan_s >= optimum * (1 - 1e-9));
-    CHECK(f->makespan_s <= optimum * kFastBound);
-    worst = std::max(worst, f->makespan_s / optimum);
-    fast_optimal += f->makespan_s <= optimum * (1 + 1e-9);
   }
-  WARN("fast solver: optimal on " << fast_optimal << " of " << all.size() << " instances, no plan on " << fast_missed
-       << ", worst ratio " << worst);
+  check_fast_within_bound(all, "random");
+}
+
+TEST_CASE("the fast solver stays within its bound where memory is tight", "[flexsp]") {
+  check_fast_within_bound(tight_instances(25), "tight memory");
+}
+
+TEST_CASE("the fast solver stays within its bound on sequences of similar length", "[flexsp]") {
+  check_fast_within_bound(similar_instances(25), "similar lengths");
 }
 
 TEST_CASE("a micro-batch whose longest sequence fits no group has no plan", "[flexsp]") {
