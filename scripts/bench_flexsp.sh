@@ -15,23 +15,27 @@
 # group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/flexsp_plan_gpt7b.yaml)
 # beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
 # Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
-#                                     [--attention softmax|linear]
+#                                     [--attention softmax|linear] [--max-len 4096]
+# --max-len cuts documents (and sets model.max_seq_len) at another length: at 8192 the longest documents need a
+# group of all 8 ranks, across the nodes, while the rest fit groups inside a node.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
-steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax
+steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096
 while [[ $# -gt 0 ]]; do
   case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
     --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
     --presets) presets=${2:?--presets needs a value}; shift 2 ;;
     --attention) attention=${2:?--attention needs a value}; shift 2 ;;
+    --max-len) max_len=${2:?--max-len needs a value}; shift 2 ;;
     -h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --presets LIST, --attention TYPE)" ;;
+    *) die "unknown argument '$1' (allowed: --steps, --inter-bw, --presets, --attention, --max-len)" ;;
   esac
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
 [[ $attention == softmax || $attention == linear ]] || die "--attention: '$attention' is not softmax or linear"
+[[ $max_len =~ ^[1-9][0-9]*$ ]] || die "--max-len: '$max_len' is not a positive whole number"
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
@@ -57,7 +61,8 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
   shift
   echo "bench_flexsp: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
-    --set model.attention="$attention" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
+    --set model.attention="$attention" --set model.max_seq_len="$max_len" --set data.synthetic_max_length="$max_len" \
+    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
 }
 for preset in "${preset_list[@]}"; do
   train "${preset}_flexsp" --set data.preset="$preset"
@@ -72,12 +77,12 @@ done
 "$trident" plan configs/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench_flexsp: trident plan failed (see $out/paper_plan.log)" >&2
 
-/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" <<'PY' | tee "$out/flexsp.md"
+/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" "$max_len" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-out, steps, inter_bw, attention = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5]
-presets = sys.argv[4].split(",")
+out, steps, inter_bw, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+attention, max_len = sys.argv[5], sys.argv[6]
 method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
@@ -94,7 +99,7 @@ def reason(name):
     lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
     return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
 print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), 2 nodes x 4 ranks "
-      f"({inter_bw} between nodes), {steps} steps\n")
+      f"({inter_bw} between nodes), documents up to {max_len} tokens, {steps} steps\n")
 print("| preset | run | tokens/s | FlexSP's speedup | all-to-all share | layouts (steps) | plan ms (median), ready |")
 print("|---|---|---|---|---|---|---|")
 errors = {}
