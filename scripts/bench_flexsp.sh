@@ -15,13 +15,14 @@
 # group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/flexsp_plan_gpt7b.yaml)
 # beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
 # Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
-#                                     [--attention softmax|linear] [--max-len 4096]
-# --max-len cuts documents (and sets model.max_seq_len) at another length: at 8192 the longest documents need a
-# group of all 8 ranks, across the nodes, while the rest fit groups inside a node.
+#                                     [--attention softmax|linear] [--max-len 4096] [--memory-gb 0.02]
+# --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
+# --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
+# rest fit groups inside a node.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
-steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096
+steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
 while [[ $# -gt 0 ]]; do
   case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
@@ -29,13 +30,15 @@ while [[ $# -gt 0 ]]; do
     --presets) presets=${2:?--presets needs a value}; shift 2 ;;
     --attention) attention=${2:?--attention needs a value}; shift 2 ;;
     --max-len) max_len=${2:?--max-len needs a value}; shift 2 ;;
+    --memory-gb) memory_gb=${2:?--memory-gb needs a value}; shift 2 ;;
     -h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (allowed: --steps, --inter-bw, --presets, --attention, --max-len)" ;;
+    *) die "unknown argument '$1' (allowed: --steps, --inter-bw, --presets, --attention, --max-len, --memory-gb)" ;;
   esac
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
 [[ $attention == softmax || $attention == linear ]] || die "--attention: '$attention' is not softmax or linear"
 [[ $max_len =~ ^[1-9][0-9]*$ ]] || die "--max-len: '$max_len' is not a positive whole number"
+[[ $memory_gb =~ ^[0-9]*\.?[0-9]+$ ]] || die "--memory-gb: '$memory_gb' is not a number of GiB"
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
@@ -62,7 +65,7 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
   echo "bench_flexsp: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
     --set model.attention="$attention" --set model.max_seq_len="$max_len" --set data.synthetic_max_length="$max_len" \
-    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
+    --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
 }
 for preset in "${preset_list[@]}"; do
   train "${preset}_flexsp" --set data.preset="$preset"
