@@ -125,6 +125,17 @@ PY
 run 2 bench milp "$configs/plan.yaml"
 stderr_line "trident: config error:" "--cluster FILE"
 
+# ---- FlexSP with LASP inside its groups (linear attention): planned with the state exchange's cost -----------------
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 32 --set model.attention=linear \
+  --set parallel.lasp.variant=auto
+stdout_has "LASP-2 inside groups" "FlexSP (fast):"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 32 --set model.attention=linear \
+  --set parallel.lasp.variant=ring --json
+/usr/bin/python3 -c 'import json, sys; b = json.loads(open(sys.argv[1]).read()); assert b["inner"] == "LASP-1" and \
+  b["flexsp"]["time_s"] > 0, b' "$tmp/out" || fail "the LASP-inside plan is wrong"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --set parallel.flexsp.inner=lasp
+stderr_line "trident: config error:" "parallel.flexsp.inner: 'lasp'" "'softmax'"
+
 # ---- parallel.strategy: atom: the swap plan -------------------------------------------------------------------------
 atom="$clusters/../atom_gpt1.3b.yaml"
 gpu="$clusters/rtx4090-pcie4-gpt1.3b.yaml"
