@@ -1,5 +1,7 @@
 #include "app/plan/atom_plan.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -18,6 +20,10 @@ namespace trident::app::plan {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double physical_memory_gib() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE)) / kGiB;
+}
 
 int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision) {
   return precision == Precision::bf16 ? activation_bytes<bf16>(m, tokens) : activation_bytes<float>(m, tokens);
@@ -39,13 +45,27 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const Precision precision = precision_named(config.train.precision);
   const int64_t N = config.train.batch_tokens, L = m.n_layer;
 
+  // The host store: fp32 weights, gradients and AdamW m and v of the whole model.
+  const int64_t num_params = model_layout(m).num_params;
+  const double store_gib = 16.0 * static_cast<double>(num_params) / kGiB;
+  const double host_gib = config.parallel.atom_host_memory_gb > 0 ? config.parallel.atom_host_memory_gb
+                                                                  : physical_memory_gib();
+  if (store_gib > host_gib)
+    throw_config_error("parallel.atom.host_memory_gb = {}{}: the host store of {:.2f} GiB (16 bytes for each of {} "
+                       "parameters: fp32 weights, gradients, AdamW m and v) does not fit",
+                       config.parallel.atom_host_memory_gb,
+                       config.parallel.atom_host_memory_gb > 0
+                           ? ""
+                           : fmt::format(" (this machine: {:.1f} GiB)", host_gib),
+                       store_gib, num_params);
+
   // One layer, exactly: the difference between the model with two layers and with one.
   ModelConfig one = m, two = m;
   one.n_layer = 1, two.n_layer = 2;
   const int64_t layer_params = model_layout(two).num_params - model_layout(one).num_params;
   const int64_t layer_acts = activations_of(two, N, precision) - activations_of(one, N, precision);
   const int64_t value = activation_value_bytes(precision);
-  const int64_t outside_params = model_layout(m).num_params - L * layer_params;  // embeddings, final norm
+  const int64_t outside_params = num_params - L * layer_params;  // embeddings, final norm
 
   // Forward and backward of the pass on one device from the profile's fit of the whole model, shared evenly by the
   // layers: a forward is a third of forward + backward.
@@ -108,6 +128,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"exposed_copy_s", plan->exposed_copy_s},
                                 {"peak_bytes", plan->peak_bytes},
                                 {"budget_bytes", device.budget_bytes},
+                                {"host_store_bytes", 16 * num_params},
                                 {"overlap_threshold_tokens", threshold}};
     fmt::print("{}\n", j.dump());
     return;
@@ -122,6 +143,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",
              plan->step_s(), plan->forward_s, plan->backward_s, plan->exposed_copy_s,
              plan->compute_s / plan->step_s(), resident_s, resident_s / plan->step_s());
+  fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n", store_gib,
+             host_gib);
   fmt::print("  peak device memory {:.3f} of {:.3f} GiB; loads hide under compute from about {:.0f} tokens a pass "
              "(overlap rule, {:.1f} TFLOP/s implied by the profile)\n",
              static_cast<double>(plan->peak_bytes) / kGiB, static_cast<double>(device.budget_bytes) / kGiB, threshold,

@@ -90,6 +90,7 @@ struct ParallelConfig {
   std::string flexsp_degrees = "mixed";       // mixed (FlexSP) | single (one degree per batch: BatchAda)
   // parallel.atom.*: ATOM's swaps (`trident plan`; training with atom is not available yet)
   int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the planner's choice
+  double atom_host_memory_gb = 0;  // host memory for the whole model's store (GiB); 0 = this machine's memory
 
   bool operator==(const ParallelConfig&) const = default;
 };

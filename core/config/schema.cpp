@@ -140,6 +140,10 @@ const std::vector<Key>& schema() {
       {"parallel.atom.sub_models", IntField{member(&C::parallel, &ParallelConfig::atom_sub_models), 0, 4096},
        "ATOM (`trident plan`; training with atom is not available yet): contiguous sub-models the layers are split "
        "into for swapping, 0 = the swap planner's fastest that fits device.memory_gb"},
+      {"parallel.atom.host_memory_gb",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_host_memory_gb), .min = 0},
+       "ATOM (`trident plan`): host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW "
+       "m and v, 16 bytes a parameter; 0 = this machine's physical memory"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

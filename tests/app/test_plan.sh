@@ -166,6 +166,10 @@ run 2 plan "$atom" --cluster "$cluster"
 stderr_line "trident: config error:" "a100-8x8-gpt7b.yaml" "network.host_to_device"
 run 2 plan "$atom" --cluster "$gpu" --set device.memory_gb=0.5
 stderr_line "trident: config error:" "device.memory_gb = 0.5" "no split of the 24 layers fits"
+run 0 plan "$atom" --cluster "$gpu" --set parallel.atom.host_memory_gb=64
+stdout_has "host store 19.61 GiB of 64.0 GiB host memory"
+run 2 plan "$atom" --cluster "$gpu" --set parallel.atom.host_memory_gb=16
+stderr_line "trident: config error:" "parallel.atom.host_memory_gb = 16" "19.61 GiB" "does not fit"
 run 2 plan "$atom" --cluster "$gpu" --set parallel.atom.sub_models=6
 stderr_line "trident: config error:" "parallel.atom.sub_models = 6" "4 layers"
 run 2 plan "$atom" --cluster "$gpu" --set parallel.atom.sub_models=30
