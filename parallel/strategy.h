@@ -48,7 +48,7 @@ class Candidate {
   virtual ~Candidate() = default;
   // One line for logs, metrics and plans: "dp", "lasp1 sp=4", "ulysses sp=2".
   virtual std::string name() const = 0;
-  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp"
+  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp", "flexsp-lasp"
   virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism; 0: groups of
                                            // several sizes, planned per micro-batch: FlexSP)
   // Whether this layout can run `batch` within its activation capacity.

@@ -251,7 +251,7 @@ void run_training(const Config& config) {
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring: what ran this step
+        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp): what ran
         {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
         {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
