@@ -94,10 +94,9 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
       .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
       .shared_copy_engine = config.device.backend == "cpu"};
   const int sub_models = static_cast<int>(config.parallel.atom_sub_models);
-  const std::optional<cost::SwapPlan> plan = cost::plan_swaps(layers, device, sub_models);
-  const double model_gib = static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer_acts)) / kGiB;
   if (sub_models > L)
     throw_config_error("parallel.atom.sub_models = {}: the model has only {} layers to split", sub_models, L);
+  const std::optional<cost::SwapPlan> plan = cost::plan_swaps(layers, device, sub_models);
   // The finest split a count allows: its largest sub-models hold ceil(L / count) layers.
   const int64_t widest = sub_models > 0 ? (L + sub_models - 1) / sub_models : 1;
   if (!plan)
@@ -133,6 +132,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
     fmt::print("{}\n", j.dump());
     return;
   }
+  const double model_gib = static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer_acts)) / kGiB;
   fmt::print("ATOM swap plan: {} layers ({:.3f} GiB of weights, gradients and activations) on {} GiB of device memory; "
              "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens\n",
              L, model_gib, config.device.memory_gb, h2d.bandwidth_gb_per_s, d2h.bandwidth_gb_per_s,

@@ -79,10 +79,10 @@ DegreeCost CostModel::degree_cost(int64_t d) const {
       k.overhead += alltoalls_ * latency;
       break;
     case GroupExchange::Kind::lasp_chain:
-      k.overhead += directions * (dd - 1) * (latency + exchange_.state_bytes / bandwidth);
+      k.overhead += directions * (dd - 1) * transfer_s(link, exchange_.state_bytes);
       break;
     case GroupExchange::Kind::lasp_allgather:
-      k.overhead += directions * (latency + (dd - 1) * exchange_.state_bytes / bandwidth);
+      k.overhead += directions * allgather_s(link, exchange_.state_bytes, d);
       break;
   }
   return k;

@@ -58,15 +58,17 @@ Link StepCostModel::link(int64_t d) const {
   return group_link(network_, d, (d + per_node - 1) / per_node);
 }
 
-double StepCostModel::transfer_s(double bytes, int64_t d) const {
-  const Link l = link(d);
-  return l.latency_us * 1e-6 + bytes / (l.bandwidth_gb_per_s * 1e9);
+double transfer_s(const Link& link, double bytes) {
+  return link.latency_us * 1e-6 + bytes / (link.bandwidth_gb_per_s * 1e9);
 }
 
-double StepCostModel::allgather_s(double bytes, int64_t d) const {
-  const Link l = link(d);
-  return l.latency_us * 1e-6 + static_cast<double>(d - 1) * bytes / (l.bandwidth_gb_per_s * 1e9);
+double allgather_s(const Link& link, double bytes, int64_t d) {
+  return link.latency_us * 1e-6 + static_cast<double>(d - 1) * bytes / (link.bandwidth_gb_per_s * 1e9);
 }
+
+double StepCostModel::transfer_s(double bytes, int64_t d) const { return cost::transfer_s(link(d), bytes); }
+
+double StepCostModel::allgather_s(double bytes, int64_t d) const { return cost::allgather_s(link(d), bytes, d); }
 
 double StepCostModel::allreduce_s(double bytes) const {
   const int64_t W = run_.world;

@@ -75,4 +75,9 @@ class StepCostModel {
 // or inter-node link.
 Link group_link(const NetworkSection& network, int64_t group_size, int64_t nodes);
 
+// One message of `bytes` over `link`, and an allgather of `bytes` from each of d ranks over it (the formulas above;
+// StepCostModel and the FlexSP cost model both use them).
+double transfer_s(const Link& link, double bytes);
+double allgather_s(const Link& link, double bytes, int64_t d);
+
 }  // namespace trident::cost

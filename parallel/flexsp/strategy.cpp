@@ -66,8 +66,6 @@ cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& co
 
 namespace {
 
-
-
 // A plan on the wire: [n, lengths..., micro-batches, per micro-batch: groups, per group: degree, first device,
 // sequences, the sequences...].
 std::vector<int64_t> encode(const flexsp::BatchPlan& plan) {
@@ -120,7 +118,9 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   const int world = env.groups.world().size();
   check_flexsp(model_, world, inner_);
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
-  if (cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather) variant_ = LaspVariant::allgather;
+  const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
+                                  ? LaspVariant::allgather
+                                  : LaspVariant::ring;  // LASP inside: as the planner costs it
   if (!planner_) {
     const int64_t tries = env.config.parallel.flexsp_micro_batch_tries;
     if (env.config.parallel.flexsp_degrees == "single")
@@ -142,14 +142,14 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
     // Ulysses moves activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
     const RunGroups::Group& group = env.groups.group(d);
     for (int l = 0; l < model_.n_layer; ++l) {
-      ops_[d].push_back(inner_ == FlexInner::lasp ? make_lasp_op(*group.host, env.backend, variant_, H, D)
+      ops_[d].push_back(inner_ == FlexInner::lasp ? make_lasp_op(*group.host, env.backend, variant, H, D)
                                                   : make_ulysses_op(*group.device, env.backend, type, H, D));
       layer_ops_[d].push_back(ops_[d].back().get());
     }
   }
   spdlog::info("{}: groups of 1..{} ranks planned per micro-batch ({} degrees), {} inside; {} tokens a rank", name(),
                world, env.config.parallel.flexsp_degrees,
-               inner_ == FlexInner::lasp ? fmt::format("LASP ({})", lasp_variant_name(variant_)) : "Ulysses",
+               inner_ == FlexInner::lasp ? fmt::format("LASP ({})", lasp_variant_name(variant)) : "Ulysses",
                capacity_);
 }
 

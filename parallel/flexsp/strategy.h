@@ -94,7 +94,6 @@ class FlexSequenceParallel final : public Strategy {
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 
   FlexInner inner_;
-  LaspVariant variant_ = LaspVariant::ring;  // LASP inside
   cost::CostModel cost_;
   Planner planner_;
   int64_t capacity_;
