@@ -14,21 +14,59 @@ Precision precision_named(const std::string& name) {
   throw_config_error("train.precision: '{}' is not one of fp32, bf16", name);
 }
 
-GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend, Precision precision)
+namespace {
+
+// The layers of the widest segment.
+int64_t widest_segment(const std::vector<int>& starts, int64_t n_layer) {
+  int64_t widest = 0;
+  for (std::size_t k = 0; k < starts.size(); ++k)
+    widest = std::max<int64_t>(widest, (k + 1 < starts.size() ? starts[k + 1] : n_layer) - starts[k]);
+  return widest;
+}
+
+void check_segments(const std::vector<int>& starts, int64_t n_layer) {
+  TRIDENT_CHECK(!starts.empty() && starts[0] == 0, "segments must start at layer 0");
+  for (std::size_t k = 1; k < starts.size(); ++k)
+    TRIDENT_CHECK(starts[k] > starts[k - 1] && starts[k] < n_layer, "segment {} starts at layer {}: not increasing "
+                  "below {} layers", k, starts[k], n_layer);
+}
+
+// A model with only the widest segment's layers: its activation workspace.
+ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts) {
+  config.n_layer = widest_segment(starts, config.n_layer);
+  return config;
+}
+
+}  // namespace
+
+GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend, Precision precision,
+         const Swapping* swapping)
     : config_(config),
       layout_(model_layout(config)),
       backend_(&backend),
       max_tokens_(max_tokens),
-      precision_(precision) {
+      precision_(precision),
+      starts_(swapping ? swapping->segment_starts : std::vector<int>{0}),
+      swapped_store_(swapping != nullptr) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
-  params_ = Tensor::zeros(allocator, {layout_.num_params});
-  grads_ = Tensor::zeros(allocator, {layout_.num_params});
+  check_segments(starts_, config.n_layer);
+  if (swapping) {
+    TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu, "a swapped model's store is host memory");
+    TRIDENT_CHECK(backend.device() == Device::cpu, "swapping runs on the cpu backend only");
+  }
+  Allocator& store = swapping ? *swapping->store : allocator;
+  params_ = Tensor::zeros(store, {layout_.num_params});
+  grads_ = Tensor::zeros(store, {layout_.num_params});
+  const ModelConfig workspace = workspace_shape(config, starts_);
+  const int64_t boundary_values = static_cast<int64_t>(starts_.size() - 1) * max_tokens * config.n_embd;
   if (precision == Precision::bf16) {
-    weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
-    acts16_ = allocate_activations<bf16>(config, max_tokens, allocator);
+    if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
+    acts16_ = allocate_activations<bf16>(workspace, max_tokens, allocator);
+    checkpoints_ = Tensor::empty(allocator, {boundary_values}, DType::bf16);
   } else {
-    acts32_ = allocate_activations<float>(config, max_tokens, allocator);
+    acts32_ = allocate_activations<float>(workspace, max_tokens, allocator);
+    checkpoints_ = Tensor::empty(allocator, {boundary_values});
   }
   if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {4 * max_tokens + 1});
   // The fp32 copies a sequence-parallel op computes on with bf16 activations, shared by the layers (they grow on
@@ -38,14 +76,38 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   for (int l = 0; l < config.n_layer; ++l) attention_.emplace_back(config, l, backend, allocator, wide);
 }
 
-int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device) {
+int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
+                          const std::vector<int>& segment_starts) {
   const int64_t P = model_layout(config).num_params;
-  int64_t bytes = 2 * 4 * P;  // parameters, gradients
-  bytes += precision == Precision::bf16 ? 2 * P + activation_bytes<bf16>(config, max_tokens)
-                                        : activation_bytes<float>(config, max_tokens);
+  const bool swapped = !segment_starts.empty();
+  const std::vector<int> starts = swapped ? segment_starts : std::vector<int>{0};
+  const ModelConfig workspace = workspace_shape(config, starts);
+  const int64_t value = activation_value_bytes(precision);
+  int64_t bytes = swapped ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
+  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
+                                        : activation_bytes<float>(workspace, max_tokens);
+  const int64_t boundary_bytes = static_cast<int64_t>(starts.size() - 1) * max_tokens * config.n_embd * value;
+  bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
   if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
   return bytes;
+}
+
+void GPT::set_layer_source(LayerSource* source) {
+  TRIDENT_CHECK(swapped(), "only a swapped model takes a layer source");
+  source_ = source;
+}
+
+int GPT::segment_end(int segment) const {
+  return segment + 1 < segments() ? starts_[static_cast<std::size_t>(segment + 1)] : static_cast<int>(config_.n_layer);
+}
+
+ParamWindow GPT::resident_window() {
+  return {.begin = 0,
+          .end = layout_.num_params,
+          .params = params(),
+          .params16 = precision_ == Precision::bf16 ? weights16_.data<bf16>() : nullptr,
+          .grads = grads()};
 }
 
 void GPT::init_weights(uint64_t seed) {
@@ -59,10 +121,13 @@ void GPT::init_weights(uint64_t seed) {
     std::normal_distribution<float> dist(0.0f, e.init_std);
     for (int64_t i = 0; i < e.numel; ++i) p[e.offset + i] = dist(rng);
   }
-  backend_->upload(params(), p.data(), p.size() * sizeof(float));
+  store_backend().upload(params(), p.data(), p.size() * sizeof(float));
 }
 
-void GPT::zero_grads() { backend_->fill(grads(), layout_.num_params, 0.0f); }
+void GPT::zero_grads() {
+  store_backend().fill(grads(), layout_.num_params, 0.0f);
+  if (source_) source_->grads_zeroed();
+}
 
 void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   if (b.num_tokens > max_tokens_)
@@ -138,62 +203,117 @@ Activations<bf16>& GPT::acts<bf16>() {
   return acts16_;
 }
 
-template <>
-const float* GPT::matmul_weights<float>() {
-  return master();
-}
-template <>
-const bf16* GPT::matmul_weights<bf16>() {
-  return weights16_.data<bf16>();
+template <class T>
+T* GPT::checkpoint(int segment) {
+  return checkpoints_.data<T>() + static_cast<int64_t>(segment - 1) * max_tokens_ * config_.n_embd;
 }
 
-// ---- forward ----------------------------------------------------------------------------------------------------
-// Norms and embeddings read the fp32 master weights; the matmuls read matmul_weights<T>() (the same for fp32).
+// ---- one layer, forward ---------------------------------------------------------------------------------------------
+// Norms read the fp32 master weights; the matmuls read w.matmul<T> (the same for fp32).
 template <class T>
-void GPT::forward_trunk(const TokenBatch& b) {
+void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& b) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
-  const float* p = master();
-  const T* w16 = matmul_weights<T>();
-  Activations<T>& acts = this->acts<T>();
-  backend_->embedding_forward(acts.encoded, b.tokens, b.positions, p + layout_.wte,
-                              layout_.wpe >= 0 ? p + layout_.wpe : nullptr, N, C);
-  for (int l = 0; l < config_.n_layer; ++l) {
-    const BlockOffsets& w = layout_.blocks[l];
-    LayerActivations<T>& a = acts.layers[l];
-    const T* x = layer_input<T>(l);
-    // x + attn(ln_1(x))
-    backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p + w.ln1_w, p + w.ln1_b, N, C);
-    backend_->linear_forward(a.qkv, a.ln1, w16 + w.qkv_w, w16 + w.qkv_b, N, C, 3 * C);
-    if (w.gate_w >= 0) backend_->linear_forward(a.gate, a.ln1, w16 + w.gate_w, w16 + w.gate_b, N, C, C);
-    attention_[l].forward(a, b);
-    backend_->linear_forward(a.res2, a.att, w16 + w.attproj_w, w16 + w.attproj_b, N, C, C);
-    backend_->residual_forward(a.res2, a.res2, x, N * C);
-    // + mlp(ln_2(.))
-    backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + w.ln2_w, p + w.ln2_b, N, C);
-    backend_->linear_forward(a.fc, a.ln2, w16 + w.fc_w, w16 + w.fc_b, N, C, 4 * C);
-    backend_->gelu_forward(a.gelu, a.fc, N * 4 * C);
-    backend_->linear_forward(a.res3, a.gelu, w16 + w.fcproj_w, w16 + w.fcproj_b, N, 4 * C, C);
-    backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
-  }
-  backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, layer_input<T>(static_cast<int>(config_.n_layer)),
-                              p + layout_.lnf_w, p + layout_.lnf_b, N, C);
+  const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
+  LayerActivations<T>& a = acts<T>().layers[static_cast<std::size_t>(l - starts_[static_cast<std::size_t>(segment)])];
+  const T* x = layer_input<T>(l, segment);
+  // x + attn(ln_1(x))
+  backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.param(o.ln1_w), w.param(o.ln1_b), N, C);
+  backend_->linear_forward(a.qkv, a.ln1, w.matmul<T>(o.qkv_w), w.matmul<T>(o.qkv_b), N, C, 3 * C);
+  if (o.gate_w >= 0) backend_->linear_forward(a.gate, a.ln1, w.matmul<T>(o.gate_w), w.matmul<T>(o.gate_b), N, C, C);
+  attention_[static_cast<std::size_t>(l)].forward(a, b);
+  backend_->linear_forward(a.res2, a.att, w.matmul<T>(o.attproj_w), w.matmul<T>(o.attproj_b), N, C, C);
+  backend_->residual_forward(a.res2, a.res2, x, N * C);
+  // + mlp(ln_2(.))
+  backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.param(o.ln2_w), w.param(o.ln2_b), N, C);
+  backend_->linear_forward(a.fc, a.ln2, w.matmul<T>(o.fc_w), w.matmul<T>(o.fc_b), N, C, 4 * C);
+  backend_->gelu_forward(a.gelu, a.fc, N * 4 * C);
+  backend_->linear_forward(a.res3, a.gelu, w.matmul<T>(o.fcproj_w), w.matmul<T>(o.fcproj_b), N, 4 * C, C);
+  backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
 }
 
-// ---- tied LM head + cross-entropy, a chunk of tokens at a time -----------------------------------------------------
+// The segment's layers; unless recomputing, its output becomes the next segment's checkpoint.
+template <class T>
+void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recompute) {
+  const int first = starts_[static_cast<std::size_t>(segment)], end = segment_end(segment);
+  for (int l = first; l < end; ++l) forward_layer<T>(l, segment, w, b);
+  if (recompute || segment + 1 == segments()) return;
+  const int64_t C = config_.n_embd;
+  backend_->copy_rows(checkpoint<T>(segment + 1), C, acts<T>().layers[static_cast<std::size_t>(end - 1 - first)].res3,
+                      C, b.num_tokens, C);
+}
+
+// ---- one layer, backward ------------------------------------------------------------------------------------------
+// dres enters as the gradient at the layer's output and leaves as the gradient at its input; dnarrow and the wide
+// scratch are overwritten. Parameter gradients are fp32 whatever T is.
+template <class T>
+void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& b, T* dres, T* dnarrow) {
+  const int64_t N = b.num_tokens;
+  const int C = static_cast<int>(config_.n_embd);
+  const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
+  Activations<T>& acts = this->acts<T>();
+  const LayerActivations<T>& a = acts.layers[static_cast<std::size_t>(l - starts_[static_cast<std::size_t>(segment)])];
+  const T* x = layer_input<T>(l, segment);
+  T* dwide1 = acts.dwide1;
+  T* dwide2 = acts.dwide2;
+  // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
+  backend_->fill(dwide1, N * 4 * C, 0.0f);
+  backend_->linear_backward(dwide1, w.grad(o.fcproj_w), w.grad(o.fcproj_b), dres, a.gelu, w.matmul<T>(o.fcproj_w), N,
+                            4 * C, C);
+  backend_->fill(dwide2, N * 4 * C, 0.0f);
+  backend_->gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
+  backend_->fill(dnarrow, N * C, 0.0f);
+  backend_->linear_backward(dnarrow, w.grad(o.fc_w), w.grad(o.fc_b), dwide2, a.ln2, w.matmul<T>(o.fc_w), N, C, 4 * C);
+  backend_->layernorm_backward(dres, w.grad(o.ln2_w), w.grad(o.ln2_b), dnarrow, a.res2, w.param(o.ln2_w), a.ln2_mean,
+                               a.ln2_rstd, N, C);
+  // res2 = x + c_proj(attn(c_attn(ln_1(x)), c_gate(ln_1(x))))
+  backend_->fill(dnarrow, N * C, 0.0f);
+  backend_->linear_backward(dnarrow, w.grad(o.attproj_w), w.grad(o.attproj_b), dres, a.att, w.matmul<T>(o.attproj_w),
+                            N, C, C);
+  T* dgate = o.gate_w >= 0 ? dwide2 + 3 * N * C : nullptr;  // dwide2 = [dqkv (N, 3C) | dgate (N, C)]
+  backend_->fill(dwide2, N * (dgate ? 4 : 3) * C, 0.0f);
+  attention_[static_cast<std::size_t>(l)].backward(dwide2, dgate, dnarrow, dwide1, a, b);
+  backend_->fill(dnarrow, N * C, 0.0f);
+  backend_->linear_backward(dnarrow, w.grad(o.qkv_w), w.grad(o.qkv_b), dwide2, a.ln1, w.matmul<T>(o.qkv_w), N, C,
+                            3 * C);
+  if (dgate)
+    backend_->linear_backward(dnarrow, w.grad(o.gate_w), w.grad(o.gate_b), dgate, a.ln1, w.matmul<T>(o.gate_w), N, C,
+                              C);
+  backend_->layernorm_backward(dres, w.grad(o.ln1_w), w.grad(o.ln1_b), dnarrow, x, w.param(o.ln1_w), a.ln1_mean,
+                               a.ln1_rstd, N, C);
+}
+
+// ---- one pass: embeddings, the segments, ln_f, then the tied LM head + cross-entropy a chunk of tokens at a time --
 // logits = ln_f(x) @ wte^T; training also does d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x) (fp32),
-// so the (N, V) logits never exist at once.
+// so the (N, V) logits never exist at once. Training then runs the segments' backward in reverse, recomputing each
+// one's forward from its checkpoint first, except the last one's (its activations are still in the workspace).
 template <class T>
 double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits) {
   check_batch(host_batch, pass != Pass::logits);
+  TRIDENT_CHECK(!swapped() || source_, "a swapped model needs its layer source before a pass");
+  TRIDENT_CHECK(!swapped() || !grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
   const TokenBatch b = on_backend(host_batch);
-  if constexpr (std::is_same_v<T, bf16>) backend_->convert(weights16_.data<bf16>(), master(), layout_.num_params);
-  forward_trunk<T>(b);
+  const bool train = pass == Pass::train;
+  const ParamWindow resident = source_ ? ParamWindow{} : resident_window();
+  const LayerSource::Outer outer = source_ ? source_->begin_pass(train) : LayerSource::Outer{resident, resident};
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (!source_) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
+  }
   Activations<T>& acts = this->acts<T>();
   const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
-  const T* wte = matmul_weights<T>() + layout_.wte;
-  float* dwte = grads() + layout_.wte;
-  if (pass == Pass::train) {
+  const ParamWindow& emb = outer.embeddings;
+  backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
+                              layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, N, static_cast<int>(C));
+  for (int k = 0; k < segments(); ++k) {
+    const ParamWindow w = source_ ? source_->acquire(k, false) : resident;
+    forward_segment<T>(k, w, b, false);
+    if (source_) source_->release(k, false);
+  }
+  const ParamWindow& fin = outer.final_norm;
+  backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, trunk_output<T>(), fin.param(layout_.lnf_w),
+                              fin.param(layout_.lnf_b), N, static_cast<int>(C));
+  const T* wte = emb.matmul<T>(layout_.wte);
+  if (train) {
     backend_->fill(acts.loss_weight, N, loss_weight);
     backend_->fill(acts.dres, N * C, 0.0f);
   }
@@ -204,19 +324,43 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     if (pass == Pass::logits) download_floats(*backend_, host_logits + t0 * V, acts.logits, n * V);
     else if (pass == Pass::loss) {
       backend_->crossentropy_forward(acts.losses + t0, acts.logits, b.targets + t0, n, V);
-    } else if (pass == Pass::train) {
+    } else if (train) {
       backend_->crossentropy_fused_backward(acts.losses + t0, acts.logits, b.targets + t0, acts.loss_weight + t0, n,
                                             V);
       backend_->gemm(Trans::no, Trans::no, n, C, V, 1.0f, acts.logits, V, wte, C, 1.0f, acts.dres + t0 * C, C);
-      backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts.logits, V, x, C, 1.0f, dwte, C);
+      backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts.logits, V, x, C, 1.0f, emb.grad(layout_.wte), C);
     }
   }
-  if (pass == Pass::logits) return 0;
-  const double loss_sum = sum_losses(acts.losses, N);
-  if (pass == Pass::train) backward_trunk<T>(b);
+  const double loss_sum = pass == Pass::logits ? 0.0 : sum_losses(acts.losses, N);
+  if (train) {
+    const auto buckets = gradient_buckets(layout_);
+    auto ready = [&](std::size_t bucket) {
+      if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
+    };
+    // ln_f: dres holds d ln_f(x); turn it into d x in dnarrow, then swap roles.
+    T* dres = acts.dres;
+    T* dnarrow = acts.dnarrow;
+    backend_->fill(dnarrow, N * C, 0.0f);
+    backend_->layernorm_backward(dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), dres, trunk_output<T>(),
+                                 fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, N, static_cast<int>(C));
+    std::swap(dres, dnarrow);
+    ready(0);  // ln_f
+    for (int k = segments() - 1; k >= 0; --k) {
+      const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
+      if (k + 1 < segments()) forward_segment<T>(k, w, b, true);  // recompute from the checkpoint
+      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
+        backward_layer<T>(l, k, w, b, dres, dnarrow);
+        ready(static_cast<std::size_t>(config_.n_layer - l));
+      }
+      if (source_) source_->release(k, true);
+    }
+    backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dres,
+                                 b.tokens, b.positions, N, static_cast<int>(C));
+    ready(buckets.size() - 1);  // embeddings
+  }
+  if (source_) source_->end_pass(train);
   return loss_sum;
 }
-
 double GPT::forward_backward(const TokenBatch& batch, float loss_weight) {
   return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr)
                                        : run<float>(batch, Pass::train, loss_weight, nullptr);
@@ -232,64 +376,6 @@ void GPT::forward_logits(const TokenBatch& batch, float* logits) {
     run<bf16>(batch, Pass::logits, 0.0f, logits);
   else
     run<float>(batch, Pass::logits, 0.0f, logits);
-}
-
-// ---- backward ---------------------------------------------------------------------------------------------------
-// acts.dres enters as the gradient at ln_f's output and carries the residual stream's gradient down the layers.
-// Parameter gradients are fp32 whatever T is.
-template <class T>
-void GPT::backward_trunk(const TokenBatch& b) {
-  const int64_t N = b.num_tokens;
-  const int C = static_cast<int>(config_.n_embd);
-  const float* p = master();
-  const T* w16 = matmul_weights<T>();
-  float* g = grads();
-  Activations<T>& acts = this->acts<T>();
-  T* dres = acts.dres;
-  T* dnarrow = acts.dnarrow;
-  T* dwide1 = acts.dwide1;
-  T* dwide2 = acts.dwide2;
-
-  // ln_f: dres currently holds d ln_f(x); turn it into d x in dnarrow, then swap roles.
-  backend_->fill(dnarrow, N * C, 0.0f);
-  backend_->layernorm_backward(dnarrow, g + layout_.lnf_w, g + layout_.lnf_b, dres,
-                               layer_input<T>(static_cast<int>(config_.n_layer)), p + layout_.lnf_w, acts.lnf_mean,
-                               acts.lnf_rstd, N, C);
-  std::swap(dres, dnarrow);
-  const auto buckets = gradient_buckets(layout_);
-  auto ready = [&](std::size_t bucket) {
-    if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
-  };
-  ready(0);  // ln_f
-
-  for (int l = static_cast<int>(config_.n_layer) - 1; l >= 0; --l) {
-    const BlockOffsets& w = layout_.blocks[l];
-    const LayerActivations<T>& a = acts.layers[l];
-    const T* x = layer_input<T>(l);
-    // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
-    backend_->fill(dwide1, N * 4 * C, 0.0f);
-    backend_->linear_backward(dwide1, g + w.fcproj_w, g + w.fcproj_b, dres, a.gelu, w16 + w.fcproj_w, N, 4 * C, C);
-    backend_->fill(dwide2, N * 4 * C, 0.0f);
-    backend_->gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
-    backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.fc_w, g + w.fc_b, dwide2, a.ln2, w16 + w.fc_w, N, C, 4 * C);
-    backend_->layernorm_backward(dres, g + w.ln2_w, g + w.ln2_b, dnarrow, a.res2, p + w.ln2_w, a.ln2_mean, a.ln2_rstd,
-                                 N, C);
-    // res2 = x + c_proj(attn(c_attn(ln_1(x)), c_gate(ln_1(x))))
-    backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.attproj_w, g + w.attproj_b, dres, a.att, w16 + w.attproj_w, N, C, C);
-    T* dgate = w.gate_w >= 0 ? dwide2 + 3 * N * C : nullptr;  // dwide2 = [dqkv (N, 3C) | dgate (N, C)]
-    backend_->fill(dwide2, N * (dgate ? 4 : 3) * C, 0.0f);
-    attention_[l].backward(dwide2, dgate, dnarrow, dwide1, a, b);
-    backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->linear_backward(dnarrow, g + w.qkv_w, g + w.qkv_b, dwide2, a.ln1, w16 + w.qkv_w, N, C, 3 * C);
-    if (dgate) backend_->linear_backward(dnarrow, g + w.gate_w, g + w.gate_b, dgate, a.ln1, w16 + w.gate_w, N, C, C);
-    backend_->layernorm_backward(dres, g + w.ln1_w, g + w.ln1_b, dnarrow, x, p + w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
-    ready(static_cast<std::size_t>(config_.n_layer - l));
-  }
-  backend_->embedding_backward(g + layout_.wte, layout_.wpe >= 0 ? g + layout_.wpe : nullptr, dres, b.tokens,
-                               b.positions, N, C);
-  ready(buckets.size() - 1);  // embeddings
 }
 
 double GPT::flops(const TokenBatch& b) const {

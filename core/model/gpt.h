@@ -11,6 +11,7 @@
 #include "core/model/activations.h"
 #include "core/model/attention.h"
 #include "core/model/batch.h"
+#include "core/model/layer_source.h"
 #include "core/model/layout.h"
 #include "core/tensor/tensor.h"
 #include "kernels/backend.h"
@@ -24,23 +25,39 @@ Precision precision_named(const std::string& name);  // "fp32" | "bf16" (config 
 // Bytes of one activation value as it is stored and sent between ranks.
 inline int64_t activation_value_bytes(Precision precision) { return precision == Precision::bf16 ? 2 : 4; }
 
+// A swapped model (core/model/layer_source.h): its layers computed in segments that a LayerSource brings onto the
+// device, its flat parameters and gradients in host memory.
+struct Swapping {
+  std::vector<int> segment_starts;  // first layer of each segment: 0, increasing, below model.n_layer
+  Allocator* store = nullptr;       // host memory for params() and grads()
+};
+
 class GPT {
  public:
   // Activations are sized for batches of at most `max_tokens` tokens. Parameters, gradients and activations live
   // in the backend's memory, taken from `allocator` (whose device must be the backend's); batches and results
-  // cross to and from the host through the backend.
+  // cross to and from the host through the backend. With `swapping`, parameters and gradients live in its store
+  // instead, and the activations are those of the widest segment plus one checkpoint a segment boundary.
   GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend(),
-      Precision precision = Precision::fp32);
+      Precision precision = Precision::fp32, const Swapping* swapping = nullptr);
 
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
-  // `max_tokens` tokens, the batch's index staging off the host, the decay slopes.
-  static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
+  // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `segment_starts` (a swapped
+  // model), no parameters, gradients or weight copy: the widest segment's activations and the checkpoints instead.
+  static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
+                              const std::vector<int>& segment_starts = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
   int64_t num_params() const { return layout_.num_params; }
   Backend& backend() const { return *backend_; }
+  // Where params() and grads() live: the compute backend's memory, or host memory when the model is swapped.
+  Backend& store_backend() const { return swapped() ? cpu_backend() : *backend_; }
   Precision precision() const { return precision_; }
+  bool swapped() const { return starts_.size() > 1 || swapped_store_; }
+  const std::vector<int>& segment_starts() const { return starts_; }
+  // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
+  void set_layer_source(LayerSource* source);
   // The fp32 master weights. With bf16, every forward first rounds them into the bf16 copy the matmuls read (a pass
   // over the parameters, small beside a step), so nothing that writes them needs to say so.
   float* params() { return params_.data<float>(); }
@@ -74,20 +91,31 @@ class GPT {
   // forward_backward, forward_loss and forward_logits for activations stored as T (float or bf16).
   template <class T>
   double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits);
+  // One layer of segment `segment` (its activations in the workspace at l - its first layer), forward and backward.
   template <class T>
-  void forward_trunk(const TokenBatch& batch);  // embeddings .. ln_f
+  void forward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& batch);
   template <class T>
-  void backward_trunk(const TokenBatch& batch);  // from dres (gradient at ln_f's output) to the embeddings
+  void backward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& batch, T* dres, T* dnarrow);
+  template <class T>
+  void forward_segment(int segment, const ParamWindow& w, const TokenBatch& batch, bool recompute);
   template <class T>
   Activations<T>& acts();
-  // The weights the matmuls read: the master weights for fp32, their bf16 copy for bf16 (refreshed by run()).
   template <class T>
-  const T* matmul_weights();
+  T* checkpoint(int segment);  // segment's input (segment >= 1): the previous segment's output, kept for recompute
   template <class T>
-  const T* layer_input(int l) {
-    return l == 0 ? acts<T>().encoded : acts<T>().layers[l - 1].res3;
+  const T* layer_input(int l, int segment) {
+    const int first = starts_[static_cast<std::size_t>(segment)];
+    if (l > first) return acts<T>().layers[static_cast<std::size_t>(l - 1 - first)].res3;
+    return segment == 0 ? acts<T>().encoded : checkpoint<T>(segment);
   }
-  const float* master() const { return params_.data<float>(); }
+  template <class T>
+  const T* trunk_output() {  // the last layer's output, ln_f's input
+    return acts<T>().layers[static_cast<std::size_t>(config_.n_layer - 1 - starts_.back())].res3;
+  }
+  int segments() const { return static_cast<int>(starts_.size()); }
+  int segment_end(int segment) const;
+  // The whole flat buffer as one window: a resident model's only one.
+  ParamWindow resident_window();
 
   void check_batch(const TokenBatch& batch, bool need_targets) const;
   // The batch with its index arrays where the backend's ops read them: the caller's host arrays on the CPU, copies
@@ -101,8 +129,12 @@ class GPT {
   Backend* backend_;
   int64_t max_tokens_;
   Precision precision_;
-  Tensor params_, grads_;
-  Tensor weights16_;  // bf16 copy of params_ (bf16 only)
+  Tensor params_, grads_;  // in the store's memory when swapped
+  Tensor weights16_;  // bf16 copy of params_ (bf16, resident only)
+  std::vector<int> starts_;  // first layer of each segment; {0} when resident
+  bool swapped_store_ = false;
+  Tensor checkpoints_;  // (segments - 1, max_tokens, C) of the activations' type
+  LayerSource* source_ = nullptr;
   Activations<float> acts32_;  // one of the two is allocated, by precision
   Activations<bf16> acts16_;
   Tensor index_buffer_;  // tokens, positions, cu_seqlens, targets (int32) of one batch, off-host backends only

@@ -1,0 +1,69 @@
+#pragma once
+// The seam a swapping strategy (parallel/atom) uses: where the layers' weights are while the model computes them.
+//
+// A resident model reads its own flat buffers: every layer on the device, one segment. A swapped model keeps its
+// flat parameters and gradients in host memory (the store the optimizer updates) and computes its layers in
+// segments, runs of consecutive layers that a LayerSource brings onto the device one at a time. The model keeps the
+// activations of one segment plus each segment's input (its boundary checkpoint), and recomputes a segment's forward
+// from that checkpoint before its backward, except the last segment's, whose activations are still there.
+//
+// Order of calls in a training pass of G segments (an evaluation pass stops after the forward):
+//   begin_pass(true)                                                  the embeddings and final norm, for the pass
+//   acquire(0, forward) release(0, forward) ... acquire(G-1, forward) release(G-1, forward)
+//   acquire(G-1, backward) release(G-1, backward) ... acquire(0, backward) release(0, backward)
+//   end_pass(true)                                                    their gradients are back in the store
+// A source may load the next segment while the model computes the current one, and keep a released segment on the
+// device if it is needed again (the last forward segment is the first backward one).
+#include <cstdint>
+#include <vector>
+
+#include "kernels/shared/bf16.h"
+
+namespace trident {
+
+// A device window onto the flat layout (core/model/layout.h): offsets [begin, end) of the parameters, their bf16
+// copy (train.precision: bf16) and their gradients. Accessors take the layout's flat offsets.
+struct ParamWindow {
+  int64_t begin = 0, end = 0;
+  float* params = nullptr;
+  bf16* params16 = nullptr;
+  float* grads = nullptr;
+
+  const float* param(int64_t offset) const { return params + (offset - begin); }
+  float* grad(int64_t offset) const { return grads + (offset - begin); }
+  // The weights the matmuls read: fp32 masters, or their bf16 copy.
+  template <class T>
+  const T* matmul(int64_t offset) const;
+};
+
+template <>
+inline const float* ParamWindow::matmul<float>(int64_t offset) const {
+  return param(offset);
+}
+template <>
+inline const bf16* ParamWindow::matmul<bf16>(int64_t offset) const {
+  return params16 + (offset - begin);
+}
+
+class LayerSource {
+ public:
+  virtual ~LayerSource() = default;
+
+  // The embeddings [0, first block) and the final norm [ln_f, end) of the layout, on the device from begin_pass to
+  // end_pass. A training pass gets their gradients as the store holds them (accumulation) and returns them at the end.
+  struct Outer {
+    ParamWindow embeddings, final_norm;
+  };
+  virtual Outer begin_pass(bool train) = 0;
+  virtual void end_pass(bool train) = 0;  // every copy of the pass done on return
+
+  // Segment `segment` on the device (blocks until it is). In backward its gradient window holds the store's
+  // gradients of the segment (zeros after zero_grads), which the backward accumulates into.
+  virtual ParamWindow acquire(int segment, bool backward) = 0;
+  // The model is done with it; after backward its gradients are final and go back to the store.
+  virtual void release(int segment, bool backward) = 0;
+  // The store's gradients were set to zero.
+  virtual void grads_zeroed() = 0;
+};
+
+}  // namespace trident
