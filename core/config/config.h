@@ -88,9 +88,11 @@ struct ParallelConfig {
   std::string flexsp_too_long = "error";      // error | drop | split: a sequence longer than the cluster holds
   std::string flexsp_inner = "auto";          // auto | ulysses | lasp: how a group's ranks split attention
   std::string flexsp_degrees = "mixed";       // mixed (FlexSP) | single (one degree per batch: BatchAda)
-  // parallel.atom.*: ATOM's swaps (`trident plan`; training with atom is not available yet)
-  int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the planner's choice
+  // parallel.atom.*: ATOM's swaps on one peer (parallel/atom/README.md)
+  int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the fewest that fit (training)
   double atom_host_memory_gb = 0;  // host memory for the whole model's store (GiB); 0 = this machine's memory
+  int64_t atom_prefetch = 1;    // sub-models loading ahead of the computing one (device slots - 1)
+  double atom_emulate_copy_gb_per_s = 0;  // cpu backend: an emulated host <-> device link (GB/s); 0 = memcpy
 
   bool operator==(const ParallelConfig&) const = default;
 };

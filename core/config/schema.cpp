@@ -93,8 +93,9 @@ const std::vector<Key>& schema() {
        "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
        "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
        "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
-       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*); atom: `trident plan` shows "
-       "its swap plan, training with it is not available yet"},
+       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*), atom (one peer keeps the "
+       "model in host memory and swaps sub-models of layers through device memory, parallel.atom.*; auto swaps too "
+       "when the model does not fit device.memory_gb)"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
@@ -138,12 +139,18 @@ const std::vector<Key>& schema() {
        "FlexSP: mixed (groups of different sizes side by side, the FlexSP planner) or single (every group of a batch "
        "the one size that is fastest for it: the BatchAda baseline)"},
       {"parallel.atom.sub_models", IntField{member(&C::parallel, &ParallelConfig::atom_sub_models), 0, 4096},
-       "ATOM (`trident plan`; training with atom is not available yet): contiguous sub-models the layers are split "
-       "into for swapping, 0 = the swap planner's fastest that fits device.memory_gb"},
+       "ATOM: contiguous sub-models the layers are split into for swapping; 0 = training takes the fewest that hold "
+       "a batch in device.memory_gb, `trident plan` the swap planner's fastest"},
       {"parallel.atom.host_memory_gb",
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_host_memory_gb), .min = 0},
-       "ATOM (`trident plan`): host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW "
-       "m and v, 16 bytes a parameter; 0 = this machine's physical memory"},
+       "ATOM: host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW m and v, 16 "
+       "bytes a parameter; 0 = this machine's physical memory"},
+      {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
+       "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
+      {"parallel.atom.emulate_copy_gb_per_s",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_emulate_copy_gb_per_s), .min = 0},
+       "ATOM on the cpu backend: each copy between the host store and device memory lasts at least bytes / this "
+       "rate (GB/s), an emulated PCIe link; 0 = as fast as memcpy"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

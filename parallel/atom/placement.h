@@ -1,0 +1,38 @@
+#pragma once
+// Where a swapped run puts the model (ATOM on one peer): its layers split into sub-models, the device slots they take
+// turns in, the tokens a pass holds, and the host store. Chosen before the model is built, from the config alone.
+#include <cstdint>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/model/gpt.h"
+
+namespace trident {
+
+struct AtomPlacement {
+  std::vector<int> segment_starts;  // sub-model i is layers [starts[i], starts[i + 1])
+  int slots = 2;                    // parallel.atom.prefetch + 1 (the swapper uses at most one a sub-model)
+  int64_t tokens = 0;               // tokens one pass holds (the model's activations)
+  int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
+  int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v
+};
+
+// Whether this run swaps: parallel.strategy atom, or auto when the model, its gradients and AdamW state do not fit
+// device.memory_gb with room for one token's activations. A ConfigError when it must but cannot: more than one rank
+// (peers are not available yet), a backend other than cpu.
+bool swaps(const Config& config, int world);
+
+// The placement: parallel.atom.sub_models sub-models (0: the fewest that fit), balanced with the larger ones last (the
+// last is not recomputed); train.batch_tokens tokens a pass, or the most that fit the finest split. A ConfigError
+// naming device.memory_gb, parallel.atom.sub_models or parallel.atom.host_memory_gb when nothing fits.
+AtomPlacement place_atom(const Config& config, Precision precision, Device device);
+
+// `count` sub-models of `layers` layers, as equal as can be, the larger ones last.
+std::vector<int> balanced_starts(int64_t layers, int64_t count);
+
+// The host store's budget in bytes: parallel.atom.host_memory_gb, or this machine's memory when 0.
+int64_t host_budget_bytes(const Config& config);
+// A ConfigError naming parallel.atom.host_memory_gb when the store of `num_params` parameters does not fit it.
+void check_host_store(const Config& config, int64_t num_params);
+
+}  // namespace trident

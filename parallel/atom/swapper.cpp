@@ -1,0 +1,264 @@
+#include "parallel/atom/swapper.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/core.h>
+
+#include "kernels/common/error.h"
+
+namespace trident {
+
+namespace {
+
+// Sub-model k's flat range: from its first layer's first tensor to the next sub-model's (or ln_f).
+std::vector<std::pair<int64_t, int64_t>> segment_ranges(const ModelLayout& layout, const std::vector<int>& starts) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    const int64_t begin = layout.blocks[static_cast<std::size_t>(starts[k])].ln1_w;
+    const int64_t end = k + 1 < starts.size() ? layout.blocks[static_cast<std::size_t>(starts[k + 1])].ln1_w
+                                              : layout.lnf_w;
+    out.emplace_back(begin, end);
+  }
+  return out;
+}
+
+int64_t outer_params(const ModelLayout& layout) { return layout.blocks[0].ln1_w + (layout.num_params - layout.lnf_w); }
+
+}  // namespace
+
+int64_t LayerSwapper::device_bytes(const ModelConfig& config, const std::vector<int>& segment_starts, int slots,
+                                   Precision precision) {
+  const ModelLayout layout = model_layout(config);
+  int64_t widest = 0;
+  for (auto [begin, end] : segment_ranges(layout, segment_starts)) widest = std::max(widest, end - begin);
+  const int64_t per_param = 8 + (precision == Precision::bf16 ? 2 : 0);
+  const int64_t used_slots = std::min<int64_t>(slots, static_cast<int64_t>(segment_starts.size()));
+  return per_param * (outer_params(layout) + used_slots * widest);
+}
+
+LayerSwapper::LayerSwapper(GPT& model, Allocator& device, SwapOptions options)
+    : model_(model), options_(options), bf16_(model.precision() == Precision::bf16),
+      engine_(options.copy_bytes_per_s) {
+  TRIDENT_CHECK(model.swapped(), "the layer swapper needs a swapped model");
+  TRIDENT_CHECK(options.slots >= 2, "swapping needs at least 2 device slots (one computing, one loading)");
+  const ModelLayout& layout = model.layout();
+  for (auto [begin, end] : segment_ranges(layout, model.segment_starts())) segments_.push_back({begin, end});
+  embeddings_ = {0, layout.blocks[0].ln1_w};
+  final_norm_ = {layout.lnf_w, layout.num_params};
+  const int64_t outer = outer_params(layout);
+  outer_params_ = Tensor::empty(device, {outer});
+  outer_grads_ = Tensor::empty(device, {outer});
+  if (bf16_) outer_params16_ = Tensor::empty(device, {outer}, DType::bf16);
+  int64_t widest = 0;
+  for (const Range& r : segments_) widest = std::max(widest, r.end - r.begin);
+  slots_.resize(std::min<std::size_t>(static_cast<std::size_t>(options.slots), segments_.size()));
+  for (Slot& s : slots_) {
+    s.params = Tensor::empty(device, {widest});
+    s.grads = Tensor::empty(device, {widest});
+    if (bf16_) s.params16 = Tensor::empty(device, {widest}, DType::bf16);
+  }
+  store_grads_zero_.assign(segments_.size() + 1, false);  // the store's gradients are whatever it holds
+  model.set_layer_source(this);
+}
+
+LayerSwapper::~LayerSwapper() {
+  engine_.wait_all();
+  model_.set_layer_source(nullptr);
+}
+
+CopyEngine::Ticket LayerSwapper::load(std::string label, Range range, std::size_t part, float* params, bf16* params16,
+                                      float* grads, bool with_params, bool with_grads) {
+  const int64_t n = range.end - range.begin;
+  const float* store_params = model_.params() + range.begin;
+  const float* store_grads = model_.grads() + range.begin;
+  const bool zero = store_grads_zero_[part];
+  int64_t bytes = 0;
+  if (with_params) {
+    bytes += 4 * n;
+    ++stats_.loads;
+  }
+  if (with_grads && !zero) bytes += 4 * n;
+  stats_.h2d_bytes += bytes;
+  return engine_.submit(std::move(label), bytes, [=] {
+    const auto size = sizeof(float) * static_cast<std::size_t>(n);
+    if (with_params) {
+      std::memcpy(params, store_params, size);
+      if (params16)  // rounded as the resident model's per-pass conversion rounds
+        for (int64_t i = 0; i < n; ++i) params16[i] = float_to_bf16(params[i]);
+    }
+    if (with_grads) {
+      if (zero) std::memset(grads, 0, size);
+      else std::memcpy(grads, store_grads, size);
+    }
+  });
+}
+
+ParamWindow LayerSwapper::window(const Slot& slot, Range range) const {
+  return {.begin = range.begin,
+          .end = range.end,
+          .params = const_cast<float*>(slot.params.data<float>()),
+          .params16 = bf16_ ? const_cast<bf16*>(slot.params16.data<bf16>()) : nullptr,
+          .grads = const_cast<float*>(slot.grads.data<float>())};
+}
+
+LayerSource::Outer LayerSwapper::begin_pass(bool train) {
+  train_ = train;
+  uses_.clear();
+  const int G = static_cast<int>(segments_.size());
+  for (int k = 0; k < G; ++k) uses_.push_back({k, false});
+  if (train)
+    for (int k = G - 1; k >= 0; --k) uses_.push_back({k, true});
+  cursor_ = 0;
+  // The store may have changed since the last pass (an optimizer step, a checkpoint): every slot reloads.
+  engine_.wait_all();  // nothing of an interrupted pass still writes a slot
+  for (Slot& s : slots_) {
+    s.segment = -1;
+    s.in_use = s.grads_ready = false;
+  }
+  const std::size_t outer = segments_.size();
+  const int64_t split = embeddings_.end - embeddings_.begin;
+  float* p = outer_params_.data<float>();
+  float* g = outer_grads_.data<float>();
+  bf16* p16 = bf16_ ? outer_params16_.data<bf16>() : nullptr;
+  ++stats_.passes;
+  load("load embeddings", embeddings_, outer, p, p16, g, true, train);
+  const CopyEngine::Ticket ready =
+      load("load final norm", final_norm_, outer, p + split, p16 ? p16 + split : nullptr, g + split, true, train);
+  prefetch();
+  stats_.exposed_s += engine_.wait(ready);
+  Outer out;
+  out.embeddings = {.begin = embeddings_.begin, .end = embeddings_.end, .params = p, .params16 = p16, .grads = g};
+  out.final_norm = {.begin = final_norm_.begin,
+                    .end = final_norm_.end,
+                    .params = p + split,
+                    .params16 = p16 ? p16 + split : nullptr,
+                    .grads = g + split};
+  return out;
+}
+
+void LayerSwapper::end_pass(bool train) {
+  TRIDENT_CHECK(cursor_ == uses_.size(), "a pass ended after {} of its {} sub-model uses", cursor_, uses_.size());
+  if (train) {
+    const int64_t n = outer_grads_.numel();
+    float* device = outer_grads_.data<float>();
+    float* store_head = model_.grads();
+    float* store_tail = model_.grads() + final_norm_.begin;
+    const int64_t split = embeddings_.end - embeddings_.begin;
+    stats_.d2h_bytes += 4 * n;
+    engine_.submit("drain embeddings, final norm", 4 * n, [=] {
+      std::memcpy(store_head, device, sizeof(float) * static_cast<std::size_t>(split));
+      std::memcpy(store_tail, device + split, sizeof(float) * static_cast<std::size_t>(n - split));
+    });
+    store_grads_zero_.back() = false;
+  }
+  stats_.exposed_s += engine_.wait_all();
+}
+
+LayerSwapper::Slot* LayerSwapper::holding(int segment) {
+  for (Slot& s : slots_)
+    if (s.segment == segment) return &s;
+  return nullptr;
+}
+
+void LayerSwapper::prepare(Slot& slot, Use use) {
+  const bool with_params = slot.segment != use.segment;
+  if (with_params) slot.grads_ready = false;
+  const bool with_grads = use.backward && !slot.grads_ready;
+  if (!with_params && !with_grads) return;
+  const CopyEngine::Ticket ticket =
+      load(fmt::format("load {}{}", use.segment, with_grads ? (with_params ? " with gradients" : " gradients") : ""),
+           segments_[static_cast<std::size_t>(use.segment)], static_cast<std::size_t>(use.segment),
+           slot.params.data<float>(), bf16_ ? slot.params16.data<bf16>() : nullptr, slot.grads.data<float>(),
+           with_params, with_grads);
+  slot.segment = use.segment;
+  if (with_params) slot.weights_ready = ticket;
+  if (with_grads) {
+    slot.grads_ready = true;
+    slot.gradients_ready = ticket;
+  }
+}
+
+void LayerSwapper::prefetch() {
+  // The distinct sub-models needed from the current use on, as many as there are slots, nearest first: each keeps
+  // or gets a slot (a free one whose sub-model none of them needs), and is prepared for its uses in order.
+  std::vector<int> ahead;
+  for (std::size_t i = cursor_; i < uses_.size(); ++i) {
+    const int segment = uses_[i].segment;
+    if (std::find(ahead.begin(), ahead.end(), segment) != ahead.end()) continue;
+    if (ahead.size() == slots_.size()) break;
+    ahead.push_back(segment);
+  }
+  for (std::size_t i = cursor_; i < uses_.size(); ++i) {
+    const Use use = uses_[i];
+    if (std::find(ahead.begin(), ahead.end(), use.segment) == ahead.end()) break;
+    Slot* slot = holding(use.segment);
+    for (Slot& s : slots_)
+      if (!slot && !s.in_use && std::find(ahead.begin(), ahead.end(), s.segment) == ahead.end()) slot = &s;
+    if (!slot) break;  // every slot busy: the next release prefetches again
+    prepare(*slot, use);
+  }
+}
+
+ParamWindow LayerSwapper::acquire(int segment, bool backward) {
+  TRIDENT_CHECK(cursor_ < uses_.size() && uses_[cursor_].segment == segment && uses_[cursor_].backward == backward,
+                "sub-model {} was asked for out of order ({})", segment, backward ? "backward" : "forward");
+  prefetch();
+  Slot* slot = holding(segment);
+  TRIDENT_CHECK(slot && !slot->in_use, "sub-model {} has no free slot", segment);
+  slot->in_use = true;
+  stats_.exposed_s += engine_.wait(backward ? std::max(slot->weights_ready, slot->gradients_ready) : slot->weights_ready);
+  compute_start_ = engine_.now();
+  return window(*slot, segments_[static_cast<std::size_t>(segment)]);
+}
+
+void LayerSwapper::release(int segment, bool backward) {
+  Slot* slot = holding(segment);
+  TRIDENT_CHECK(slot && slot->in_use && uses_[cursor_].segment == segment, "sub-model {} released but not acquired",
+                segment);
+  slot->in_use = false;
+  compute_spans_.push_back({fmt::format("{} {}", backward ? "backward" : "forward", segment), 0, compute_start_,
+                            compute_start_, engine_.now()});
+  if (backward) {  // the gradients are final: back to the store, then the slot is free for the next load
+    const Range range = segments_[static_cast<std::size_t>(segment)];
+    const int64_t n = range.end - range.begin;
+    float* store = model_.grads() + range.begin;
+    const float* device = slot->grads.data<float>();
+    stats_.d2h_bytes += 4 * n;
+    engine_.submit(fmt::format("drain {}", segment), 4 * n,
+                   [=] { std::memcpy(store, device, sizeof(float) * static_cast<std::size_t>(n)); });
+    store_grads_zero_[static_cast<std::size_t>(segment)] = false;
+    slot->grads_ready = false;
+  }
+  ++cursor_;
+  prefetch();
+}
+
+void LayerSwapper::grads_zeroed() { std::fill(store_grads_zero_.begin(), store_grads_zero_.end(), true); }
+
+void LayerSwapper::collect_copy_spans() {
+  for (CopyEngine::Span& s : engine_.take_spans()) {
+    stats_.copy_s += s.end - s.start;
+    if (options_.timeline) copy_spans_.push_back(std::move(s));
+  }
+  if (!options_.timeline) compute_spans_.clear();
+}
+
+SwapStats LayerSwapper::take_stats() {
+  collect_copy_spans();
+  SwapStats out = stats_;
+  stats_ = {};
+  return out;
+}
+
+std::vector<CopyEngine::Span> LayerSwapper::take_timeline() {
+  collect_copy_spans();
+  std::vector<CopyEngine::Span> out = std::move(copy_spans_);
+  out.insert(out.end(), compute_spans_.begin(), compute_spans_.end());
+  copy_spans_.clear();
+  compute_spans_.clear();
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.start < y.start; });
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,169 @@
+// ATOM's swap executor on one peer: a model several times larger than its device budget trains, sub-model by
+// sub-model, bit for bit as the resident model does; the copies overlap the compute.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/model/gpt.h"
+#include "core/optim/adamw.h"
+#include "parallel/atom/placement.h"
+#include "parallel/atom/swapper.h"
+
+using namespace trident;
+
+namespace {
+
+ModelConfig swap_model(const std::string& attention) {
+  ModelConfig m;
+  m.n_layer = 8;
+  m.n_embd = 32;
+  m.n_head = 4;
+  m.vocab_size = 64;
+  m.max_seq_len = 64;
+  m.attention = attention;
+  m.linear_chunk = 8;
+  return m;
+}
+
+struct OwnedBatch {
+  std::vector<int32_t> tokens, targets, positions, cu_seqlens{0};
+  TokenBatch view() const {
+    return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()),
+            static_cast<int>(cu_seqlens.size()) - 1};
+  }
+};
+
+OwnedBatch documents(const std::vector<int>& lengths, int vocab, uint64_t seed) {
+  OwnedBatch b;
+  std::mt19937_64 rng(seed);
+  for (int len : lengths) {
+    const std::size_t first = b.tokens.size();
+    for (int i = 0; i < len; ++i) {
+      b.tokens.push_back(static_cast<int32_t>(rng() % vocab));
+      b.positions.push_back(i);
+    }
+    for (int i = 0; i < len; ++i) b.targets.push_back(i + 1 < len ? b.tokens[first + i + 1] : -1);
+    b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
+  }
+  return b;
+}
+
+struct Steps {
+  std::vector<double> losses;
+  std::vector<float> params;
+};
+
+// `steps` AdamW steps, each over two micro-batches (the second accumulates into the first's gradients).
+Steps train(GPT& model, AdamW& optimizer, int steps) {
+  TrainConfig hyper;
+  const std::vector<OwnedBatch> micro = {documents({40, 7, 17}, 64, 1), documents({64}, 64, 2)};
+  Steps out;
+  for (int s = 0; s < steps; ++s) {
+    model.zero_grads();
+    double loss = 0;
+    for (const OwnedBatch& b : micro) loss += model.forward_backward(b.view(), 1.0f / 128);
+    out.losses.push_back(loss);
+    out.losses.push_back(model.forward_loss(micro[0].view()));  // evaluation between steps
+    optimizer.step(model.params(), model.grads(), 1e-3f, 0.5f);
+  }
+  out.params.assign(model.params(), model.params() + model.num_params());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the resident model", "[atom]") {
+  const auto [attention, precision, starts, slots] = GENERATE(
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2},
+      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0}, 2});
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots);
+  const ModelConfig m = swap_model(attention);
+  const int64_t tokens = 64;
+
+  Allocator resident_memory({.name = "resident", .budget_bytes = std::size_t(1) << 30});
+  GPT resident(m, tokens, resident_memory, cpu_backend(), precision);
+  resident.init_weights(7);
+  AdamW resident_adam(resident.layout(), TrainConfig{}, resident_memory);
+  const Steps expected = train(resident, resident_adam, 3);
+
+  // The swapped model's device: exactly what its activations, checkpoints, slots and resident part take.
+  const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, starts) +
+                         LayerSwapper::device_bytes(m, starts, slots, precision);
+  const int64_t resident_bytes =
+      GPT::memory_bytes(m, tokens, precision, Device::cpu) + AdamW::memory_bytes(resident.num_params());
+  if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model: the 4x case
+  Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
+  Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
+  const Swapping swapping{starts, &host};
+  GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
+  LayerSwapper swapper(swapped, device, {.slots = slots});
+  swapped.init_weights(7);
+  AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
+  const Steps got = train(swapped, swapped_adam, 3);
+
+  REQUIRE(got.losses == expected.losses);  // bit for bit
+  REQUIRE(std::memcmp(got.params.data(), expected.params.data(), sizeof(float) * got.params.size()) == 0);
+  CHECK(device.peak() <= device.budget());
+  CHECK(device.in_use() == static_cast<std::size_t>(budget));  // device_bytes and memory_bytes are exact
+  const SwapStats stats = swapper.take_stats();
+  CHECK(stats.passes == 3 * 3);
+  CHECK(stats.d2h_bytes > 0);
+  CHECK(stats.h2d_bytes > 0);
+}
+
+TEST_CASE("a slow copy overlaps the compute: each load starts before the previous sub-model's compute ends",
+          "[atom]") {
+  ModelConfig m = swap_model("softmax");
+  m.n_embd = 64;
+  const std::vector<int> starts = {0, 2, 4, 6};
+  Allocator device({.name = "device", .budget_bytes = std::size_t(1) << 30});
+  Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
+  const Swapping swapping{starts, &host};
+  GPT model(m, 256, device, cpu_backend(), Precision::fp32, &swapping);
+  model.init_weights(3);
+  const OwnedBatch b = documents({64, 64, 64, 64}, 64, 5);
+  auto timeline_of_step = [&](double copy_bytes_per_s) {
+    LayerSwapper swapper(model, device, {.slots = 2, .copy_bytes_per_s = copy_bytes_per_s, .timeline = true});
+    model.zero_grads();
+    model.forward_backward(b.view(), 1.0f / 256);
+    return std::pair{swapper.take_timeline(), swapper.take_stats()};
+  };
+  auto find = [](const std::vector<CopyEngine::Span>& timeline, const std::string& label) {
+    for (const CopyEngine::Span& s : timeline)
+      if (s.label == label) return s;
+    FAIL("no span " << label);
+    return CopyEngine::Span{};
+  };
+  // A link on which a sub-model's load takes half its forward: slow enough to matter, fast enough to hide.
+  const auto [fast, fast_stats] = timeline_of_step(0);
+  double forward_s = 0;
+  for (int k = 0; k < 4; ++k) {
+    const CopyEngine::Span f = find(fast, fmt::format("forward {}", k));
+    forward_s += (f.end - f.start) / 4;
+  }
+  const double sub_model_bytes = 4.0 * static_cast<double>(model.layout().blocks[2].ln1_w - model.layout().blocks[0].ln1_w);
+  const auto [timeline, stats] = timeline_of_step(sub_model_bytes / (forward_s / 2));
+  for (int k = 2; k < 4; ++k) {  // load k is queued when forward k - 1 starts and runs beside it
+    CAPTURE(k);
+    CHECK(find(timeline, fmt::format("load {}", k)).start < find(timeline, fmt::format("forward {}", k - 1)).end);
+  }
+  // backward: sub-model 0's load (behind sub-model 2's drain) is queued before sub-model 1's backward starts
+  CHECK(find(timeline, "load 0 with gradients").queued < find(timeline, "backward 1").start);
+  // exposed: the first loads and the last drain; the other copies hide
+  CHECK(stats.exposed_s > 0);
+  CHECK(stats.exposed_s < stats.copy_s);
+  INFO("step with a fast copy: exposed " << fast_stats.exposed_s << " s; with the slow link: exposed "
+                                         << stats.exposed_s << " s of " << stats.copy_s << " s of copies");
+}
+
+TEST_CASE("sub-models are balanced with the larger ones last", "[atom]") {
+  CHECK(balanced_starts(8, 3) == std::vector<int>{0, 2, 5});
+  CHECK(balanced_starts(12, 4) == std::vector<int>{0, 3, 6, 9});
+  CHECK(balanced_starts(5, 5) == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(balanced_starts(7, 1) == std::vector<int>{0});
+}
