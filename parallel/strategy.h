@@ -7,16 +7,20 @@
 // one per step.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config/config.h"
 #include "core/data/batch.h"
 #include "core/model/gpt.h"
+#include "parallel/atom/swap_stats.h"
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/step_cost.h"
 
 namespace trident {
+
+class LayerSwapper;  // parallel/atom/swapper.h
 
 // What a strategy is built from: the run's communicators (made at start-up, shared by every strategy), the compute
 // backend and the config. Strategies are built on every rank, collectively over the world.
@@ -26,6 +30,7 @@ struct StrategyEnv {
   const Config& config;
   int64_t capacity_tokens = 0;  // tokens one rank's activations hold (the model's max_tokens)
   const cost::Profile* profile = nullptr;  // the run's cluster profile, for strategies that plan with it (FlexSP)
+  LayerSwapper* swapper = nullptr;  // a swapped model's (parallel.strategy: atom), else none
 };
 
 struct Feasibility {
@@ -48,7 +53,8 @@ class Candidate {
   virtual ~Candidate() = default;
   // One line for logs, metrics and plans: "dp", "lasp1 sp=4", "ulysses sp=2".
   virtual std::string name() const = 0;
-  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp", "flexsp-lasp"
+  virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp", "flexsp-lasp",
+                                           // "atom"
   virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism; 0: groups of
                                            // several sizes, planned per micro-batch: FlexSP)
   // Whether this layout can run `batch` within its activation capacity.
@@ -79,6 +85,7 @@ class Strategy : public Candidate {
     double plan_ms = -1;    // rank 0's planning time of that batch (-1: no plan)
     bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
     std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
+    std::optional<SwapStats> swap;  // ATOM: what the step's swaps moved and how long the compute waited for them
   };
   virtual Report last_report() const { return {}; }
 };

@@ -31,6 +31,8 @@
 #include "app/train/signals.h"
 #include "app/train/step.h"
 #include "kernels/backends.h"
+#include "parallel/atom/placement.h"
+#include "parallel/atom/swapper.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 
@@ -135,7 +137,10 @@ void run_training(const Config& config) {
   RunGroups groups(ranks, [&backend](Communicator& host) { return device_communicator(host, backend); },
                    candidate_degrees(config, ranks.size()));
   const Precision precision = precision_named(config.train.precision);
-  const int64_t capacity = token_capacity(config, precision, backend.device());
+  // A swapped model (ATOM) holds a pass of placement->tokens; a resident one what device.memory_gb leaves.
+  const std::optional<AtomPlacement> placement =
+      swaps(config, ranks.size()) ? std::optional(place_atom(config, precision, backend.device())) : std::nullopt;
+  const int64_t capacity = placement ? placement->tokens : token_capacity(config, precision, backend.device());
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
@@ -156,19 +161,40 @@ void run_training(const Config& config) {
   Allocator allocator({.name = backend.name(),
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
-  GPT model(config.model, capacity, allocator, backend, precision);
+  // A swapped model's weights, gradients and AdamW state live in the host store, counted against its own budget.
+  Allocator host_store({.name = "host store", .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config))});
+  const Swapping swapping{placement ? placement->segment_starts : std::vector<int>{}, &host_store};
+  GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr);
+  std::optional<LayerSwapper> swapper;
+  if (placement)
+    swapper.emplace(model, allocator,
+                    SwapOptions{.slots = placement->slots,
+                                .copy_bytes_per_s = config.parallel.atom_emulate_copy_gb_per_s * 1e9});
   if (precision == Precision::bf16 && backend.device() == Device::cpu)
     spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
                  "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
-  AdamW optimizer(model.layout(), config.train, allocator, backend);
-  spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
-               "activations {})",
-               capacity, config.device.memory_gb,
-               format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, backend.device()) +
-                                                     AdamW::memory_bytes(model.num_params()))),
-               format_bytes(static_cast<std::size_t>(
-                   GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
-                   GPT::memory_bytes(config.model, 0, precision, backend.device()))));
+  AdamW optimizer(model.layout(), config.train, placement ? host_store : allocator, model.store_backend());
+  if (placement) {
+    const std::vector<int>& starts = placement->segment_starts;
+    std::string partition;
+    for (std::size_t k = 0; k < starts.size(); ++k)
+      partition += fmt::format("{}[{}, {})", k ? " " : "", starts[k],
+                               k + 1 < starts.size() ? starts[k + 1] : static_cast<int>(config.model.n_layer));
+    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass; device {} of {} (device.memory_gb), "
+                 "host store {} of {}",
+                 starts.size(), partition, std::min<std::size_t>(starts.size(), placement->slots), capacity,
+                 format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
+                 format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
+  } else {
+    spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
+                 "activations {})",
+                 capacity, config.device.memory_gb,
+                 format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, backend.device()) +
+                                                       AdamW::memory_bytes(model.num_params()))),
+                 format_bytes(static_cast<std::size_t>(
+                     GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
+                     GPT::memory_bytes(config.model, 0, precision, backend.device()))));
+  }
 
   int64_t start_step = 0;
   nlohmann::json selector_state;
@@ -186,7 +212,11 @@ void run_training(const Config& config) {
   if (lead) write_resolved_config(config, run_dir);
   spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
                config.model.attention, config.model.n_layer, config.model.n_embd, format_bytes(allocator.in_use()));
-  const StrategyEnv env{groups, backend, config, capacity};
+  const StrategyEnv env{.groups = groups,
+                        .backend = backend,
+                        .config = config,
+                        .capacity_tokens = capacity,
+                        .swapper = swapper ? &*swapper : nullptr};
   const std::unique_ptr<Selector> selector = make_selector(env, std::move(profile), model, run_dir);
   selector->restore(selector_state);
   const bool choosing = selector->strategies().size() > 1;
@@ -271,6 +301,14 @@ void run_training(const Config& config) {
         }
         record["group_times"] = std::move(times);
       }
+    }
+    if (const std::optional<SwapStats> swap = choice.strategy->last_report().swap) {
+      record["sub_models"] = swap->sub_models;
+      record["h2d_bytes"] = swap->h2d_bytes;
+      record["d2h_bytes"] = swap->d2h_bytes;
+      record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy
+      record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
+      record["peak_host_bytes"] = host_store.peak();
     }
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];

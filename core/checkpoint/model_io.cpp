@@ -10,7 +10,7 @@
 namespace trident {
 
 void save_model(const std::filesystem::path& path, const GPT& model, const std::map<std::string, std::string>& metadata) {
-  const HostFloats params(model.backend(), model.params(), model.num_params());
+  const HostFloats params(model.store_backend(), model.params(), model.num_params());
   std::vector<StTensor> tensors;
   for (const ParamEntry& e : model.layout().params)
     tensors.push_back({e.name, StDType::F32, e.shape, params.data() + e.offset});
@@ -43,7 +43,7 @@ void load_model(const std::filesystem::path& path, GPT& model) {
   }
   for (const ParamEntry& e : model.layout().params) {
     const StTensor& t = file.get(e.name, StDType::F32, e.shape);
-    model.backend().upload(model.params() + e.offset, t.data, sizeof(float) * static_cast<std::size_t>(e.numel));
+    model.store_backend().upload(model.params() + e.offset, t.data, sizeof(float) * static_cast<std::size_t>(e.numel));
   }
 }
 

@@ -91,13 +91,14 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     for (count = 1; count < L && !fits(count, N);) ++count;
   if (!fits(count, 1)) {
     const std::vector<int> starts = balanced_starts(L, count);
-    throw_config_error("device.memory_gb = {}: {} sub-model(s) of up to {} layer(s) need {} on the device (two "
-                       "slots of weights and gradients, the embeddings, one token's activations) and only {} is "
+    throw_config_error("device.memory_gb = {}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
+                       "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
                        "there; raise device.memory_gb{}",
                        config.device.memory_gb, count, (L + count - 1) / count,
                        format_bytes(static_cast<std::size_t>(placed_bytes(config, precision, device, starts, slots, 1))),
+                       std::min<int64_t>(slots, count),
                        format_bytes(static_cast<std::size_t>(budget)),
-                       count < L ? " or parallel.atom.sub_models" : "");
+                       count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
   }
   int64_t lo = 1, hi = N;  // fits(count, lo) holds throughout
   if (fits(count, hi)) lo = hi;

@@ -247,6 +247,7 @@ void LayerSwapper::collect_copy_spans() {
 SwapStats LayerSwapper::take_stats() {
   collect_copy_spans();
   SwapStats out = stats_;
+  out.sub_models = static_cast<int>(segments_.size());
   stats_ = {};
   return out;
 }

@@ -16,6 +16,7 @@
 #include "core/model/gpt.h"
 #include "core/tensor/tensor.h"
 #include "parallel/atom/copy_engine.h"
+#include "parallel/atom/swap_stats.h"
 
 namespace trident {
 
@@ -23,16 +24,6 @@ struct SwapOptions {
   int slots = 2;                 // device slots for sub-models: the prefetch depth + 1 (at least 2)
   double copy_bytes_per_s = 0;   // an emulated host <-> device link; 0: memcpy speed
   bool timeline = false;         // keep every copy's and compute's span for take_timeline()
-};
-
-// What the swaps of the passes since the last take_stats() did.
-struct SwapStats {
-  int64_t passes = 0;
-  int64_t loads = 0;           // sub-model (and embedding) loads
-  int64_t h2d_bytes = 0;       // weights and, between micro-batches, gradients to the device
-  int64_t d2h_bytes = 0;       // gradients back to the store
-  double exposed_s = 0;        // time the compute waited for copies
-  double copy_s = 0;           // time the copy engine was busy
 };
 
 class LayerSwapper final : public LayerSource {
@@ -54,6 +45,7 @@ class LayerSwapper final : public LayerSource {
   void grads_zeroed() override;
 
   SwapStats take_stats();
+  const std::vector<int>& segment_starts() const { return model_.segment_starts(); }
   // With options.timeline: the copy engine's jobs and the compute of each sub-model ("forward 2", "backward 2")
   // since the last call, on one clock, by start time: the copies overlapping the compute can be read off it.
   std::vector<CopyEngine::Span> take_timeline();

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "kernels/common/error.h"
+#include "parallel/atom/placement.h"
+#include "parallel/atom/strategy.h"
 #include "parallel/flexsp/strategy.h"
 #include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
@@ -12,8 +14,7 @@ namespace trident {
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
-  if (p.strategy == "atom")
-    throw_config_error("parallel.strategy: 'atom' is not available yet; use 'auto', 'dp', 'sp' or 'flexsp'");
+  if (swaps(config, world)) return {{"atom", 1}};  // a swapped model runs nothing else
   if (p.strategy == "dp") return {{"dp", 1}};
   if (p.strategy == "flexsp") {
     const FlexInner inner = configured_flex_inner(config);
@@ -59,7 +60,9 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
   for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
-    if (l.sp_size == 0) {
+    if (l.method == "atom") {
+      out.push_back(std::make_unique<AtomStrategy>(env));
+    } else if (l.sp_size == 0) {
       TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
       out.push_back(std::make_unique<FlexSequenceParallel>(
           env, l.method == "flexsp-lasp" ? FlexInner::lasp : FlexInner::ulysses));
@@ -75,7 +78,7 @@ std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, in
   std::vector<std::unique_ptr<Candidate>> out;
   for (const LayoutSpec& l : candidate_layouts(config, world))
     for (const char* method : {"lasp1", "lasp2"}) {
-      if (l.sp_size == 0) break;  // `trident plan` plans FlexSP with the FlexSP planner itself
+      if (l.sp_size == 0 || l.method == "atom") break;  // `trident plan` plans FlexSP and ATOM with their planners
       const std::string resolved = l.method == "lasp" ? method : l.method;
       out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
       if (l.method != "lasp") break;

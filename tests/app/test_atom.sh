@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# parallel.strategy: atom on one peer, end to end: a model whose weights, gradients and AdamW state are more than 4x
+# device.memory_gb trains swapped with the losses of the resident run bit for bit (auto swaps by itself when the
+# model does not fit), resumes bit for bit, evaluates and samples; and every bad input is one clear line, exit 2.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_atom.sh tests/app/configs
+set -u
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_atom.sh CONFIG_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export OMP_NUM_THREADS=2
+tiny="$configs/tiny_train.yaml"
+# 8 layers of width 192 (3.6M parameters, a 54.7 MiB store) with 13.3 MiB of device memory
+model=(--set model.n_layer=8 --set model.n_embd=192 --set train.batch_tokens=256 --set train.steps=6
+       --set train.eval_every=3 --set train.micro_batches=2 --set checkpoint.every=3)
+small=(--set device.memory_gb=0.013)
+
+# same_losses A B: the two runs' train and eval losses are equal, bit for bit (the JSON numbers as written).
+same_losses() {
+  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" <<'PY' || fail "losses of $1 and $2 differ"
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+key = lambda r: (r["step"], r["loss"], r.get("eval_loss"))
+assert [key(r) for r in a] == [key(r) for r in b], ([key(r) for r in a], [key(r) for r in b])
+PY
+}
+
+# The resident run, then the same model on a device 4x too small for it: auto swaps.
+run 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/resident" --set parallel.strategy=dp
+run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/swapped"
+grep -q "atom: 8 sub-model(s)" "$tmp/swapped/trident.log" || fail "auto did not swap in 8 sub-models"
+same_losses "$tmp/resident" "$tmp/swapped"
+/usr/bin/python3 - "$tmp/swapped/metrics.jsonl" <<'PY' || fail "the swapped run's metrics are wrong"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+budget = 0.013 * 2**30
+for r in records:
+    assert r["strategy"] == "atom" and r["sub_models"] == 8, r
+    assert r["peak_mem_bytes"] <= budget, r
+    assert r["peak_host_bytes"] >= 4 * budget, r  # weights, gradients and AdamW state: > 4x the device
+    # two passes a step, each loading every sub-model's weights forward and all but the last two again backward
+    assert r["h2d_bytes"] > 0 and r["d2h_bytes"] > 0 and r["exposed_copy_ms"] >= 0 and r["copy_ms"] > 0, r
+PY
+# parallel.strategy: atom with a chosen split and deeper prefetch gives the same losses.
+run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/split3" --set parallel.strategy=atom \
+  --set parallel.atom.sub_models=3 --set device.memory_gb=0.04 --set parallel.atom.prefetch=2
+grep -q "atom: 3 sub-model(s) \[0, 2) \[2, 5) \[5, 8) in 3 device slot(s)" "$tmp/split3/trident.log" \
+  || fail "sub_models 3 / prefetch 2 not applied"
+same_losses "$tmp/resident" "$tmp/split3"
+
+# Resume: from the step-3 checkpoint, the last three steps are the uninterrupted run's, bit for bit.
+mkdir -p "$tmp/resumed/checkpoints"
+cp -r "$tmp/swapped/checkpoints/step_00000003" "$tmp/resumed/checkpoints/"
+run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/resumed"
+grep -q "resuming from" "$tmp/resumed/trident.log" || fail "the swapped run did not resume"
+/usr/bin/python3 - "$tmp/swapped/metrics.jsonl" "$tmp/resumed/metrics.jsonl" <<'PY' || fail "the resumed run diverged"
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert [r["loss"] for r in a[3:]] == [r["loss"] for r in b], (a, b)
+PY
+
+# Text data with a sample at the end: generation runs the swapped model too.
+for i in $(seq 1 100); do printf 'the quick brown fox %d jumps over the lazy dog\n%%\n' "$i"; done >"$tmp/corpus.txt"
+run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/text" --set data.kind=text \
+  --set data.path="$tmp/corpus.txt" --set 'data.separator="\n%\n"' --set model.vocab_size=256 --set sample.tokens=20 \
+  --set parallel.strategy=atom --set device.memory_gb=0.03
+grep -q "sample" "$tmp/text/trident.log" || fail "no sample in trident.log"
+
+# Bad input: each one line, exit 2, before any step.
+run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad1" --set parallel.strategy=atom --set device.memory_gb=0.003
+stderr_line "trident: config error:" "device.memory_gb = 0.003" "8 sub-model(s)" "raise device.memory_gb"
+run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad2" --set parallel.strategy=atom \
+  --set parallel.atom.host_memory_gb=0.01
+stderr_line "trident: config error:" "parallel.atom.host_memory_gb = 0.01" "does not fit"
+run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad3" --set parallel.strategy=atom \
+  --set parallel.atom.sub_models=9
+stderr_line "trident: config error:" "parallel.atom.sub_models = 9" "only 8 layers"
+run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad4" --set parallel.strategy=atom --set parallel.atom.prefetch=0
+stderr_line "trident: config error:" "parallel.atom.prefetch"
+run 2 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/bad5" --set parallel.strategy=dp
+stderr_line "trident: config error:" "device.memory_gb = 0.013" "leave no room"
+run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad6" --set parallel.strategy=atom --set device.backend=cuda
+[[ -e $tmp/bad1/metrics.jsonl || -e $tmp/bad2/metrics.jsonl || -e $tmp/bad3/metrics.jsonl ]] \
+  && fail "a refused run wrote metrics"
+mpirun_env
+mpi 2 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad7" --set parallel.strategy=atom
+grep -q "runs on one peer so far" "$tmp/err" || fail "2 ranks of atom: no clear error"
+
+echo "PASS: $checks checks"
