@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "core/model/activations.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/atom/swapper.h"
@@ -72,7 +73,55 @@ void check_host_store(const Config& config, int64_t num_params) {
                      format_bytes(static_cast<std::size_t>(store)), num_params);
 }
 
-AtomPlacement place_atom(const Config& config, Precision precision, Device device) {
+namespace {
+
+int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision) {
+  return precision == Precision::bf16 ? activation_bytes<bf16>(m, tokens) : activation_bytes<float>(m, tokens);
+}
+
+// The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, the pass's
+// forward and backward from the profile's compute fit shared evenly by them (a forward is a third).
+void planner_inputs(const Config& config, Precision precision, Device device, const cost::Profile& profile,
+                    int64_t tokens, AtomPlacement& placed) {
+  const ModelConfig& m = config.model;
+  const int64_t L = m.n_layer, value = activation_value_bytes(precision);
+  ModelConfig one = m, two = m;
+  one.n_layer = 1, two.n_layer = 2;
+  const int64_t layer_params = model_layout(two).num_params - model_layout(one).num_params;
+  const int64_t layer_acts = activations_of(two, tokens, precision) - activations_of(one, tokens, precision);
+  const int64_t outside_params = model_layout(m).num_params - L * layer_params;  // embeddings, final norm
+  const cost::ComputeSection& c = *profile.compute;
+  double pass_s = 0;
+  for (int64_t left = tokens; left > 0; left -= m.max_seq_len) {
+    const auto s = static_cast<double>(std::min(left, m.max_seq_len));
+    pass_s += c.alpha1_s_per_token2 * s * s + c.alpha2_s_per_token * s;
+  }
+  const double per_layer = pass_s / static_cast<double>(L);
+  placed.layers.assign(static_cast<std::size_t>(L), cost::LayerCost{.weight_bytes = layer_params * 4,  // fp32 masters
+                                                                    .grad_bytes = layer_params * 4,
+                                                                    .activation_bytes = layer_acts,
+                                                                    .forward_s = per_layer / 3,
+                                                                    .backward_s = per_layer * 2 / 3});
+  const cost::Link h2d = *profile.network->host_to_device;
+  const cost::Link d2h = profile.network->device_to_host.value_or(h2d);
+  placed.device = {
+      .budget_bytes = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb)),
+      // always resident: embeddings and final norm with their gradients, the activations outside the layers
+      // (embedding output, LM head chunk, backward scratch) and at most one boundary checkpoint a layer
+      .resident_bytes = outside_params * (8 + (precision == Precision::bf16 ? 2 : 0)) +
+                        activations_of(one, tokens, precision) - layer_acts + L * tokens * m.n_embd * value,
+      .h2d_bytes_per_s = h2d.bandwidth_gb_per_s * 1e9,
+      .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
+      .shared_copy_engine = device == Device::cpu};
+}
+
+bool plans_with(const cost::Profile* profile) {
+  return profile && profile->compute && profile->network && profile->network->host_to_device;
+}
+
+}  // namespace
+
+AtomPlacement place_atom(const Config& config, Precision precision, Device device, const cost::Profile* profile) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
   const int64_t asked = config.parallel.atom_sub_models;
@@ -82,34 +131,45 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   check_host_store(config, model_layout(m).num_params);
   AtomPlacement placed;
   placed.host_bytes = 16 * model_layout(m).num_params;
-  auto fits = [&](int64_t count, int64_t tokens) {
-    return placed_bytes(config, precision, device, balanced_starts(L, count), slots, tokens) <= budget;
+  placed.slots = slots;
+  auto bytes = [&](const std::vector<int>& starts, int64_t tokens) {
+    return placed_bytes(config, precision, device, starts, slots, tokens);
   };
   const int64_t N = config.train.batch_tokens;
-  int64_t count = asked;
-  if (count == 0)  // the fewest sub-models that hold a whole batch, else the finest split
-    for (count = 1; count < L && !fits(count, N);) ++count;
-  if (!fits(count, 1)) {
+  if (plans_with(profile)) {  // the planner's fastest partition, if it fits as the executor lays it out
+    planner_inputs(config, precision, device, *profile, N, placed);
+    const std::optional<cost::SwapPlan> plan = cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked));
+    if (plan && bytes(plan->starts, N) <= budget) placed.segment_starts = plan->starts;
+  }
+  int64_t tokens = N;
+  if (placed.segment_starts.empty()) {
+    int64_t count = asked;
+    if (count == 0)  // the fewest sub-models that hold a whole batch, else the finest split
+      for (count = 1; count < L && bytes(balanced_starts(L, count), N) > budget;) ++count;
     const std::vector<int> starts = balanced_starts(L, count);
-    throw_config_error("device.memory_gb = {}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
-                       "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
-                       "there; raise device.memory_gb{}",
-                       config.device.memory_gb, count, (L + count - 1) / count,
-                       format_bytes(static_cast<std::size_t>(placed_bytes(config, precision, device, starts, slots, 1))),
-                       std::min<int64_t>(slots, count),
-                       format_bytes(static_cast<std::size_t>(budget)),
-                       count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
+    if (bytes(starts, 1) > budget)
+      throw_config_error("device.memory_gb = {}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
+                         "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
+                         "there; raise device.memory_gb{}",
+                         config.device.memory_gb, count, (L + count - 1) / count,
+                         format_bytes(static_cast<std::size_t>(bytes(starts, 1))), std::min<int64_t>(slots, count),
+                         format_bytes(static_cast<std::size_t>(budget)),
+                         count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
+    int64_t lo = 1, hi = N;  // bytes(starts, lo) fits throughout
+    if (bytes(starts, hi) <= budget) lo = hi;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (bytes(starts, mid) <= budget ? lo : hi) = mid;
+    }
+    placed.segment_starts = starts;
+    tokens = lo;
   }
-  int64_t lo = 1, hi = N;  // fits(count, lo) holds throughout
-  if (fits(count, hi)) lo = hi;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(count, mid) ? lo : hi) = mid;
+  placed.tokens = tokens;
+  placed.device_bytes = bytes(placed.segment_starts, tokens);
+  if (plans_with(profile)) {
+    planner_inputs(config, precision, device, *profile, tokens, placed);
+    placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
   }
-  placed.segment_starts = balanced_starts(L, count);
-  placed.slots = slots;
-  placed.tokens = lo;
-  placed.device_bytes = placed_bytes(config, precision, device, placed.segment_starts, slots, lo);
   return placed;
 }
 

@@ -2,10 +2,13 @@
 // Where a swapped run puts the model (ATOM on one peer): its layers split into sub-models, the device slots they take
 // turns in, the tokens a pass holds, and the host store. Chosen before the model is built, from the config alone.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/config/config.h"
 #include "core/model/gpt.h"
+#include "parallel/cost/profile.h"
+#include "parallel/cost/swap_plan.h"
 
 namespace trident {
 
@@ -15,6 +18,11 @@ struct AtomPlacement {
   int64_t tokens = 0;               // tokens one pass holds (the model's activations)
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v
+  // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
+  // costs and device it was made from.
+  std::optional<cost::SwapPlan> predicted;
+  std::vector<cost::LayerCost> layers;
+  cost::SwapDevice device;
 };
 
 // Whether this run swaps: parallel.strategy atom, or auto when the model, its gradients and AdamW state do not fit
@@ -22,10 +30,14 @@ struct AtomPlacement {
 // (peers are not available yet), a backend other than cpu.
 bool swaps(const Config& config, int world);
 
-// The placement: parallel.atom.sub_models sub-models (0: the fewest that fit), balanced with the larger ones last (the
-// last is not recomputed); train.batch_tokens tokens a pass, or the most that fit the finest split. A ConfigError
-// naming device.memory_gb, parallel.atom.sub_models or parallel.atom.host_memory_gb when nothing fits.
-AtomPlacement place_atom(const Config& config, Precision precision, Device device);
+// The placement. With a profile that has a compute section and network.host_to_device, the swap planner's fastest
+// partition (parallel.atom.sub_models of them when not 0) whose exact device bytes fit; otherwise, or when its
+// partition does not fit once every slot is sized for the widest sub-model, parallel.atom.sub_models sub-models (0:
+// the fewest that fit) balanced with the larger ones last (the last is not recomputed). A pass holds
+// train.batch_tokens tokens, or the most that fit the finest split. A ConfigError naming device.memory_gb,
+// parallel.atom.sub_models or parallel.atom.host_memory_gb when nothing fits.
+AtomPlacement place_atom(const Config& config, Precision precision, Device device,
+                         const cost::Profile* profile = nullptr);
 
 // `count` sub-models of `layers` layers, as equal as can be, the larger ones last.
 std::vector<int> balanced_starts(int64_t layers, int64_t count);

@@ -36,7 +36,11 @@ class Ranges {
   double load_s(int a, int b) const { return static_cast<double>(weight_[b] - weight_[a]) / device_.h2d_bytes_per_s; }
   double drain_s(int a, int b) const { return static_cast<double>(grad_[b] - grad_[a]) / device_.d2h_bytes_per_s; }
   double forward_s(int a, int b) const { return forward_[b] - forward_[a]; }
-  double backward_s(int a, int b) const { return forward_s(a, b) + backward_[b] - backward_[a]; }  // with recompute
+  // With the recompute of its forward, except the last sub-model's (its activations are still there).
+  double backward_s(int a, int b) const {
+    return (b == layers() ? 0.0 : forward_s(a, b)) + backward_[b] - backward_[a];
+  }
+  int layers() const { return static_cast<int>(forward_.size()) - 1; }
   int64_t slot(int a, int b) const { return weight_[b] - weight_[a] + grad_[b] - grad_[a]; }
   int64_t act(int a, int b) const { return act_[b] - act_[a]; }
   double copy_s(double load, double drain) const {
@@ -51,8 +55,10 @@ class Ranges {
 
   // The terms a partition pays for the neighbours [a, b), [b, c): the forward's compute of the first against the
   // second's load, the backward's recompute and backward of the second against the first's load and its own drain.
+  // When [b, c) is the last, [a, b) is still in the other slot from the forward: no load.
   double pair_s(int a, int b, int c) const {
-    return std::max(forward_s(a, b), load_s(b, c)) + std::max(backward_s(b, c), copy_s(load_s(a, b), drain_s(b, c)));
+    const double reload = c == layers() ? 0.0 : load_s(a, b);
+    return std::max(forward_s(a, b), load_s(b, c)) + std::max(backward_s(b, c), copy_s(reload, drain_s(b, c)));
   }
   // What the first sub-model [0, b) pays alone: its load before the forward, its backward against its own drain.
   double first_s(int b) const { return load_s(0, b) + std::max(backward_s(0, b), drain_s(0, b)); }
@@ -85,13 +91,16 @@ SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& dev
   plan.forward_s = r.load_s(0, bounds[1]) + r.forward_s(bounds[k - 1], L);
   plan.backward_s = std::max(r.backward_s(0, bounds[1]), r.drain_s(0, bounds[1]));
   plan.peak_bytes = r.alone_bytes(0, bounds[1]);
+  double compute_s = r.forward_s(0, L) + r.backward_s(0, bounds[1]);
   for (int i = 0; i + 1 < k; ++i) {
     const int a = bounds[i], b = bounds[i + 1], c = bounds[i + 2];
+    const double pair = r.pair_s(a, b, c);
     plan.forward_s += std::max(r.forward_s(a, b), r.load_s(b, c));
-    plan.backward_s += std::max(r.backward_s(b, c), r.copy_s(r.load_s(a, b), r.drain_s(b, c)));
+    plan.backward_s += pair - std::max(r.forward_s(a, b), r.load_s(b, c));
     plan.peak_bytes = std::max(plan.peak_bytes, r.pair_bytes(a, b, c));
+    compute_s += r.backward_s(b, c);
   }
-  plan.compute_s = r.forward_s(0, L) + r.backward_s(0, L);
+  plan.compute_s = compute_s;
   plan.exposed_copy_s = plan.step_s() - plan.compute_s;
   return plan;
 }

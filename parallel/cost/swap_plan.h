@@ -4,10 +4,12 @@
 //
 // Schedule (one-deep prefetch, k sub-models; sub-model k stays resident from the forward into the backward):
 //   forward   load_1, then compute_i while load_{i+1} runs:      t_fwd = load_1 + sum_{i<k} max(F_i, load_{i+1}) + F_k
-//   backward  sub-models k .. 1, each recomputing its forward from its boundary checkpoint before its backward
-//             (B_i = F_i + backward_i), while the previous one loads and its own gradients stream to the host:
+//   backward  sub-models k .. 1, each but the last recomputing its forward from its boundary checkpoint before its
+//             backward (B_i = F_i + backward_i; B_k = backward_k, its activations are still there), while the previous
+//             one loads and its own gradients stream to the host:
 //                                                              t_bwd = sum_{i>1} max(B_i, copy(load_{i-1}, drain_i))
 //                                                                    + max(B_1, drain_1)
+//             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward.
 //   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread), max(a, b) with one
 //   engine per direction (CUDA's H2D and D2H streams).
 // Device memory: while sub-model i computes and i + 1 (or i - 1) loads, both sit in their slots (weights and
@@ -43,7 +45,7 @@ struct SwapPlan {
   std::vector<int> starts;  // sub-model i is layers [starts[i], starts[i + 1]) (the last ends at the layer count)
   double forward_s = 0;
   double backward_s = 0;
-  double compute_s = 0;      // sum of F_i and B_i: the step with every copy hidden
+  double compute_s = 0;      // sum of F_i and B_i (recompute included): the step with every copy hidden
   double exposed_copy_s = 0;  // forward_s + backward_s - compute_s
   int64_t peak_bytes = 0;    // the largest neighbour pair's memory, resident bytes included
   int sub_models() const { return static_cast<int>(starts.size()); }
