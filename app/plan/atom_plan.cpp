@@ -46,6 +46,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"sub_models", plan.sub_models()},
                                 {"partition", plan.starts},
                                 {"tokens_per_pass", N},
+                                {"activations", placed.recompute ? "recompute" : "keep"},
                                 {"forward_s", plan.forward_s},
                                 {"backward_s", plan.backward_s},
                                 {"step_s", plan.step_s()},
@@ -66,10 +67,11 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N);
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(), cost::describe_swaps(plan, static_cast<int>(L)),
              std::min(placed.slots, plan.sub_models()));
-  fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s with recompute): {:.3f} s of copies "
+  fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "
              "exposed, {:.2f}x the throughput of the same schedule with every copy hidden; every layer resident (no "
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",
-             plan.step_s(), plan.forward_s, plan.backward_s, plan.exposed_copy_s, plan.compute_s / plan.step_s(),
+             plan.step_s(), plan.forward_s, plan.backward_s,
+             placed.recompute ? " with recompute" : ", every layer's activations kept", plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib);

@@ -138,8 +138,14 @@ void run_training(const Config& config) {
                    candidate_degrees(config, ranks.size()));
   const Precision precision = precision_named(config.train.precision);
   // A swapped model (ATOM) holds a pass of placement->tokens; a resident one what device.memory_gb leaves.
-  const std::optional<AtomPlacement> placement =
-      swaps(config, ranks.size()) ? std::optional(place_atom(config, precision, backend.device())) : std::nullopt;
+  // With parallel.select.profile (its compute fit and network.host_to_device), ATOM takes the swap planner's
+  // partition and logs its prediction.
+  std::optional<AtomPlacement> placement;
+  if (swaps(config, ranks.size())) {
+    std::optional<cost::Profile> link;
+    if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
+    placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr);
+  }
   const int64_t capacity = placement ? placement->tokens : token_capacity(config, precision, backend.device());
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
@@ -163,7 +169,9 @@ void run_training(const Config& config) {
                        .resource = &backend.memory()});
   // A swapped model's weights, gradients and AdamW state live in the host store, counted against its own budget.
   Allocator host_store({.name = "host store", .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config))});
-  const Swapping swapping{placement ? placement->segment_starts : std::vector<int>{}, &host_store};
+  const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
+                          .store = &host_store,
+                          .recompute = placement && placement->recompute};
   GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr);
   std::optional<LayerSwapper> swapper;
   if (placement)
@@ -180,11 +188,15 @@ void run_training(const Config& config) {
     for (std::size_t k = 0; k < starts.size(); ++k)
       partition += fmt::format("{}[{}, {})", k ? " " : "", starts[k],
                                k + 1 < starts.size() ? starts[k + 1] : static_cast<int>(config.model.n_layer));
-    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass; device {} of {} (device.memory_gb), "
-                 "host store {} of {}",
+    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass, activations {}; device {} of {} "
+                 "(device.memory_gb), host store {} of {}",
                  starts.size(), partition, std::min<std::size_t>(starts.size(), placement->slots), capacity,
+                 placement->recompute ? "recomputed from each sub-model's input" : "kept",
                  format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
                  format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
+    if (const std::optional<cost::SwapPlan>& p = placement->predicted)
+      spdlog::info("atom: predicted from {}: step {:.3f} s, {:.3f} s of it copies left exposed",
+                   config.parallel.select_profile, p->step_s(), p->exposed_copy_s);
   } else {
     spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
                  "activations {})",

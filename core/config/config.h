@@ -92,6 +92,7 @@ struct ParallelConfig {
   int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the fewest that fit (training)
   double atom_host_memory_gb = 0;  // host memory for the whole model's store (GiB); 0 = this machine's memory
   int64_t atom_prefetch = 1;    // sub-models loading ahead of the computing one (device slots - 1)
+  std::string atom_activations = "auto";  // auto | keep | recompute
   double atom_emulate_copy_gb_per_s = 0;  // cpu backend: an emulated host <-> device link (GB/s); 0 = memcpy
 
   bool operator==(const ParallelConfig&) const = default;

@@ -145,6 +145,10 @@ const std::vector<Key>& schema() {
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_host_memory_gb), .min = 0},
        "ATOM: host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW m and v, 16 "
        "bytes a parameter; 0 = this machine's physical memory"},
+      {"parallel.atom.activations",
+       StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute"}},
+       "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (only each sub-model's "
+       "input stays; backward recomputes its forward) or auto (keep when it fits a pass of train.batch_tokens)"},
       {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
        "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
       {"parallel.atom.emulate_copy_gb_per_s",

@@ -31,10 +31,16 @@ void check_segments(const std::vector<int>& starts, int64_t n_layer) {
                   "below {} layers", k, starts[k], n_layer);
 }
 
-// A model with only the widest segment's layers: its activation workspace.
-ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts) {
-  config.n_layer = widest_segment(starts, config.n_layer);
+// A model with only the widest segment's layers (every layer's when not recomputing): its activation workspace.
+ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts, bool recompute) {
+  if (recompute) config.n_layer = widest_segment(starts, config.n_layer);
   return config;
+}
+
+// Values of the boundary checkpoints: one for each segment but the first, when recomputing.
+int64_t checkpoint_values(const ModelConfig& config, const std::vector<int>& starts, bool recompute,
+                          int64_t max_tokens) {
+  return recompute ? static_cast<int64_t>(starts.size() - 1) * max_tokens * config.n_embd : 0;
 }
 
 }  // namespace
@@ -47,7 +53,8 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
       max_tokens_(max_tokens),
       precision_(precision),
       starts_(swapping ? swapping->segment_starts : std::vector<int>{0}),
-      swapped_store_(swapping != nullptr) {
+      swapped_store_(swapping != nullptr),
+      recompute_(swapping && swapping->recompute) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
   check_segments(starts_, config.n_layer);
@@ -58,8 +65,8 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   Allocator& store = swapping ? *swapping->store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
-  const ModelConfig workspace = workspace_shape(config, starts_);
-  const int64_t boundary_values = static_cast<int64_t>(starts_.size() - 1) * max_tokens * config.n_embd;
+  const ModelConfig workspace = workspace_shape(config, starts_, recompute_);
+  const int64_t boundary_values = checkpoint_values(config, starts_, recompute_, max_tokens);
   if (precision == Precision::bf16) {
     if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
     acts16_ = allocate_activations<bf16>(workspace, max_tokens, allocator);
@@ -77,16 +84,16 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
 }
 
 int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                          const std::vector<int>& segment_starts) {
+                          const Swapping* swapping) {
   const int64_t P = model_layout(config).num_params;
-  const bool swapped = !segment_starts.empty();
-  const std::vector<int> starts = swapped ? segment_starts : std::vector<int>{0};
-  const ModelConfig workspace = workspace_shape(config, starts);
+  const std::vector<int> starts = swapping ? swapping->segment_starts : std::vector<int>{0};
+  const bool recompute = swapping && swapping->recompute;
+  const ModelConfig workspace = workspace_shape(config, starts, recompute);
   const int64_t value = activation_value_bytes(precision);
-  int64_t bytes = swapped ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
+  int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
                                         : activation_bytes<float>(workspace, max_tokens);
-  const int64_t boundary_bytes = static_cast<int64_t>(starts.size() - 1) * max_tokens * config.n_embd * value;
+  const int64_t boundary_bytes = checkpoint_values(config, starts, recompute, max_tokens) * value;
   bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
   if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
@@ -215,7 +222,7 @@ void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBat
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
   const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
-  LayerActivations<T>& a = acts<T>().layers[static_cast<std::size_t>(l - starts_[static_cast<std::size_t>(segment)])];
+  LayerActivations<T>& a = layer_acts<T>(l, segment);
   const T* x = layer_input<T>(l, segment);
   // x + attn(ln_1(x))
   backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.param(o.ln1_w), w.param(o.ln1_b), N, C);
@@ -237,10 +244,9 @@ template <class T>
 void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recompute) {
   const int first = starts_[static_cast<std::size_t>(segment)], end = segment_end(segment);
   for (int l = first; l < end; ++l) forward_layer<T>(l, segment, w, b);
-  if (recompute || segment + 1 == segments()) return;
+  if (recompute || !recompute_ || segment + 1 == segments()) return;
   const int64_t C = config_.n_embd;
-  backend_->copy_rows(checkpoint<T>(segment + 1), C, acts<T>().layers[static_cast<std::size_t>(end - 1 - first)].res3,
-                      C, b.num_tokens, C);
+  backend_->copy_rows(checkpoint<T>(segment + 1), C, layer_acts<T>(end - 1, segment).res3, C, b.num_tokens, C);
 }
 
 // ---- one layer, backward ------------------------------------------------------------------------------------------
@@ -252,7 +258,7 @@ void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBa
   const int C = static_cast<int>(config_.n_embd);
   const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
   Activations<T>& acts = this->acts<T>();
-  const LayerActivations<T>& a = acts.layers[static_cast<std::size_t>(l - starts_[static_cast<std::size_t>(segment)])];
+  const LayerActivations<T>& a = layer_acts<T>(l, segment);
   const T* x = layer_input<T>(l, segment);
   T* dwide1 = acts.dwide1;
   T* dwide2 = acts.dwide2;
@@ -347,7 +353,7 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     ready(0);  // ln_f
     for (int k = segments() - 1; k >= 0; --k) {
       const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
-      if (k + 1 < segments()) forward_segment<T>(k, w, b, true);  // recompute from the checkpoint
+      if (recompute_ && k + 1 < segments()) forward_segment<T>(k, w, b, true);  // from its checkpoint
       for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
         backward_layer<T>(l, k, w, b, dres, dnarrow);
         ready(static_cast<std::size_t>(config_.n_layer - l));

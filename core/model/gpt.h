@@ -30,6 +30,9 @@ inline int64_t activation_value_bytes(Precision precision) { return precision ==
 struct Swapping {
   std::vector<int> segment_starts;  // first layer of each segment: 0, increasing, below model.n_layer
   Allocator* store = nullptr;       // host memory for params() and grads()
+  // true: the device keeps one segment's activations and each segment's input, and backward recomputes each
+  // segment's forward but the last one's; false: it keeps every layer's activations (no recompute).
+  bool recompute = true;
 };
 
 class GPT {
@@ -42,10 +45,10 @@ class GPT {
       Precision precision = Precision::fp32, const Swapping* swapping = nullptr);
 
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
-  // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `segment_starts` (a swapped
-  // model), no parameters, gradients or weight copy: the widest segment's activations and the checkpoints instead.
+  // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
+  // gradients or weight copy; with its recompute, the widest segment's activations and the checkpoints.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const std::vector<int>& segment_starts = {});
+                              const Swapping* swapping = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
@@ -102,15 +105,20 @@ class GPT {
   Activations<T>& acts();
   template <class T>
   T* checkpoint(int segment);  // segment's input (segment >= 1): the previous segment's output, kept for recompute
+  // Layer l's activations in the workspace: at l itself when every layer's are kept, else at l - its segment's first.
+  template <class T>
+  LayerActivations<T>& layer_acts(int l, int segment) {
+    return acts<T>().layers[static_cast<std::size_t>(recompute_ ? l - starts_[static_cast<std::size_t>(segment)] : l)];
+  }
   template <class T>
   const T* layer_input(int l, int segment) {
-    const int first = starts_[static_cast<std::size_t>(segment)];
-    if (l > first) return acts<T>().layers[static_cast<std::size_t>(l - 1 - first)].res3;
-    return segment == 0 ? acts<T>().encoded : checkpoint<T>(segment);
+    if (l > starts_[static_cast<std::size_t>(segment)]) return layer_acts<T>(l - 1, segment).res3;
+    if (segment == 0) return acts<T>().encoded;
+    return recompute_ ? checkpoint<T>(segment) : layer_acts<T>(l - 1, segment - 1).res3;
   }
   template <class T>
   const T* trunk_output() {  // the last layer's output, ln_f's input
-    return acts<T>().layers[static_cast<std::size_t>(config_.n_layer - 1 - starts_.back())].res3;
+    return layer_acts<T>(static_cast<int>(config_.n_layer) - 1, segments() - 1).res3;
   }
   int segments() const { return static_cast<int>(starts_.size()); }
   int segment_end(int segment) const;
@@ -133,6 +141,7 @@ class GPT {
   Tensor weights16_;  // bf16 copy of params_ (bf16, resident only)
   std::vector<int> starts_;  // first layer of each segment; {0} when resident
   bool swapped_store_ = false;
+  bool recompute_ = false;  // Swapping::recompute
   Tensor checkpoints_;  // (segments - 1, max_tokens, C) of the activations' type
   LayerSource* source_ = nullptr;
   Activations<float> acts32_;  // one of the two is allocated, by precision

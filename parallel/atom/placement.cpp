@@ -16,8 +16,9 @@ namespace {
 Device device_of(const Config& config) { return config.device.backend == "cpu" ? Device::cpu : Device::cuda; }
 
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
-                     int slots, int64_t tokens) {
-  return GPT::memory_bytes(config.model, tokens, precision, device, starts) +
+                     bool recompute, int slots, int64_t tokens) {
+  const Swapping swapping{.segment_starts = starts, .recompute = recompute};
+  return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
 
@@ -82,7 +83,7 @@ int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision
 // The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, the pass's
 // forward and backward from the profile's compute fit shared evenly by them (a forward is a third).
 void planner_inputs(const Config& config, Precision precision, Device device, const cost::Profile& profile,
-                    int64_t tokens, AtomPlacement& placed) {
+                    int64_t tokens, bool recompute, AtomPlacement& placed) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, value = activation_value_bytes(precision);
   ModelConfig one = m, two = m;
@@ -99,7 +100,7 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
   const double per_layer = pass_s / static_cast<double>(L);
   placed.layers.assign(static_cast<std::size_t>(L), cost::LayerCost{.weight_bytes = layer_params * 4,  // fp32 masters
                                                                     .grad_bytes = layer_params * 4,
-                                                                    .activation_bytes = layer_acts,
+                                                                    .activation_bytes = recompute ? layer_acts : 0,
                                                                     .forward_s = per_layer / 3,
                                                                     .backward_s = per_layer * 2 / 3});
   const cost::Link h2d = *profile.network->host_to_device;
@@ -107,12 +108,15 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
   placed.device = {
       .budget_bytes = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb)),
       // always resident: embeddings and final norm with their gradients, the activations outside the layers
-      // (embedding output, LM head chunk, backward scratch) and at most one boundary checkpoint a layer
+      // (embedding output, LM head chunk, backward scratch), and at most one boundary checkpoint a layer or every
+      // layer's activations
       .resident_bytes = outside_params * (8 + (precision == Precision::bf16 ? 2 : 0)) +
-                        activations_of(one, tokens, precision) - layer_acts + L * tokens * m.n_embd * value,
+                        activations_of(one, tokens, precision) - layer_acts +
+                        (recompute ? L * tokens * m.n_embd * value : L * layer_acts),
       .h2d_bytes_per_s = h2d.bandwidth_gb_per_s * 1e9,
       .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
-      .shared_copy_engine = device == Device::cpu};
+      .shared_copy_engine = device == Device::cpu,
+      .recompute = recompute};
 }
 
 bool plans_with(const cost::Profile* profile) {
@@ -132,42 +136,58 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   AtomPlacement placed;
   placed.host_bytes = 16 * model_layout(m).num_params;
   placed.slots = slots;
-  auto bytes = [&](const std::vector<int>& starts, int64_t tokens) {
-    return placed_bytes(config, precision, device, starts, slots, tokens);
+  auto bytes = [&](const std::vector<int>& starts, bool recompute, int64_t tokens) {
+    return placed_bytes(config, precision, device, starts, recompute, slots, tokens);
   };
+  // The partition for a whole batch with activations kept or recomputed, if one fits.
   const int64_t N = config.train.batch_tokens;
-  if (plans_with(profile)) {  // the planner's fastest partition, if it fits as the executor lays it out
-    planner_inputs(config, precision, device, *profile, N, placed);
-    const std::optional<cost::SwapPlan> plan = cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked));
-    if (plan && bytes(plan->starts, N) <= budget) placed.segment_starts = plan->starts;
-  }
+  auto partition = [&](bool recompute) -> std::vector<int> {
+    if (plans_with(profile)) {  // the planner's fastest partition, if it fits as the executor lays it out
+      planner_inputs(config, precision, device, *profile, N, recompute, placed);
+      const std::optional<cost::SwapPlan> plan =
+          cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked));
+      if (plan && bytes(plan->starts, recompute, N) <= budget) return plan->starts;
+    }
+    for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count)
+      if (const std::vector<int> starts = balanced_starts(L, count); bytes(starts, recompute, N) <= budget)
+        return starts;
+    return {};
+  };
+  const std::string& activations = config.parallel.atom_activations;
+  if (activations != "recompute") placed.segment_starts = partition(false);
+  placed.recompute = placed.segment_starts.empty();
+  if (placed.segment_starts.empty() && activations == "keep")
+    throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
+                       "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto or "
+                       "recompute, or lower train.batch_tokens",
+                       N, std::min<int64_t>(slots, asked > 0 ? asked : L), config.device.memory_gb);
+  if (placed.segment_starts.empty()) placed.segment_starts = partition(true);
   int64_t tokens = N;
-  if (placed.segment_starts.empty()) {
-    int64_t count = asked;
-    if (count == 0)  // the fewest sub-models that hold a whole batch, else the finest split
-      for (count = 1; count < L && bytes(balanced_starts(L, count), N) > budget;) ++count;
+  if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
+    const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
-    if (bytes(starts, 1) > budget)
-      throw_config_error("device.memory_gb = {}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
+    if (bytes(starts, true, 1) > budget)
+      throw_config_error("device.memory_gb = {}{}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
                          "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
                          "there; raise device.memory_gb{}",
-                         config.device.memory_gb, count, (L + count - 1) / count,
-                         format_bytes(static_cast<std::size_t>(bytes(starts, 1))), std::min<int64_t>(slots, count),
-                         format_bytes(static_cast<std::size_t>(budget)),
+                         config.device.memory_gb,
+                         asked > 0 ? fmt::format(" with parallel.atom.sub_models = {}", asked) : "", count,
+                         (L + count - 1) / count,
+                         format_bytes(static_cast<std::size_t>(bytes(starts, true, 1))),
+                         std::min<int64_t>(slots, count), format_bytes(static_cast<std::size_t>(budget)),
                          count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
-    int64_t lo = 1, hi = N;  // bytes(starts, lo) fits throughout
-    if (bytes(starts, hi) <= budget) lo = hi;
+    int64_t lo = 1, hi = N;  // bytes(starts, true, lo) fits throughout
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
-      (bytes(starts, mid) <= budget ? lo : hi) = mid;
+      (bytes(starts, true, mid) <= budget ? lo : hi) = mid;
     }
     placed.segment_starts = starts;
     tokens = lo;
   }
   placed.tokens = tokens;
-  placed.device_bytes = bytes(placed.segment_starts, tokens);
+  placed.device_bytes = bytes(placed.segment_starts, placed.recompute, tokens);
   if (plans_with(profile)) {
-    planner_inputs(config, precision, device, *profile, tokens, placed);
+    planner_inputs(config, precision, device, *profile, tokens, placed.recompute, placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
   }
   return placed;

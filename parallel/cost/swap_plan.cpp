@@ -38,7 +38,7 @@ class Ranges {
   double forward_s(int a, int b) const { return forward_[b] - forward_[a]; }
   // With the recompute of its forward, except the last sub-model's (its activations are still there).
   double backward_s(int a, int b) const {
-    return (b == layers() ? 0.0 : forward_s(a, b)) + backward_[b] - backward_[a];
+    return (device_.recompute && b != layers() ? forward_s(a, b) : 0.0) + backward_[b] - backward_[a];
   }
   int layers() const { return static_cast<int>(forward_.size()) - 1; }
   int64_t slot(int a, int b) const { return weight_[b] - weight_[a] + grad_[b] - grad_[a]; }

@@ -39,6 +39,9 @@ struct SwapDevice {
   double h2d_bytes_per_s = 0;
   double d2h_bytes_per_s = 0;
   bool shared_copy_engine = true;  // loads and gradient drains queue on one engine
+  // false: every layer's activations stay on the device (in resident_bytes, the layers' activation_bytes 0) and
+  // backward recomputes nothing
+  bool recompute = true;
 };
 
 struct SwapPlan {
