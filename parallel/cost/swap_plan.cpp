@@ -60,8 +60,9 @@ class Ranges {
     const double reload = c == layers() ? 0.0 : load_s(a, b);
     return std::max(forward_s(a, b), load_s(b, c)) + std::max(backward_s(b, c), copy_s(reload, drain_s(b, c)));
   }
-  // What the first sub-model [0, b) pays alone: its load before the forward, its backward against its own drain.
-  double first_s(int b) const { return load_s(0, b) + std::max(backward_s(0, b), drain_s(0, b)); }
+  // What the first sub-model [0, b) pays alone: its load before the forward, its backward, then its drain (nothing
+  // is left to hide it).
+  double first_s(int b) const { return load_s(0, b) + backward_s(0, b) + drain_s(0, b); }
 
  private:
   const SwapDevice& device_;
@@ -89,7 +90,7 @@ SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& dev
   SwapPlan plan;
   plan.starts = std::move(starts);
   plan.forward_s = r.load_s(0, bounds[1]) + r.forward_s(bounds[k - 1], L);
-  plan.backward_s = std::max(r.backward_s(0, bounds[1]), r.drain_s(0, bounds[1]));
+  plan.backward_s = r.backward_s(0, bounds[1]) + r.drain_s(0, bounds[1]);
   plan.peak_bytes = r.alone_bytes(0, bounds[1]);
   double compute_s = r.forward_s(0, L) + r.backward_s(0, bounds[1]);
   for (int i = 0; i + 1 < k; ++i) {

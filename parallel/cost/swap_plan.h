@@ -8,7 +8,7 @@
 //             backward (B_i = F_i + backward_i; B_k = backward_k, its activations are still there), while the previous
 //             one loads and its own gradients stream to the host:
 //                                                              t_bwd = sum_{i>1} max(B_i, copy(load_{i-1}, drain_i))
-//                                                                    + max(B_1, drain_1)
+//                                                                    + B_1 + drain_1
 //             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward.
 //   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread), max(a, b) with one
 //   engine per direction (CUDA's H2D and D2H streams).

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# ATOM's swaps on this machine (configs/atom_swap_cpu.yaml, one CPU peer): throughput swapped / resident for device
+# budgets of 1/2, 1/4 and 1/8 of the model's weights, gradients and AdamW state and for several tokens a pass, the
+# copies running over an emulated host-to-device link (parallel.atom.emulate_copy_gb_per_s: the CPU's memcpy is far
+# faster than PCIe). Beside each measurement, the swap planner's prediction for the same placement: a profile of
+# this machine (`trident bench profile`, plus the link) given to `trident plan` and to the run. Prints a markdown
+# table and writes runs/bench_atom_swap/{atom_swap.md, profile.yaml, RUN/...}. About 5 minutes on 2 cores.
+# Usage: bash scripts/bench_atom_swap.sh [--steps 6] [--link-gb-per-s 1.0] [--tokens "256 1024 2048"]
+#        [--budgets "2 4 8"]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+die() { echo "bench_atom_swap.sh: $*" >&2; exit 2; }
+steps=6 link=1.0 tokens_list="256 1024 2048" budgets="2 4 8"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
+    --link-gb-per-s) link=${2:?--link-gb-per-s needs a value}; shift 2 ;;
+    --tokens) tokens_list=${2:?--tokens needs a value}; shift 2 ;;
+    --budgets) budgets=${2:?--budgets needs a value}; shift 2 ;;
+    *) die "unknown argument '$1' (allowed: --steps N, --link-gb-per-s X, --tokens \"N...\", --budgets \"K...\")" ;;
+  esac
+done
+[[ $steps =~ ^[1-9][0-9]*$ && $steps -ge 2 ]] || die "--steps: '$steps' is not a whole number >= 2"
+[[ $link =~ ^[0-9]*\.?[0-9]+$ ]] && /usr/bin/python3 -c "import sys; sys.exit(float('$link') <= 0)" \
+  || die "--link-gb-per-s: '$link' is not a positive number"
+for t in $tokens_list; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "--tokens: '$t' is not a positive whole number"; done
+for k in $budgets; do [[ $k =~ ^[1-9][0-9]*$ ]] || die "--budgets: '$k' is not a positive whole number"; done
+trident=$(realpath "${TRIDENT:-build/trident}")
+[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+out=runs/bench_atom_swap
+if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
+mkdir -p "$out"
+out=$(realpath "$out")
+config=$(realpath configs/atom_swap_cpu.yaml)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+# The profile: this machine's compute fit for the model, one device, and the emulated link both ways.
+cat >"$out/profile.yaml" <<YAML
+cluster: {name: this-cpu, nodes: 1, devices_per_node: 1, device_memory_gb: 0}
+network:
+  intra_node: {bandwidth_gb_per_s: 10, latency_us: 1}
+  inter_node: {bandwidth_gb_per_s: 10, latency_us: 1}
+  host_to_device: {bandwidth_gb_per_s: $link, latency_us: 0}
+  device_to_host: {bandwidth_gb_per_s: $link, latency_us: 0}
+YAML
+"$trident" bench profile "$config" --out "$out/profile.yaml" >"$out/profile.log" 2>&1 \
+  || die "trident bench profile failed (see $out/profile.log)"
+common=(--set train.steps="$steps" --set parallel.atom.emulate_copy_gb_per_s="$link"
+        --set parallel.select.profile="$out/profile.yaml")
+
+# 16 bytes a parameter: the store, and what "the model" means for the budgets
+params=$("$trident" plan "$config" "${common[@]}" --json | /usr/bin/python3 -c \
+  'import json, sys; print(json.load(sys.stdin)["host_store_bytes"] // 16)')
+model_gib=$(/usr/bin/python3 -c "print(16 * $params / 2**30)")
+echo "bench_atom_swap: $params parameters, $(/usr/bin/python3 -c "print(round(16 * $params / 2**20, 1))") MiB of" \
+     "weights, gradients and AdamW state; link $link GB/s" >&2
+
+for tokens in $tokens_list; do
+  name="resident_$tokens"
+  echo "bench_atom_swap: $name" >&2
+  "$trident" train "$config" "${common[@]}" --set train.batch_tokens="$tokens" --set parallel.strategy=dp \
+    --set run.dir="$out/$name" >"$out/$name.log" 2>&1 || die "the resident run failed (see $out/$name.log)"
+  for k in $budgets; do
+    gib=$(/usr/bin/python3 -c "print($model_gib / $k)")
+    name="swap_${k}_$tokens"
+    echo "bench_atom_swap: $name (device.memory_gb = $gib)" >&2
+    set_budget=(--set train.batch_tokens="$tokens" --set device.memory_gb="$gib")
+    if "$trident" plan "$config" "${common[@]}" "${set_budget[@]}" --json >"$out/$name.plan.json" 2>"$out/$name.plan.err" \
+      && "$trident" train "$config" "${common[@]}" "${set_budget[@]}" --set run.dir="$out/$name" >"$out/$name.log" 2>&1
+    then :; else echo "bench_atom_swap: $name did not run (see $out/$name.plan.err, $out/$name.log)" >&2; fi
+  done
+done
+
+/usr/bin/python3 - "$out" "$tokens_list" "$budgets" "$link" <<'PY' | tee "$out/atom_swap.md"
+import json, statistics, sys
+from pathlib import Path
+out, tokens_list, budgets, link = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
+
+def steps(name):  # the steps after the first (it allocates and warms up)
+    path = out / name / "metrics.jsonl"
+    return [json.loads(l) for l in path.open()][1:] if path.exists() else None
+
+def median(records, key):
+    return statistics.median(r[key] for r in records)
+
+print(f"ATOM swaps on this CPU (configs/atom_swap_cpu.yaml, emulated host-to-device link {link} GB/s); medians over "
+      f"the steps after the first; predicted = the swap planner on this machine's profile (trident plan)\n")
+print("| tokens a batch | budget | sub-models | activations | tokens a pass | resident ms | swapped ms | "
+      "swapped/resident throughput | exposed copy ms (measured) | predicted step ms | predicted exposed ms | "
+      "copy ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for tokens in tokens_list:
+    resident = steps(f"resident_{tokens}")
+    for k in budgets:
+        name = f"swap_{k}_{tokens}"
+        swapped = steps(name)
+        if not swapped or not resident:
+            print(f"| {tokens} | 1/{k} | did not run: see {name}.plan.err, {name}.log | | | | | | | | | |")
+            continue
+        plan = json.load((out / f"{name}.plan.json").open())
+        res_ms, swap_ms = median(resident, "step_ms"), median(swapped, "step_ms")
+        ratio = median(swapped, "tokens_per_s") / median(resident, "tokens_per_s")
+        passes = -(-int(tokens) // plan["tokens_per_pass"])
+        print(f"| {tokens} | 1/{k} | {plan['sub_models']} | {plan['activations']} | {plan['tokens_per_pass']} | "
+              f"{res_ms:.0f} | {swap_ms:.0f} | {ratio:.2f}x | {median(swapped, 'exposed_copy_ms'):.0f} | "
+              f"{passes * plan['step_s'] * 1e3:.0f} | {passes * plan['exposed_copy_s'] * 1e3:.0f} | "
+              f"{median(swapped, 'copy_ms'):.0f} |")
+PY
