@@ -46,7 +46,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"sub_models", plan.sub_models()},
                                 {"partition", plan.starts},
                                 {"tokens_per_pass", N},
-                                {"activations", placed.recompute ? "recompute" : "keep"},
+                                {"recomputed_sub_models", placed.recomputed},
                                 {"forward_s", plan.forward_s},
                                 {"backward_s", plan.backward_s},
                                 {"step_s", plan.step_s()},
@@ -71,7 +71,9 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "exposed, {:.2f}x the throughput of the same schedule with every copy hidden; every layer resident (no "
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",
              plan.step_s(), plan.forward_s, plan.backward_s,
-             placed.recompute ? " with recompute" : ", every layer's activations kept", plan.exposed_copy_s, plan.compute_s / plan.step_s(),
+             placed.recomputed > 0 ? fmt::format(", the first {} sub-model(s) recomputed", placed.recomputed)
+                                   : ", every layer's activations kept",
+             plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib);

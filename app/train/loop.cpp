@@ -171,7 +171,7 @@ void run_training(const Config& config) {
   Allocator host_store({.name = "host store", .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config))});
   const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
                           .store = &host_store,
-                          .recompute = placement && placement->recompute};
+                          .recomputed = placement ? placement->recomputed : 0};
   GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr);
   std::optional<LayerSwapper> swapper;
   if (placement)
@@ -191,7 +191,9 @@ void run_training(const Config& config) {
     spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass, activations {}; device {} of {} "
                  "(device.memory_gb), host store {} of {}",
                  starts.size(), partition, std::min<std::size_t>(starts.size(), placement->slots), capacity,
-                 placement->recompute ? "recomputed from each sub-model's input" : "kept",
+                 placement->recomputed > 0
+                     ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
+                     : std::string("kept"),
                  format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
                  format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
     if (const std::optional<cost::SwapPlan>& p = placement->predicted)

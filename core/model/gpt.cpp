@@ -16,31 +16,34 @@ Precision precision_named(const std::string& name) {
 
 namespace {
 
-// The layers of the widest segment.
-int64_t widest_segment(const std::vector<int>& starts, int64_t n_layer) {
+// The layers of the widest of the first `count` segments (at most all).
+int64_t widest_segment(const std::vector<int>& starts, int64_t n_layer, int count) {
   int64_t widest = 0;
-  for (std::size_t k = 0; k < starts.size(); ++k)
+  for (std::size_t k = 0; k < std::min(starts.size(), static_cast<std::size_t>(count)); ++k)
     widest = std::max<int64_t>(widest, (k + 1 < starts.size() ? starts[k + 1] : n_layer) - starts[k]);
   return widest;
 }
 
-void check_segments(const std::vector<int>& starts, int64_t n_layer) {
+void check_segments(const std::vector<int>& starts, int64_t n_layer, int recomputed) {
   TRIDENT_CHECK(!starts.empty() && starts[0] == 0, "segments must start at layer 0");
+  TRIDENT_CHECK(recomputed >= 0 && recomputed < static_cast<int>(starts.size()),
+                "{} recomputed segments of {}: at most all but the last", recomputed, starts.size());
   for (std::size_t k = 1; k < starts.size(); ++k)
     TRIDENT_CHECK(starts[k] > starts[k - 1] && starts[k] < n_layer, "segment {} starts at layer {}: not increasing "
                   "below {} layers", k, starts[k], n_layer);
 }
 
-// A model with only the widest segment's layers (every layer's when not recomputing): its activation workspace.
-ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts, bool recompute) {
-  if (recompute) config.n_layer = widest_segment(starts, config.n_layer);
+// The activation workspace: as a model with the layers of the widest segment up to `recomputed` and every later one.
+ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts, int recomputed) {
+  const std::size_t after = static_cast<std::size_t>(recomputed) + 1;
+  const int64_t later = after < starts.size() ? config.n_layer - starts[after] : 0;
+  config.n_layer = widest_segment(starts, config.n_layer, recomputed + 1) + later;
   return config;
 }
 
-// Values of the boundary checkpoints: one for each segment but the first, when recomputing.
-int64_t checkpoint_values(const ModelConfig& config, const std::vector<int>& starts, bool recompute,
-                          int64_t max_tokens) {
-  return recompute ? static_cast<int64_t>(starts.size() - 1) * max_tokens * config.n_embd : 0;
+// Values of the boundary checkpoints: the inputs of segments 1 .. recomputed.
+int64_t checkpoint_values(const ModelConfig& config, int recomputed, int64_t max_tokens) {
+  return recomputed * max_tokens * config.n_embd;
 }
 
 }  // namespace
@@ -54,10 +57,11 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
       precision_(precision),
       starts_(swapping ? swapping->segment_starts : std::vector<int>{0}),
       swapped_store_(swapping != nullptr),
-      recompute_(swapping && swapping->recompute) {
+      recomputed_(swapping ? swapping->recomputed : 0) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
-  check_segments(starts_, config.n_layer);
+  check_segments(starts_, config.n_layer, recomputed_);
+  shared_layers_ = static_cast<int>(widest_segment(starts_, config.n_layer, recomputed_ + 1));
   if (swapping) {
     TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu, "a swapped model's store is host memory");
     TRIDENT_CHECK(backend.device() == Device::cpu, "swapping runs on the cpu backend only");
@@ -65,8 +69,8 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   Allocator& store = swapping ? *swapping->store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
-  const ModelConfig workspace = workspace_shape(config, starts_, recompute_);
-  const int64_t boundary_values = checkpoint_values(config, starts_, recompute_, max_tokens);
+  const ModelConfig workspace = workspace_shape(config, starts_, recomputed_);
+  const int64_t boundary_values = checkpoint_values(config, recomputed_, max_tokens);
   if (precision == Precision::bf16) {
     if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
     acts16_ = allocate_activations<bf16>(workspace, max_tokens, allocator);
@@ -87,13 +91,13 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
                           const Swapping* swapping) {
   const int64_t P = model_layout(config).num_params;
   const std::vector<int> starts = swapping ? swapping->segment_starts : std::vector<int>{0};
-  const bool recompute = swapping && swapping->recompute;
-  const ModelConfig workspace = workspace_shape(config, starts, recompute);
+  const int recomputed = swapping ? swapping->recomputed : 0;
+  const ModelConfig workspace = workspace_shape(config, starts, recomputed);
   const int64_t value = activation_value_bytes(precision);
   int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
                                         : activation_bytes<float>(workspace, max_tokens);
-  const int64_t boundary_bytes = checkpoint_values(config, starts, recompute, max_tokens) * value;
+  const int64_t boundary_bytes = checkpoint_values(config, recomputed, max_tokens) * value;
   bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
   if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
@@ -239,12 +243,13 @@ void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBat
   backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
 }
 
-// The segment's layers; unless recomputing, its output becomes the next segment's checkpoint.
+// The segment's layers; unless recomputing, its output becomes the next segment's checkpoint when that one runs in
+// the shared workspace.
 template <class T>
-void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recompute) {
+void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recomputing) {
   const int first = starts_[static_cast<std::size_t>(segment)], end = segment_end(segment);
   for (int l = first; l < end; ++l) forward_layer<T>(l, segment, w, b);
-  if (recompute || !recompute_ || segment + 1 == segments()) return;
+  if (recomputing || segment + 1 > recomputed_) return;
   const int64_t C = config_.n_embd;
   backend_->copy_rows(checkpoint<T>(segment + 1), C, layer_acts<T>(end - 1, segment).res3, C, b.num_tokens, C);
 }
@@ -291,8 +296,8 @@ void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBa
 
 // ---- one pass: embeddings, the segments, ln_f, then the tied LM head + cross-entropy a chunk of tokens at a time --
 // logits = ln_f(x) @ wte^T; training also does d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x) (fp32),
-// so the (N, V) logits never exist at once. Training then runs the segments' backward in reverse, recomputing each
-// one's forward from its checkpoint first, except the last one's (its activations are still in the workspace).
+// so the (N, V) logits never exist at once. Training then runs the segments' backward in reverse, recomputing the
+// forward of each recomputed one (Swapping::recomputed) from its checkpoint first.
 template <class T>
 double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits) {
   check_batch(host_batch, pass != Pass::logits);
@@ -353,7 +358,7 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     ready(0);  // ln_f
     for (int k = segments() - 1; k >= 0; --k) {
       const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
-      if (recompute_ && k + 1 < segments()) forward_segment<T>(k, w, b, true);  // from its checkpoint
+      if (k < recomputed_) forward_segment<T>(k, w, b, true);  // from its checkpoint
       for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
         backward_layer<T>(l, k, w, b, dres, dnarrow);
         ready(static_cast<std::size_t>(config_.n_layer - l));

@@ -30,9 +30,11 @@ inline int64_t activation_value_bytes(Precision precision) { return precision ==
 struct Swapping {
   std::vector<int> segment_starts;  // first layer of each segment: 0, increasing, below model.n_layer
   Allocator* store = nullptr;       // host memory for params() and grads()
-  // true: the device keeps one segment's activations and each segment's input, and backward recomputes each
-  // segment's forward but the last one's; false: it keeps every layer's activations (no recompute).
-  bool recompute = true;
+  // Backward recomputes the forward of the first `recomputed` segments (at most all but the last) from their inputs.
+  // Those segments and the next one take turns in one activation workspace, each keeping only its input on the
+  // device (a boundary checkpoint; the first segment's is the embedding output); the later segments keep every
+  // layer's activations. 0: nothing recomputed; all but the last: one segment's activations at a time.
+  int recomputed = 0;
 };
 
 class GPT {
@@ -46,7 +48,7 @@ class GPT {
 
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
   // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
-  // gradients or weight copy; with its recompute, the widest segment's activations and the checkpoints.
+  // gradients or weight copy; the shared workspace, the later segments' activations and the checkpoints.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const Swapping* swapping = nullptr);
 
@@ -100,21 +102,25 @@ class GPT {
   template <class T>
   void backward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& batch, T* dres, T* dnarrow);
   template <class T>
-  void forward_segment(int segment, const ParamWindow& w, const TokenBatch& batch, bool recompute);
+  void forward_segment(int segment, const ParamWindow& w, const TokenBatch& batch, bool recomputing);
   template <class T>
   Activations<T>& acts();
   template <class T>
-  T* checkpoint(int segment);  // segment's input (segment >= 1): the previous segment's output, kept for recompute
-  // Layer l's activations in the workspace: at l itself when every layer's are kept, else at l - its segment's first.
+  T* checkpoint(int segment);  // the input of a segment in the shared workspace (segment >= 1)
+  // Layer l's activations: those of a segment in the shared workspace (segment <= recomputed_) at l - its first
+  // layer, a later one's after the workspace at l - the first of them.
   template <class T>
   LayerActivations<T>& layer_acts(int l, int segment) {
-    return acts<T>().layers[static_cast<std::size_t>(recompute_ ? l - starts_[static_cast<std::size_t>(segment)] : l)];
+    const int at = segment <= recomputed_ ? l - starts_[static_cast<std::size_t>(segment)]
+                                          : shared_layers_ + l - starts_[static_cast<std::size_t>(recomputed_ + 1)];
+    return acts<T>().layers[static_cast<std::size_t>(at)];
   }
   template <class T>
   const T* layer_input(int l, int segment) {
     if (l > starts_[static_cast<std::size_t>(segment)]) return layer_acts<T>(l - 1, segment).res3;
     if (segment == 0) return acts<T>().encoded;
-    return recompute_ ? checkpoint<T>(segment) : layer_acts<T>(l - 1, segment - 1).res3;
+    // the segment after the workspace reads the last one in it, untouched until after its own backward
+    return segment <= recomputed_ ? checkpoint<T>(segment) : layer_acts<T>(l - 1, segment - 1).res3;
   }
   template <class T>
   const T* trunk_output() {  // the last layer's output, ln_f's input
@@ -141,7 +147,8 @@ class GPT {
   Tensor weights16_;  // bf16 copy of params_ (bf16, resident only)
   std::vector<int> starts_;  // first layer of each segment; {0} when resident
   bool swapped_store_ = false;
-  bool recompute_ = false;  // Swapping::recompute
+  int recomputed_ = 0;      // Swapping::recomputed
+  int shared_layers_ = 0;   // layers of the widest segment up to recomputed_: the shared workspace
   Tensor checkpoints_;  // (segments - 1, max_tokens, C) of the activations' type
   LayerSource* source_ = nullptr;
   Activations<float> acts32_;  // one of the two is allocated, by precision

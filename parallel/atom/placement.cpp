@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <limits>
+
 #include <fmt/core.h>
 
 #include "core/model/activations.h"
@@ -16,8 +18,8 @@ namespace {
 Device device_of(const Config& config) { return config.device.backend == "cpu" ? Device::cpu : Device::cuda; }
 
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
-                     bool recompute, int slots, int64_t tokens) {
-  const Swapping swapping{.segment_starts = starts, .recompute = recompute};
+                     int recomputed, int slots, int64_t tokens) {
+  const Swapping swapping{.segment_starts = starts, .recomputed = recomputed};
   return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
@@ -81,9 +83,10 @@ int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision
 }
 
 // The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, the pass's
-// forward and backward from the profile's compute fit shared evenly by them (a forward is a third).
+// forward and backward from the profile's compute fit shared evenly by them (a forward is a third). Layers below
+// `recompute_below` are in recomputed sub-models (-1: every sub-model but the last, wherever the split falls).
 void planner_inputs(const Config& config, Precision precision, Device device, const cost::Profile& profile,
-                    int64_t tokens, bool recompute, AtomPlacement& placed) {
+                    int64_t tokens, int recompute_below, AtomPlacement& placed) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, value = activation_value_bytes(precision);
   ModelConfig one = m, two = m;
@@ -98,25 +101,28 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
     pass_s += c.alpha1_s_per_token2 * s * s + c.alpha2_s_per_token * s;
   }
   const double per_layer = pass_s / static_cast<double>(L);
-  placed.layers.assign(static_cast<std::size_t>(L), cost::LayerCost{.weight_bytes = layer_params * 4,  // fp32 masters
-                                                                    .grad_bytes = layer_params * 4,
-                                                                    .activation_bytes = recompute ? layer_acts : 0,
-                                                                    .forward_s = per_layer / 3,
-                                                                    .backward_s = per_layer * 2 / 3});
+  const int64_t recomputed_layers = recompute_below < 0 ? L : recompute_below;  // a bound when < 0
+  placed.layers.clear();
+  for (int64_t l = 0; l < L; ++l)
+    placed.layers.push_back({.weight_bytes = layer_params * 4,  // the fp32 masters move
+                             .grad_bytes = layer_params * 4,
+                             .activation_bytes = l < recomputed_layers ? layer_acts : 0,
+                             .forward_s = per_layer / 3,
+                             .backward_s = per_layer * 2 / 3});
   const cost::Link h2d = *profile.network->host_to_device;
   const cost::Link d2h = profile.network->device_to_host.value_or(h2d);
   placed.device = {
       .budget_bytes = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb)),
       // always resident: embeddings and final norm with their gradients, the activations outside the layers
-      // (embedding output, LM head chunk, backward scratch), and at most one boundary checkpoint a layer or every
-      // layer's activations
+      // (embedding output, LM head chunk, backward scratch), the kept layers' activations and at most one boundary
+      // checkpoint a recomputed layer
       .resident_bytes = outside_params * (8 + (precision == Precision::bf16 ? 2 : 0)) +
-                        activations_of(one, tokens, precision) - layer_acts +
-                        (recompute ? L * tokens * m.n_embd * value : L * layer_acts),
+                        activations_of(one, tokens, precision) - layer_acts + (L - recomputed_layers) * layer_acts +
+                        recomputed_layers * tokens * m.n_embd * value,
       .h2d_bytes_per_s = h2d.bandwidth_gb_per_s * 1e9,
       .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
       .shared_copy_engine = device == Device::cpu,
-      .recompute = recompute};
+      .recompute_below = recompute_below};
 }
 
 bool plans_with(const cost::Profile* profile) {
@@ -136,58 +142,85 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   AtomPlacement placed;
   placed.host_bytes = 16 * model_layout(m).num_params;
   placed.slots = slots;
-  auto bytes = [&](const std::vector<int>& starts, bool recompute, int64_t tokens) {
-    return placed_bytes(config, precision, device, starts, recompute, slots, tokens);
-  };
-  // The partition for a whole batch with activations kept or recomputed, if one fits.
-  const int64_t N = config.train.batch_tokens;
-  auto partition = [&](bool recompute) -> std::vector<int> {
-    if (plans_with(profile)) {  // the planner's fastest partition, if it fits as the executor lays it out
-      planner_inputs(config, precision, device, *profile, N, recompute, placed);
-      const std::optional<cost::SwapPlan> plan =
-          cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked));
-      if (plan && bytes(plan->starts, recompute, N) <= budget) return plan->starts;
-    }
-    for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count)
-      if (const std::vector<int> starts = balanced_starts(L, count); bytes(starts, recompute, N) <= budget)
-        return starts;
-    return {};
-  };
   const std::string& activations = config.parallel.atom_activations;
-  if (activations != "recompute") placed.segment_starts = partition(false);
-  placed.recompute = placed.segment_starts.empty();
+  auto bytes = [&](const std::vector<int>& starts, int recomputed, int64_t tokens) {
+    return placed_bytes(config, precision, device, starts, recomputed, slots, tokens);
+  };
+  auto below = [](const std::vector<int>& starts, int recomputed) {
+    return recomputed > 0 ? starts[static_cast<std::size_t>(recomputed)] : 0;
+  };
+  // Every candidate holds a whole batch; the best is the fastest predicted (with a profile), else the one that
+  // recomputes the fewest layers, then has the fewest sub-models.
+  const int64_t N = config.train.batch_tokens;
+  double best_score = std::numeric_limits<double>::infinity();
+  auto consider = [&](const std::vector<int>& starts, int recomputed) {
+    if (bytes(starts, recomputed, N) > budget) return false;
+    double score = static_cast<double>(below(starts, recomputed) * (L + 1) + static_cast<int64_t>(starts.size()));
+    if (plans_with(profile)) {
+      planner_inputs(config, precision, device, *profile, N, below(starts, recomputed), placed);
+      score = cost::evaluate_swaps(placed.layers, placed.device, starts).step_s();
+    }
+    if (score < best_score) {
+      best_score = score;
+      placed.segment_starts = starts;
+      placed.recomputed = recomputed;
+    }
+    return true;
+  };
+  for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count) {
+    const std::vector<int> starts = balanced_starts(L, count);
+    const int all_but_last = static_cast<int>(count) - 1;
+    if (activations == "keep") consider(starts, 0);
+    else if (activations == "recompute") consider(starts, all_but_last);
+    else if (bytes(starts, all_but_last, N) <= budget) {  // auto: the fewest recomputed sub-models that fit
+      int lo = 0, hi = all_but_last;  // bytes fall as more sub-models recompute; hi fits
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (bytes(starts, mid, N) <= budget) hi = mid;
+        else lo = mid + 1;
+      }
+      consider(starts, lo);
+    }
+  }
+  if (plans_with(profile) && activations != "keep") {  // the planner's own split, recomputing all but the last
+    planner_inputs(config, precision, device, *profile, N, -1, placed);
+    if (const std::optional<cost::SwapPlan> plan =
+            cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked)))
+      consider(plan->starts, plan->sub_models() - 1);
+  }
   if (placed.segment_starts.empty() && activations == "keep")
     throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
                        "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto or "
                        "recompute, or lower train.batch_tokens",
                        N, std::min<int64_t>(slots, asked > 0 ? asked : L), config.device.memory_gb);
-  if (placed.segment_starts.empty()) placed.segment_starts = partition(true);
   int64_t tokens = N;
   if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
-    if (bytes(starts, true, 1) > budget)
+    const int recomputed = static_cast<int>(count) - 1;
+    if (bytes(starts, recomputed, 1) > budget)
       throw_config_error("device.memory_gb = {}{}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
                          "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
                          "there; raise device.memory_gb{}",
                          config.device.memory_gb,
                          asked > 0 ? fmt::format(" with parallel.atom.sub_models = {}", asked) : "", count,
-                         (L + count - 1) / count,
-                         format_bytes(static_cast<std::size_t>(bytes(starts, true, 1))),
+                         (L + count - 1) / count, format_bytes(static_cast<std::size_t>(bytes(starts, recomputed, 1))),
                          std::min<int64_t>(slots, count), format_bytes(static_cast<std::size_t>(budget)),
                          count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
-    int64_t lo = 1, hi = N;  // bytes(starts, true, lo) fits throughout
+    int64_t lo = 1, hi = N;  // bytes(starts, recomputed, lo) fits throughout
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
-      (bytes(starts, true, mid) <= budget ? lo : hi) = mid;
+      (bytes(starts, recomputed, mid) <= budget ? lo : hi) = mid;
     }
     placed.segment_starts = starts;
+    placed.recomputed = recomputed;
     tokens = lo;
   }
   placed.tokens = tokens;
-  placed.device_bytes = bytes(placed.segment_starts, placed.recompute, tokens);
+  placed.device_bytes = bytes(placed.segment_starts, placed.recomputed, tokens);
   if (plans_with(profile)) {
-    planner_inputs(config, precision, device, *profile, tokens, placed.recompute, placed);
+    planner_inputs(config, precision, device, *profile, tokens, below(placed.segment_starts, placed.recomputed),
+                   placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
   }
   return placed;

@@ -16,7 +16,7 @@ struct AtomPlacement {
   std::vector<int> segment_starts;  // sub-model i is layers [starts[i], starts[i + 1])
   int slots = 2;                    // parallel.atom.prefetch + 1 (the swapper uses at most one a sub-model)
   int64_t tokens = 0;               // tokens one pass holds (the model's activations)
-  bool recompute = true;            // Swapping::recompute (parallel.atom.activations)
+  int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v
   // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
@@ -31,14 +31,14 @@ struct AtomPlacement {
 // (peers are not available yet), a backend other than cpu.
 bool swaps(const Config& config, int world);
 
-// The placement. Activations (parallel.atom.activations): keep every layer's on the device when that fits a pass of
-// train.batch_tokens tokens (auto, keep), else recompute each sub-model's forward from its boundary checkpoint
-// (auto, recompute). The partition: with a profile that has a compute section and network.host_to_device, the swap
-// planner's fastest (parallel.atom.sub_models sub-models when not 0) whose exact device bytes fit; otherwise, or
-// when its partition does not fit once every slot is sized for the widest sub-model, parallel.atom.sub_models
-// sub-models (0: the fewest that fit) balanced with the larger ones last. A pass holds train.batch_tokens tokens, or
-// when not even the finest split holds them, the most that fit it. A ConfigError naming device.memory_gb,
-// parallel.atom.sub_models, parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
+// The placement: among the partitions into parallel.atom.sub_models sub-models (0: any count), balanced with the
+// larger ones last, each with the fewest leading sub-models recomputed that fits (parallel.atom.activations: auto;
+// keep recomputes none, recompute all but the last), and with a profile that has a compute section and
+// network.host_to_device also the swap planner's own split, the one whose exact device bytes fit a pass of
+// train.batch_tokens tokens and that is fastest by the swap schedule (with a profile), else recomputes the fewest
+// layers, then has the fewest sub-models. When none holds a batch, the finest split recomputing all but its last
+// sub-model, with the most tokens a pass that fit. A ConfigError naming device.memory_gb, parallel.atom.sub_models,
+// parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,
                          const cost::Profile* profile = nullptr);
 

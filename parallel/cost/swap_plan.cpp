@@ -36,9 +36,11 @@ class Ranges {
   double load_s(int a, int b) const { return static_cast<double>(weight_[b] - weight_[a]) / device_.h2d_bytes_per_s; }
   double drain_s(int a, int b) const { return static_cast<double>(grad_[b] - grad_[a]) / device_.d2h_bytes_per_s; }
   double forward_s(int a, int b) const { return forward_[b] - forward_[a]; }
-  // With the recompute of its forward, except the last sub-model's (its activations are still there).
+  // With the recompute of its forward where the device says so (never the last sub-model's: its activations are
+  // still there).
   double backward_s(int a, int b) const {
-    return (device_.recompute && b != layers() ? forward_s(a, b) : 0.0) + backward_[b] - backward_[a];
+    const bool recomputed = b != layers() && (device_.recompute_below < 0 || b <= device_.recompute_below);
+    return (recomputed ? forward_s(a, b) : 0.0) + backward_[b] - backward_[a];
   }
   int layers() const { return static_cast<int>(forward_.size()) - 1; }
   int64_t slot(int a, int b) const { return weight_[b] - weight_[a] + grad_[b] - grad_[a]; }

@@ -39,9 +39,10 @@ struct SwapDevice {
   double h2d_bytes_per_s = 0;
   double d2h_bytes_per_s = 0;
   bool shared_copy_engine = true;  // loads and gradient drains queue on one engine
-  // false: every layer's activations stay on the device (in resident_bytes, the layers' activation_bytes 0) and
-  // backward recomputes nothing
-  bool recompute = true;
+  // Sub-models that end at or below this layer recompute their forward before their backward (their layers'
+  // activation_bytes are the workspace they take); the later ones keep their activations (in resident_bytes, their
+  // activation_bytes 0). -1: every sub-model but the last recomputes.
+  int recompute_below = -1;
 };
 
 struct SwapPlan {

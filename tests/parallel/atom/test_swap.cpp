@@ -76,14 +76,17 @@ Steps train(GPT& model, AdamW& optimizer, int steps) {
 }  // namespace
 
 TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the resident model", "[atom]") {
-  const auto [attention, precision, starts, slots, recompute] = GENERATE(
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, true},
-      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2, true},
-      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3, true},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0}, 2, true},
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, false},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 4}, 3, false});
-  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recompute);
+  // recomputed: leading sub-models recomputed in backward (all but the last, none, or some)
+  const auto [attention, precision, starts, slots, recomputed] = GENERATE(
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, 7},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2, 2},
+      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3, 3},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0}, 2, 0},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 0},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 4}, 3, 0},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 2},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 1, 3, 5, 7}, 2, 1});
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed);
   const ModelConfig m = swap_model(attention);
   const int64_t tokens = 64;
 
@@ -95,12 +98,12 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
 
   // The swapped model's device: exactly what its activations, checkpoints, slots and resident part take.
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
-  const Swapping swapping{.segment_starts = starts, .store = &host, .recompute = recompute};
+  const Swapping swapping{.segment_starts = starts, .store = &host, .recomputed = recomputed};
   const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   const int64_t resident_bytes =
       GPT::memory_bytes(m, tokens, precision, Device::cpu) + AdamW::memory_bytes(resident.num_params());
-  if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model: the 4x case
+  if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model, recomputed: the 4x case
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
   GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
   LayerSwapper swapper(swapped, device, {.slots = slots});
