@@ -85,7 +85,7 @@ def median(records, key):
 
 print(f"ATOM swaps on this CPU (configs/atom_swap_cpu.yaml, emulated host-to-device link {link} GB/s); medians over "
       f"the steps after the first; predicted = the swap planner on this machine's profile (trident plan)\n")
-print("| tokens a batch | budget | sub-models | activations | tokens a pass | resident ms | swapped ms | "
+print("| tokens a batch | budget | sub-models | recomputed | tokens a pass | resident ms | swapped ms | "
       "swapped/resident throughput | exposed copy ms (measured) | predicted step ms | predicted exposed ms | "
       "copy ms |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -101,7 +101,7 @@ for tokens in tokens_list:
         res_ms, swap_ms = median(resident, "step_ms"), median(swapped, "step_ms")
         ratio = median(swapped, "tokens_per_s") / median(resident, "tokens_per_s")
         passes = -(-int(tokens) // plan["tokens_per_pass"])
-        print(f"| {tokens} | 1/{k} | {plan['sub_models']} | {plan['activations']} | {plan['tokens_per_pass']} | "
+        print(f"| {tokens} | 1/{k} | {plan['sub_models']} | {plan['recomputed_sub_models']} | {plan['tokens_per_pass']} | "
               f"{res_ms:.0f} | {swap_ms:.0f} | {ratio:.2f}x | {median(swapped, 'exposed_copy_ms'):.0f} | "
               f"{passes * plan['step_s'] * 1e3:.0f} | {passes * plan['exposed_copy_s'] * 1e3:.0f} | "
               f"{median(swapped, 'copy_ms'):.0f} |")

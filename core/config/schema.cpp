@@ -139,16 +139,16 @@ const std::vector<Key>& schema() {
        "FlexSP: mixed (groups of different sizes side by side, the FlexSP planner) or single (every group of a batch "
        "the one size that is fastest for it: the BatchAda baseline)"},
       {"parallel.atom.sub_models", IntField{member(&C::parallel, &ParallelConfig::atom_sub_models), 0, 4096},
-       "ATOM: contiguous sub-models the layers are split into for swapping; 0 = training takes the fewest that hold "
-       "a batch in device.memory_gb, `trident plan` the swap planner's fastest"},
+       "ATOM: contiguous sub-models the layers are split into for swapping; 0 = any count (the fastest that fits by "
+       "the swap schedule with a profile, else the one that recomputes the fewest layers)"},
       {"parallel.atom.host_memory_gb",
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_host_memory_gb), .min = 0},
        "ATOM: host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW m and v, 16 "
        "bytes a parameter; 0 = this machine's physical memory"},
       {"parallel.atom.activations",
        StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute"}},
-       "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (only each sub-model's "
-       "input stays; backward recomputes its forward) or auto (keep when it fits a pass of train.batch_tokens)"},
+       "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (backward recomputes every "
+       "sub-model's forward but the last one's from its input) or auto (the fewest recomputed that fit a pass)"},
       {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
        "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
       {"parallel.atom.emulate_copy_gb_per_s",
