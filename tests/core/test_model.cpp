@@ -11,6 +11,7 @@
 #include "support/assert_close.h"
 #include "support/fixtures.h"
 #include "support/random.h"
+#include "support/token_batch.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -36,31 +37,6 @@ ModelConfig tiny_model(const std::string& attention) {
   m.attention = attention.substr(0, attention.find('/'));
   m.linear_chunk = 4;
   return m;
-}
-
-// A packed batch of documents with the given lengths; targets are the next token, -1 at each document's end.
-struct OwnedBatch {
-  std::vector<int32_t> tokens, targets, positions, cu_seqlens;
-  TokenBatch view() const {
-    return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()),
-            static_cast<int>(cu_seqlens.size()) - 1};
-  }
-  int64_t num_targets() const { return std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; }); }
-};
-
-OwnedBatch make_batch(const std::vector<int>& lengths, int vocab, uint64_t seed) {
-  OwnedBatch b;
-  std::mt19937_64 rng(seed);
-  b.cu_seqlens.push_back(0);
-  for (int len : lengths) {
-    for (int i = 0; i < len; ++i) {
-      b.tokens.push_back(static_cast<int32_t>(rng() % vocab));
-      b.positions.push_back(i);
-    }
-    for (int i = 0; i < len; ++i) b.targets.push_back(i + 1 < len ? b.tokens[b.tokens.size() - len + i + 1] : -1);
-    b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
-  }
-  return b;
 }
 
 }  // namespace

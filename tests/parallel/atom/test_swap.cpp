@@ -1,7 +1,6 @@
 // ATOM's swap executor on one peer: a model several times larger than its device budget trains, sub-model by
 // sub-model, bit for bit as the resident model does; the copies overlap the compute.
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -11,8 +10,10 @@
 #include "core/optim/adamw.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
+#include "support/token_batch.h"
 
 using namespace trident;
+using namespace trident::test;
 
 namespace {
 
@@ -28,29 +29,6 @@ ModelConfig swap_model(const std::string& attention) {
   return m;
 }
 
-struct OwnedBatch {
-  std::vector<int32_t> tokens, targets, positions, cu_seqlens{0};
-  TokenBatch view() const {
-    return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()),
-            static_cast<int>(cu_seqlens.size()) - 1};
-  }
-};
-
-OwnedBatch documents(const std::vector<int>& lengths, int vocab, uint64_t seed) {
-  OwnedBatch b;
-  std::mt19937_64 rng(seed);
-  for (int len : lengths) {
-    const std::size_t first = b.tokens.size();
-    for (int i = 0; i < len; ++i) {
-      b.tokens.push_back(static_cast<int32_t>(rng() % vocab));
-      b.positions.push_back(i);
-    }
-    for (int i = 0; i < len; ++i) b.targets.push_back(i + 1 < len ? b.tokens[first + i + 1] : -1);
-    b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
-  }
-  return b;
-}
-
 struct Steps {
   std::vector<double> losses;
   std::vector<float> params;
@@ -59,7 +37,7 @@ struct Steps {
 // `steps` AdamW steps, each over two micro-batches (the second accumulates into the first's gradients).
 Steps train(GPT& model, AdamW& optimizer, int steps) {
   TrainConfig hyper;
-  const std::vector<OwnedBatch> micro = {documents({40, 7, 17}, 64, 1), documents({64}, 64, 2)};
+  const std::vector<OwnedBatch> micro = {make_batch({40, 7, 17}, 64, 1), make_batch({64}, 64, 2)};
   Steps out;
   for (int s = 0; s < steps; ++s) {
     model.zero_grads();
@@ -131,7 +109,7 @@ TEST_CASE("a slow copy overlaps the compute: each load starts before the previou
   const Swapping swapping{.segment_starts = starts, .store = &host};
   GPT model(m, 256, device, cpu_backend(), Precision::fp32, &swapping);
   model.init_weights(3);
-  const OwnedBatch b = documents({64, 64, 64, 64}, 64, 5);
+  const OwnedBatch b = make_batch({64, 64, 64, 64}, 64, 5);
   auto timeline_of_step = [&](double copy_bytes_per_s) {
     LayerSwapper swapper(model, device, {.slots = 2, .copy_bytes_per_s = copy_bytes_per_s, .timeline = true});
     model.zero_grads();
