@@ -67,10 +67,17 @@ class Strategy : public Candidate {
  public:
   // Forward and backward of this rank's share of `batch`, the loss weighted by `loss_weight` (1 / the batch's target
   // tokens, so the gradient is the global mean), in train.micro_batches accumulation steps. On return model.grads()
-  // holds the whole batch's gradient on every rank. Collective over all ranks.
+  // holds the whole batch's gradient on every rank (ATOM's averaging peers: the mean gradient of this rank's share,
+  // each peer updating its own replica). Collective over all ranks.
   virtual StepSums train(GPT& model, const Batch& batch, float loss_weight) = 0;
   // The loss sums of `batch`, without gradients (evaluation). Collective over all ranks.
   virtual StepSums evaluate(GPT& model, const Batch& batch) = 0;
+  // After the optimizer applied the step's update (app/train/step.h): ATOM's peers average their parameters here.
+  // Collective over all ranks.
+  virtual void after_update(GPT& model) { (void)model; }
+  // Whether `flag` holds on every rank. By default a flag computed from the step's reduced loss and gradient, so the
+  // same everywhere; a strategy whose ranks keep their own gradients (ATOM's averaging peers) reduces it. Collective.
+  virtual bool on_every_rank(bool flag) { return flag; }
   // The batch after the one about to run, known ahead (batches are a pure function of the step): a strategy that
   // plans each batch may start planning it now, on rank 0, in the background. Not collective.
   virtual void prepare(const Batch& next) { (void)next; }
@@ -86,6 +93,7 @@ class Strategy : public Candidate {
     bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
     std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
     std::optional<SwapStats> swap;  // ATOM: what the step's swaps moved and how long the compute waited for them
+    std::optional<AveragingStats> averaging;  // ATOM's averaging peers: what the step's averaging did
   };
   virtual Report last_report() const { return {}; }
 };

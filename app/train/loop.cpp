@@ -144,7 +144,8 @@ void run_training(const Config& config) {
   if (swaps(config, ranks.size())) {
     std::optional<cost::Profile> link;
     if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
-    placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr);
+    placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr,
+                           world().node_group()->size());
   }
   const int64_t capacity = placement ? placement->tokens : token_capacity(config, precision, backend.device());
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
@@ -323,6 +324,12 @@ void run_training(const Config& config) {
       record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy
       record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
       record["peak_host_bytes"] = host_store.peak();
+    }
+    if (const std::optional<AveragingStats> avg = choice.strategy->last_report().averaging) {
+      record["average_started"] = avg->started > 0;  // this step's parameters offered to a round
+      record["average_applied"] = avg->applied;
+      record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight
+      record["average_wait_ms"] = avg->wait_s * 1e3;
     }
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];

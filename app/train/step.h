@@ -1,8 +1,8 @@
 #pragma once
 // One optimizer step: the strategy runs forward and backward of the global batch over the ranks with the loss
 // weighted by 1 / (target tokens in the whole batch), so the summed gradient is the exact global mean; then the
-// gradient is clipped by its global norm and AdamW applied. The loop, `trident bench step` and the PyTorch parity
-// test run exactly this.
+// gradient is clipped by its global norm and AdamW applied, and the strategy told (ATOM's peers average then). The
+// loop, `trident bench step` and the PyTorch parity test run exactly this.
 #include <cstdint>
 
 #include "core/config/config.h"

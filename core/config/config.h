@@ -93,6 +93,8 @@ struct ParallelConfig {
   double atom_host_memory_gb = 0;  // host memory for the whole model's store (GiB); 0 = this machine's memory
   int64_t atom_prefetch = 1;    // sub-models loading ahead of the computing one (device slots - 1)
   std::string atom_activations = "auto";  // auto | keep | recompute
+  int64_t atom_average_every = 0;   // peers: 0 = gradients summed every step (exact); N = parameters averaged every N
+  int64_t atom_max_staleness = 1;   // peers: steps an averaging round may run in the background before it applies
   double atom_emulate_copy_gb_per_s = 0;  // cpu backend: an emulated host <-> device link (GB/s); 0 = memcpy
 
   bool operator==(const ParallelConfig&) const = default;

@@ -149,6 +149,13 @@ const std::vector<Key>& schema() {
        StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute"}},
        "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (backward recomputes every "
        "sub-model's forward but the last one's from its input) or auto (the fewest recomputed that fit a pass)"},
+      {"parallel.atom.average_every", IntField{member(&C::parallel, &ParallelConfig::atom_average_every), 0},
+       "ATOM peers (more than one rank): 0 = exact, the peers' gradients summed every step (data parallelism of "
+       "replicas); N = each peer updates its own replica and the peers average their parameters every N steps, "
+       "weighted by tokens, in the background"},
+      {"parallel.atom.max_staleness", IntField{member(&C::parallel, &ParallelConfig::atom_max_staleness), 0},
+       "ATOM peers averaging: steps a round may run in the background before the peer waits for it and applies it "
+       "(0: each round applies at once)"},
       {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
        "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
       {"parallel.atom.emulate_copy_gb_per_s",

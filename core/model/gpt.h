@@ -61,6 +61,8 @@ class GPT {
   Precision precision() const { return precision_; }
   bool swapped() const { return starts_.size() > 1 || swapped_store_; }
   const std::vector<int>& segment_starts() const { return starts_; }
+  // Layers whose forward backward recomputes (Swapping::recomputed).
+  int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
   // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
   void set_layer_source(LayerSource* source);
   // The fp32 master weights. With bf16, every forward first rounds them into the bf16 copy the matmuls read (a pass

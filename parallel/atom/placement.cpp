@@ -36,12 +36,10 @@ bool swaps(const Config& config, int world) {
     swap = resident > static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
   }
   if (!swap) return false;
+  (void)world;  // every rank is a peer with its own swapped replica
   const std::string why = strategy == "atom" ? "parallel.strategy: atom"
                                              : "parallel.strategy: auto (the model does not fit device.memory_gb "
                                                "resident, so it swaps)";
-  if (world != 1)
-    throw_config_error("{} runs on one peer so far ({} ranks launched): peers averaging their models are not "
-                       "available yet; launch one rank", why, world);
   if (config.device.backend != "cpu")
     throw_config_error("{}: swapping runs on the cpu backend so far (device.backend: '{}'); the CUDA copy engine "
                        "(pinned host memory, copy streams) is not available yet", why, config.device.backend);
@@ -64,16 +62,17 @@ int64_t host_budget_bytes(const Config& config) {
   return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
-void check_host_store(const Config& config, int64_t num_params) {
+void check_host_store(const Config& config, int64_t num_params, int peers_per_host) {
   const int64_t store = 16 * num_params, budget = host_budget_bytes(config);
-  if (store <= budget) return;
+  if (store * peers_per_host <= budget) return;
   throw_config_error("parallel.atom.host_memory_gb = {}{}: the host store of {} (16 bytes for each of {} parameters: "
-                     "fp32 weights, gradients, AdamW m and v) does not fit",
+                     "fp32 weights, gradients, AdamW m and v){} does not fit",
                      config.parallel.atom_host_memory_gb,
                      config.parallel.atom_host_memory_gb > 0
                          ? ""
                          : fmt::format(" (this machine: {})", format_bytes(static_cast<std::size_t>(budget))),
-                     format_bytes(static_cast<std::size_t>(store)), num_params);
+                     format_bytes(static_cast<std::size_t>(store)), num_params,
+                     peers_per_host > 1 ? fmt::format(", once for each of {} peers on this host", peers_per_host) : "");
 }
 
 namespace {
@@ -131,14 +130,15 @@ bool plans_with(const cost::Profile* profile) {
 
 }  // namespace
 
-AtomPlacement place_atom(const Config& config, Precision precision, Device device, const cost::Profile* profile) {
+AtomPlacement place_atom(const Config& config, Precision precision, Device device, const cost::Profile* profile,
+                         int peers_per_host) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
   const int64_t asked = config.parallel.atom_sub_models;
   if (asked > L)
     throw_config_error("parallel.atom.sub_models = {}: the model has only {} layers to split", asked, L);
   const int slots = static_cast<int>(config.parallel.atom_prefetch) + 1;
-  check_host_store(config, model_layout(m).num_params);
+  check_host_store(config, model_layout(m).num_params, peers_per_host);
   AtomPlacement placed;
   placed.host_bytes = 16 * model_layout(m).num_params;
   placed.slots = slots;

@@ -27,8 +27,8 @@ struct AtomPlacement {
 };
 
 // Whether this run swaps: parallel.strategy atom, or auto when the model, its gradients and AdamW state do not fit
-// device.memory_gb with room for one token's activations. A ConfigError when it must but cannot: more than one rank
-// (peers are not available yet), a backend other than cpu.
+// device.memory_gb with room for one token's activations; every rank is then a peer with its own swapped replica. A
+// ConfigError when it must but cannot: a backend other than cpu.
 bool swaps(const Config& config, int world);
 
 // The placement: among the partitions into parallel.atom.sub_models sub-models (0: any count), balanced with the
@@ -39,15 +39,17 @@ bool swaps(const Config& config, int world);
 // layers, then has the fewest sub-models. When none holds a batch, the finest split recomputing all but its last
 // sub-model, with the most tokens a pass that fit. A ConfigError naming device.memory_gb, parallel.atom.sub_models,
 // parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
+// `peers_per_host`: the peers whose stores share this host's memory.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,
-                         const cost::Profile* profile = nullptr);
+                         const cost::Profile* profile = nullptr, int peers_per_host = 1);
 
 // `count` sub-models of `layers` layers, as equal as can be, the larger ones last.
 std::vector<int> balanced_starts(int64_t layers, int64_t count);
 
 // The host store's budget in bytes: parallel.atom.host_memory_gb, or this machine's memory when 0.
 int64_t host_budget_bytes(const Config& config);
-// A ConfigError naming parallel.atom.host_memory_gb when the store of `num_params` parameters does not fit it.
-void check_host_store(const Config& config, int64_t num_params);
+// A ConfigError naming parallel.atom.host_memory_gb when `peers_per_host` stores of `num_params` parameters do not
+// fit it.
+void check_host_store(const Config& config, int64_t num_params, int peers_per_host = 1);
 
 }  // namespace trident

@@ -13,7 +13,6 @@ namespace {
 
 LayerSwapper& swapper_of(const StrategyEnv& env) {
   TRIDENT_CHECK(env.swapper, "parallel.strategy: atom needs the run's layer swapper");
-  TRIDENT_CHECK(env.groups.world().size() == 1, "parallel.strategy: atom runs on one rank");
   return *env.swapper;
 }
 
@@ -25,9 +24,21 @@ int64_t longest(const Batch& batch) {
 }  // namespace
 
 AtomStrategy::AtomStrategy(const StrategyEnv& env)
-    : swapper_(swapper_of(env)), micro_batches_(env.config.train.micro_batches), capacity_(env.capacity_tokens) {
-  recomputed_share_ = static_cast<double>(swapper_.segment_starts().back()) /
-                      static_cast<double>(env.config.model.n_layer);
+    : swapper_(swapper_of(env)),
+      peers_(env.groups.world(), env.groups.gradients()),
+      micro_batches_(env.config.train.micro_batches),
+      capacity_(env.capacity_tokens) {
+  const ParallelConfig& p = env.config.parallel;
+  if (p.atom_average_every > 0 && peers_.size() > 1)
+    averager_ = std::make_unique<ParameterAverager>(env.groups.world(), model_layout(env.config.model).num_params,
+                                                    p.atom_average_every, p.atom_max_staleness);
+  recomputed_share_ = static_cast<double>(swapper_.recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
+}
+
+std::vector<Batch> AtomStrategy::my_passes(const Batch& batch) const {
+  if (peers_.size() == 1) return passes(batch, micro_batches_, capacity_);
+  return passes(split_micro_batches(batch, peers_.size())[static_cast<std::size_t>(peers_.rank())], micro_batches_,
+                capacity_);
 }
 
 std::vector<Batch> AtomStrategy::passes(const Batch& batch, int64_t micro_batches, int64_t capacity) {
@@ -51,7 +62,7 @@ Feasibility AtomStrategy::feasible(const Batch& batch) const {
 
 cost::StepEstimate AtomStrategy::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
   cost::StepEstimate e;
-  for (const Batch& pass : passes(batch, micro_batches_, capacity_))
+  for (const Batch& pass : my_passes(batch))
     e.compute_s += cost.compute_s(pass.sequence_lengths(), 1);
   e.compute_s *= 1 + recomputed_share_ / 3;
   e.seconds = e.compute_s;
@@ -60,30 +71,47 @@ cost::StepEstimate AtomStrategy::estimate(const Batch& batch, const cost::StepCo
 
 StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) {
   swapper_.take_stats();  // what evaluation or an earlier step moved is not this step's
-  StepSums sums;
-  for (Batch& pass : passes(batch, micro_batches_, capacity_)) {
+  std::vector<Batch> mine = my_passes(batch);
+  if (averager_) {  // each peer's own mean gradient
+    int64_t targets = 0;
+    for (const Batch& pass : mine) targets += pass.num_targets();
+    loss_weight = targets > 0 ? 1.0f / static_cast<float>(targets) : 0.0f;
+  }
+  double totals[3] = {0, 0, 0};  // loss sum, tokens, flops
+  for (Batch& pass : mine) {
     GroupBatch whole = group_batch(std::move(pass), nullptr, nullptr);
     const TokenBatch view = whole.view();
-    sums.loss_sum += model.forward_backward(view, loss_weight);
-    sums.tokens += static_cast<double>(view.num_tokens);
-    sums.flops += model.flops(view);
+    totals[0] += model.forward_backward(view, loss_weight);
+    totals[1] += static_cast<double>(view.num_tokens);
+    totals[2] += model.flops(view);
   }
-  sums.targets = static_cast<double>(batch.num_targets());
+  tokens_ = totals[1];
+  if (!averager_) {  // exact: the whole batch's gradient on every peer
+    peers_.reduce_all(model);
+    peers_.finish(model);
+  }
+  peers_.sum(totals, 3);
   report_ = {};
   report_.swap = swapper_.take_stats();
-  return sums;
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], totals[2]};
 }
 
 StepSums AtomStrategy::evaluate(GPT& model, const Batch& batch) {
-  StepSums sums;
-  for (Batch& pass : passes(batch, micro_batches_, capacity_)) {
+  double totals[2] = {0, 0};  // loss sum, tokens
+  for (Batch& pass : my_passes(batch)) {
     GroupBatch whole = group_batch(std::move(pass), nullptr, nullptr);
     const TokenBatch view = whole.view();
-    sums.loss_sum += model.forward_loss(view);
-    sums.tokens += static_cast<double>(view.num_tokens);
+    totals[0] += model.forward_loss(view);
+    totals[1] += static_cast<double>(view.num_tokens);
   }
-  sums.targets = static_cast<double>(batch.num_targets());
-  return sums;
+  peers_.sum(totals, 2);
+  return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }
+
+void AtomStrategy::after_update(GPT& model) {
+  if (averager_) report_.averaging = averager_->after_update(model.params(), tokens_);
+}
+
+bool AtomStrategy::on_every_rank(bool flag) { return averager_ ? !peers_.any(!flag) : flag; }
 
 }  // namespace trident

@@ -1,12 +1,18 @@
 #pragma once
-// parallel.strategy: atom on one peer: the whole batch on one rank, run by a swapped model (its LayerSwapper brings
-// the sub-models onto the device, parallel/atom/swapper.h), in as many passes as its activations need: at least
-// train.micro_batches, more when a micro-batch would not fit the tokens a pass holds. Gradients accumulate over the
-// passes, so the step is the single-rank step with that many micro-batches. Peers averaging their models
-// asynchronously (ATOM's second half) are not available yet.
+// parallel.strategy: atom: each rank is a peer with a whole replica, run by a swapped model (its LayerSwapper brings
+// the sub-models onto the device, parallel/atom/swapper.h). A peer takes its share of the batch's sequences (as data
+// parallelism does) in as many passes as its activations need: at least train.micro_batches, more when a
+// micro-batch would not fit the tokens a pass holds; gradients accumulate over the passes.
+//   parallel.atom.average_every 0 (exact): the peers' gradients are summed every step, the loss normalised by the
+//     whole batch's tokens: the step of data parallelism, and of the single rank with that many micro-batches.
+//   average_every N: each peer updates its own replica with the mean gradient of its share, and the peers average
+//     their parameters every N steps in the background (parallel/atom/averager.h).
+#include <memory>
 #include <vector>
 
+#include "parallel/atom/averager.h"
 #include "parallel/atom/swapper.h"
+#include "parallel/dp/data_parallel.h"
 #include "parallel/strategy.h"
 
 namespace trident {
@@ -26,6 +32,8 @@ class AtomStrategy final : public Strategy {
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
+  void after_update(GPT& model) override;
+  bool on_every_rank(bool flag) override;
   Report last_report() const override { return report_; }
 
   // The passes `batch` runs in: split_micro_batches into the fewest parts (at least `micro_batches`) whose largest
@@ -33,7 +41,13 @@ class AtomStrategy final : public Strategy {
   static std::vector<Batch> passes(const Batch& batch, int64_t micro_batches, int64_t capacity);
 
  private:
+  // This peer's share of `batch`, cut into its passes.
+  std::vector<Batch> my_passes(const Batch& batch) const;
+
   LayerSwapper& swapper_;
+  DataParallel peers_;
+  std::unique_ptr<ParameterAverager> averager_;  // averaging peers; null in the exact mode
+  double tokens_ = 0;                            // this peer's tokens in the last step
   int64_t micro_batches_, capacity_;
   double recomputed_share_;  // layers recomputed / layers
   Report report_;

@@ -1,5 +1,6 @@
 #pragma once
-// What ATOM's swaps moved (parallel/atom/swapper.h), reported per step in metrics.jsonl.
+// What ATOM's swaps moved (parallel/atom/swapper.h) and its peers' averaging did (parallel/atom/averager.h),
+// reported per step in metrics.jsonl.
 #include <cstdint>
 
 namespace trident {
@@ -13,6 +14,14 @@ struct SwapStats {
   int64_t d2h_bytes = 0;       // gradients back to the store
   double exposed_s = 0;        // time the compute waited for copies
   double copy_s = 0;           // time the copy engine was busy
+};
+
+// What a step's parameter averaging did (parallel/atom/averager.h).
+struct AveragingStats {
+  int64_t started = 0;   // rounds this peer offered its parameters to
+  bool applied = false;  // a round's average was applied
+  int64_t staleness = 0;  // when applied: steps since that round started
+  double wait_s = 0;     // time the step waited for a round
 };
 
 }  // namespace trident

@@ -46,6 +46,7 @@ class LayerSwapper final : public LayerSource {
 
   SwapStats take_stats();
   const std::vector<int>& segment_starts() const { return model_.segment_starts(); }
+  int recomputed_layers() const { return model_.recomputed_layers(); }
   // With options.timeline: the copy engine's jobs and the compute of each sub-model ("forward 2", "backward 2")
   // since the last call, on one clock, by start time: the copies overlapping the compute can be read off it.
   std::vector<CopyEngine::Span> take_timeline();

@@ -233,7 +233,9 @@ const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
     world.broadcast(wire.data(), size, CommType::i64, 0);
   }
   last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
-  report_ = {{}, world.rank() == 0 ? plan_ms_ : -1, plan_ready_, {}, std::nullopt};
+  report_ = {};
+  report_.plan_ms = world.rank() == 0 ? plan_ms_ : -1;
+  report_.plan_ready = plan_ready_;
   if (last_plan_.lengths != batch.sequence_lengths())
     throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
                         "applied to another batch",

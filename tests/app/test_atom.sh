@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# parallel.strategy: atom on one peer, end to end: a model whose weights, gradients and AdamW state are more than 4x
+# parallel.strategy: atom, end to end: a model whose weights, gradients and AdamW state are more than 4x
 # device.memory_gb trains swapped with the losses of the resident run bit for bit (auto swaps by itself when the
-# model does not fit), resumes bit for bit, evaluates and samples; and every bad input is one clear line, exit 2.
+# model does not fit), resumes bit for bit, evaluates and samples; every bad input is one clear line, exit 2; two
+# peers in the exact mode equal data parallelism, and averaging peers track it.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_atom.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_atom.sh CONFIG_DIR}
@@ -80,8 +81,30 @@ stderr_line "trident: config error:" "device.memory_gb = 0.013" "leave no room"
 run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad6" --set parallel.strategy=atom --set device.backend=cuda
 [[ -e $tmp/bad1/metrics.jsonl || -e $tmp/bad2/metrics.jsonl || -e $tmp/bad3/metrics.jsonl ]] \
   && fail "a refused run wrote metrics"
+
+# Peers (2 ranks, each a swapped replica). Exact mode: the step of data parallelism on 2 ranks.
 mpirun_env
-mpi 2 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad7" --set parallel.strategy=atom
-grep -q "runs on one peer so far" "$tmp/err" || fail "2 ranks of atom: no clear error"
+mpi 2 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/dp2" --set parallel.strategy=dp
+mpi 2 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/peers_exact" --set parallel.strategy=atom
+close "$tmp/dp2" "$tmp/peers_exact" 1e-5
+# Averaging every 4 steps, in the background (staleness 1) and at once (0): within 5% of data parallelism's loss
+# after 120 steps of the tiny model.
+long=(--set train.steps=120 --set train.eval_every=60)
+mpi 2 0 train "$tiny" "${long[@]}" --set run.dir="$tmp/dp2_tiny" --set parallel.strategy=dp
+for staleness in 0 1; do
+  mpi 2 0 train "$tiny" "${long[@]}" --set run.dir="$tmp/avg$staleness" --set parallel.strategy=atom \
+    --set parallel.atom.average_every=4 --set parallel.atom.max_staleness=$staleness
+  /usr/bin/python3 - "$tmp/dp2_tiny/metrics.jsonl" "$tmp/avg$staleness/metrics.jsonl" "$staleness" <<'PY' \
+    || fail "averaging peers (staleness $staleness) did not track data parallelism"
+import json, sys
+dp, avg = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+staleness = int(sys.argv[3])
+tail = lambda rs: sum(r["loss"] for r in rs[-5:]) / 5
+assert abs(tail(avg) - tail(dp)) <= 0.05 * tail(dp), (tail(avg), tail(dp))
+assert [r["step"] for r in avg if r["average_started"]] == list(range(3, 120, 4)), avg
+applied = [r for r in avg if r["average_applied"]]
+assert len(applied) >= 29 and all(r["staleness"] <= staleness for r in applied), applied
+PY
+done
 
 echo "PASS: $checks checks"

@@ -1,0 +1,55 @@
+// ATOM's peers averaging their parameters (parallel/atom/averager.h), over real MPI ranks: the token-weighted
+// average, applied at once or a bounded number of steps later with the steps taken meanwhile kept.
+#include <algorithm>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "parallel/atom/averager.h"
+#include "parallel/comm/communicator.h"
+
+using namespace trident;
+
+TEST_CASE("peers average their parameters weighted by tokens, at once or a bounded number of steps later",
+          "[atom][mpi]") {
+  Communicator& peers = world();
+  const int W = peers.size(), r = peers.rank();
+  const int64_t P = 5;
+  const int64_t staleness = GENERATE(0, 1, 3);
+  CAPTURE(W, staleness);
+  ParameterAverager averager(peers, P, 2, staleness);
+  // Each step a peer adds (rank + 1) to every parameter and trains on (rank + 1) tokens.
+  std::vector<float> params(P);
+  for (int64_t i = 0; i < P; ++i) params[i] = static_cast<float>(10 * r + i);
+  auto step = [&] {
+    for (float& p : params) p += static_cast<float>(r + 1);
+    return averager.after_update(params.data(), r + 1);
+  };
+  const AveragingStats first = step();
+  CHECK(first.started == 0);
+  CHECK_FALSE(first.applied);
+  const AveragingStats second = step();
+  CHECK(second.started == 1);
+  double weight = 0, weighted[P] = {0, 0, 0, 0, 0};
+  for (int q = 0; q < W; ++q) {  // what every peer offered: 10 q + i + 2 (q + 1), weighted by its 2 (q + 1) tokens
+    weight += 2 * (q + 1);
+    for (int64_t i = 0; i < P; ++i) weighted[i] += 2.0 * (q + 1) * (10 * q + i + 2 * (q + 1));
+  }
+  int64_t taken = 0;  // steps since the round started, when it applied
+  if (second.applied) {
+    CHECK(staleness == 0);
+  } else {
+    for (;;) {  // it applies by `staleness` steps later, the next round's start (step 4) at the latest
+      const AveragingStats s = step();
+      ++taken;
+      if (s.applied) {
+        CHECK(s.staleness == taken);
+        CHECK(taken <= std::min<int64_t>(staleness, 2));
+        break;
+      }
+      REQUIRE(taken < 2);
+    }
+  }
+  for (int64_t i = 0; i < P; ++i)  // the average, plus this peer's steps since it offered
+    CHECK(params[i] == Approx(weighted[i] / weight + static_cast<double>(taken * (r + 1))).epsilon(1e-6));
+}
