@@ -23,14 +23,13 @@ done
 [[ $steps =~ ^[1-9][0-9]*$ && $steps -ge 2 ]] || die "--steps: '$steps' is not a whole number >= 2"
 [[ $link =~ ^[0-9]*\.?[0-9]+$ ]] && /usr/bin/python3 -c "import sys; sys.exit(float('$link') <= 0)" \
   || die "--link-gb-per-s: '$link' is not a positive number"
-for t in $tokens_list; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "--tokens: '$t' is not a positive whole number"; done
+for t in $tokens_list; do  # a batch holds at least one whole document of the config's model.max_seq_len (256)
+  [[ $t =~ ^[1-9][0-9]*$ && $t -ge 256 ]] || die "--tokens: '$t' is not a whole number >= 256 (model.max_seq_len)"
+done
 for k in $budgets; do [[ $k =~ ^[1-9][0-9]*$ ]] || die "--budgets: '$k' is not a positive whole number"; done
-trident=$(realpath "${TRIDENT:-build/trident}")
-[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
-out=runs/bench_atom_swap
-if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
-mkdir -p "$out"
-out=$(realpath "$out")
+source scripts/bench_lib.sh
+trident=$(bench_trident) || exit 2
+out=$(bench_out runs/bench_atom_swap)
 config=$(realpath configs/atom_swap_cpu.yaml)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 

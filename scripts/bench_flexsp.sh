@@ -46,12 +46,9 @@ for p in "${preset_list[@]}"; do
   [[ $p == wikipedia || $p == commoncrawl || $p == github ]] ||
     die "--presets: unknown preset '$p' (allowed: wikipedia, commoncrawl, github)"
 done
-trident=$(realpath "${TRIDENT:-build/trident}")
-[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
-out=runs/bench_flexsp
-if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
-mkdir -p "$out"
-out=$(realpath "$out")
+source scripts/bench_lib.sh
+trident=$(bench_trident) || exit 2
+out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/flexsp_longtail.yaml)
 
 emu=(bash scripts/emucluster.sh)

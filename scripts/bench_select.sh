@@ -21,12 +21,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
-trident=$(realpath "${TRIDENT:-build/trident}")
-[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
-out=runs/bench_select
-if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
-mkdir -p "$out"
-out=$(realpath "$out")
+source scripts/bench_lib.sh
+trident=$(bench_trident) || exit 2
+out=$(bench_out runs/bench_select)
 
 # The corpus: 600 short documents (60-300 bytes) and 10 long ones (4500 bytes), deterministic.
 data=runs/data/select_mixed.txt

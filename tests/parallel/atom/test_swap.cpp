@@ -18,15 +18,8 @@ using namespace trident::test;
 namespace {
 
 ModelConfig swap_model(const std::string& attention) {
-  ModelConfig m;
-  m.n_layer = 8;
-  m.n_embd = 32;
-  m.n_head = 4;
-  m.vocab_size = 64;
-  m.max_seq_len = 64;
-  m.attention = attention;
-  m.linear_chunk = 8;
-  return m;
+  return {.n_layer = 8, .n_embd = 32, .n_head = 4, .vocab_size = 64, .max_seq_len = 64, .attention = attention,
+          .linear_chunk = 8};
 }
 
 struct Steps {
