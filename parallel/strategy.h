@@ -75,6 +75,9 @@ class Strategy : public Candidate {
   // After the optimizer applied the step's update (app/train/step.h): ATOM's peers average their parameters here.
   // Collective over all ranks.
   virtual void after_update(GPT& model) { (void)model; }
+  // Completes what is still in flight and would change the model (ATOM's averaging rounds), before a checkpoint or
+  // the end of the run. Collective over all ranks.
+  virtual void settle(GPT& model) { (void)model; }
   // Whether `flag` holds on every rank. By default a flag computed from the step's reduced loss and gradient, so the
   // same everywhere; a strategy whose ranks keep their own gradients (ATOM's averaging peers) reduces it. Collective.
   virtual bool on_every_rank(bool flag) { return flag; }

@@ -237,6 +237,7 @@ void run_training(const Config& config) {
   const bool choosing = selector->strategies().size() > 1;
 
   auto save = [&](int64_t steps_done) {
+    for (const auto& strategy : selector->strategies()) strategy->settle(model);  // nothing in flight is lost
     if (lead) {
       SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
                                               config.checkpoint.keep, selector->state());
@@ -360,6 +361,7 @@ void run_training(const Config& config) {
     }
   }
   progress.finish();
+  for (const auto& strategy : selector->strategies()) strategy->settle(model);
   if (!lead) return;
   save_model(run_dir / "model_final.safetensors", model);
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());

@@ -38,6 +38,10 @@ double ParameterAverager::finish(float* params) {
   return waited;
 }
 
+void ParameterAverager::settle(float* params) {
+  if (pending_) finish(params);
+}
+
 AveragingStats ParameterAverager::after_update(float* params, double tokens) {
   ++steps_;
   tokens_since_ += tokens;

@@ -4,7 +4,8 @@
 // training. The round completes in the background while the next steps compute (MPI moves it along whenever this
 // rank calls MPI); at most `max_staleness` steps after it started (or as soon as it is done, when a later update
 // finds it so) the peer applies it: params += average - what it offered, so the steps it took meanwhile are kept.
-// max_staleness 0 applies each round at once (blocking). AdamW moments stay each peer's own.
+// max_staleness 0 applies each round at once (blocking). A round in flight is applied before a checkpoint and at the
+// end of the run (settle). AdamW moments stay each peer's own.
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,8 @@ class ParameterAverager {
   // After a step's update of `params` (num_params floats), having trained on `tokens` tokens in it. Collective over
   // the peers (every peer calls it once a step).
   AveragingStats after_update(float* params, double tokens);
+  // Applies the round in flight, if any (before a checkpoint, at the end of the run). Collective.
+  void settle(float* params);
 
  private:
   void start(const float* params);

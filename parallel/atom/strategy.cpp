@@ -112,6 +112,10 @@ void AtomStrategy::after_update(GPT& model) {
   if (averager_) report_.averaging = averager_->after_update(model.params(), tokens_);
 }
 
+void AtomStrategy::settle(GPT& model) {
+  if (averager_) averager_->settle(model.params());
+}
+
 bool AtomStrategy::on_every_rank(bool flag) { return averager_ ? !peers_.any(!flag) : flag; }
 
 }  // namespace trident

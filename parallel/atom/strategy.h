@@ -33,6 +33,7 @@ class AtomStrategy final : public Strategy {
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
   void after_update(GPT& model) override;
+  void settle(GPT& model) override;
   bool on_every_rank(bool flag) override;
   Report last_report() const override { return report_; }
 
