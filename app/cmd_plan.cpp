@@ -18,6 +18,7 @@
 #include "app/plan/replay.h"
 #include "app/plan/select_plan.h"
 #include "kernels/common/error.h"
+#include "parallel/atom/placement.h"
 #include "parallel/cost/cost_model.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"
@@ -204,7 +205,7 @@ void add_plan_command(CLI::App& app) {
     if (config->path.empty()) throw_config_error("trident plan needs CONFIG (or --replay RUN_DIR)");
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
-    if (c.parallel.strategy == "atom")
+    if (c.parallel.strategy == "atom" || (c.parallel.strategy == "auto" && swaps(c, 1)))  // auto swaps: ATOM's plan
       return plan::print_atom_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->json);
     plan::print_selection_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->source,
                                args->json);

@@ -161,6 +161,10 @@ assert short["exposed_copy_s"] / short["step_s"] > 0.2 > 0.05 > long["exposed_co
 # a fixed count: balanced, and a pass holds what fits (fewer tokens than the batch here)
 assert twelve["partition"] == list(range(0, 24, 2)) and twelve["tokens_per_pass"] < 8192, twelve
 PY
+# auto with a model that does not fit the device resident: ATOM's placement, as training would run it
+run 0 plan "$configs/tiny_train.yaml" --cluster "$gpu" --set model.n_layer=8 --set model.n_embd=192 \
+  --set train.batch_tokens=256 --set device.memory_gb=0.013
+stdout_has "ATOM swap plan: 8 layers" "sub-models: 8"
 run 2 plan "$atom" --set parallel.select.profile=""
 stderr_line "trident: config error:" "parallel.strategy: atom needs a profile" "--cluster FILE"
 run 2 plan "$atom" --cluster "$cluster"
