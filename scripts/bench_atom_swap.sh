@@ -99,9 +99,8 @@ for tokens in tokens_list:
         plan = json.load((out / f"{name}.plan.json").open())
         res_ms, swap_ms = median(resident, "step_ms"), median(swapped, "step_ms")
         ratio = median(swapped, "tokens_per_s") / median(resident, "tokens_per_s")
-        passes = -(-int(tokens) // plan["tokens_per_pass"])
         print(f"| {tokens} | 1/{k} | {plan['sub_models']} | {plan['recomputed_sub_models']} | {plan['tokens_per_pass']} | "
               f"{res_ms:.0f} | {swap_ms:.0f} | {ratio:.2f}x | {median(swapped, 'exposed_copy_ms'):.0f} | "
-              f"{passes * plan['step_s'] * 1e3:.0f} | {passes * plan['exposed_copy_s'] * 1e3:.0f} | "
+              f"{plan['batch_step_s'] * 1e3:.0f} | {plan['batch_exposed_copy_s'] * 1e3:.0f} | "
               f"{median(swapped, 'copy_ms'):.0f} |")
 PY

@@ -41,11 +41,18 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double flops_per_s = 2.0 * layer_params * static_cast<double>(N) / layer.forward_s;
   const double threshold = 4.0 * flops_per_s / (2 * placed.device.h2d_bytes_per_s);
   const double resident_s = static_cast<double>(L) * (layer.forward_s + layer.backward_s);  // no copies, no recompute
+  // A whole batch: the first pass, then the later ones, which also load the gradients accumulated so far.
+  const auto later_passes = static_cast<double>(placed.passes - 1);
+  const double batch_s = plan.step_s() + later_passes * placed.predicted_later->step_s();
+  const double batch_exposed_s = plan.exposed_copy_s + later_passes * placed.predicted_later->exposed_copy_s;
   if (json) {
     nlohmann::ordered_json j = {{"layers", L},
                                 {"sub_models", plan.sub_models()},
                                 {"partition", plan.starts},
                                 {"tokens_per_pass", N},
+                                {"passes", placed.passes},
+                                {"batch_step_s", batch_s},
+                                {"batch_exposed_copy_s", batch_exposed_s},
                                 {"recomputed_sub_models", placed.recomputed},
                                 {"forward_s", plan.forward_s},
                                 {"backward_s", plan.backward_s},
@@ -75,6 +82,10 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                    : ", every layer's activations kept",
              plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
+  if (placed.passes > 1)
+    fmt::print("  a batch of {} tokens takes {} passes: {:.3f} s, {:.3f} s of copies exposed (the later passes also "
+               "load the gradients accumulated so far)\n",
+               config.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib);
   fmt::print("  device memory {:.3f} of {:.3f} GiB; loads hide under compute from about {:.0f} tokens a pass "

@@ -217,11 +217,15 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     tokens = lo;
   }
   placed.tokens = tokens;
+  placed.passes = std::max(config.train.micro_batches, (N + tokens - 1) / tokens);
   placed.device_bytes = bytes(placed.segment_starts, placed.recomputed, tokens);
   if (plans_with(profile)) {
     planner_inputs(config, precision, device, *profile, tokens, below(placed.segment_starts, placed.recomputed),
                    placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
+    cost::SwapDevice later = placed.device;
+    later.accumulating = true;
+    placed.predicted_later = cost::evaluate_swaps(placed.layers, later, placed.segment_starts);
   }
   return placed;
 }

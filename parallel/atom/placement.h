@@ -16,12 +16,14 @@ struct AtomPlacement {
   std::vector<int> segment_starts;  // sub-model i is layers [starts[i], starts[i + 1])
   int slots = 2;                    // parallel.atom.prefetch + 1 (the swapper uses at most one a sub-model)
   int64_t tokens = 0;               // tokens one pass holds (the model's activations)
+  int64_t passes = 1;               // passes a batch of train.batch_tokens takes: at least train.micro_batches
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v
   // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
   // costs and device it was made from.
   std::optional<cost::SwapPlan> predicted;
+  std::optional<cost::SwapPlan> predicted_later;  // a later pass of a batch run in several (gradients load too)
   std::vector<cost::LayerCost> layers;
   cost::SwapDevice device;
 };

@@ -34,6 +34,10 @@ class Ranges {
   }
 
   double load_s(int a, int b) const { return static_cast<double>(weight_[b] - weight_[a]) / device_.h2d_bytes_per_s; }
+  // What a backward brings besides the weights: the gradients accumulated by the batch's earlier passes.
+  double grads_in_s(int a, int b) const {
+    return device_.accumulating ? static_cast<double>(grad_[b] - grad_[a]) / device_.h2d_bytes_per_s : 0.0;
+  }
   double drain_s(int a, int b) const { return static_cast<double>(grad_[b] - grad_[a]) / device_.d2h_bytes_per_s; }
   double forward_s(int a, int b) const { return forward_[b] - forward_[a]; }
   // With the recompute of its forward where the device says so (never the last sub-model's: its activations are
@@ -59,7 +63,7 @@ class Ranges {
   // second's load, the backward's recompute and backward of the second against the first's load and its own drain.
   // When [b, c) is the last, [a, b) is still in the other slot from the forward: no load.
   double pair_s(int a, int b, int c) const {
-    const double reload = c == layers() ? 0.0 : load_s(a, b);
+    const double reload = (c == layers() ? 0.0 : load_s(a, b)) + grads_in_s(a, b);
     return std::max(forward_s(a, b), load_s(b, c)) + std::max(backward_s(b, c), copy_s(reload, drain_s(b, c)));
   }
   // What the first sub-model [0, b) pays alone: its load before the forward, its backward, then its drain (nothing

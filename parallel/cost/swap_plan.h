@@ -9,7 +9,8 @@
 //             one loads and its own gradients stream to the host:
 //                                                              t_bwd = sum_{i>1} max(B_i, copy(load_{i-1}, drain_i))
 //                                                                    + B_1 + drain_1
-//             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward.
+//             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward; a later pass of a
+//             batch in several also loads each sub-model's accumulated gradients with it.
 //   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread), max(a, b) with one
 //   engine per direction (CUDA's H2D and D2H streams).
 // Device memory: while sub-model i computes and i + 1 (or i - 1) loads, both sit in their slots (weights and
@@ -43,6 +44,9 @@ struct SwapDevice {
   // activation_bytes are the workspace they take); the later ones keep their activations (in resident_bytes, their
   // activation_bytes 0). -1: every sub-model but the last recomputes.
   int recompute_below = -1;
+  // A later pass of a batch run in several: each backward load also brings the gradients the earlier passes
+  // accumulated (the first pass finds them zero, which moves no bytes).
+  bool accumulating = false;
 };
 
 struct SwapPlan {

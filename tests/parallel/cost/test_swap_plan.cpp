@@ -84,6 +84,16 @@ TEST_CASE("the swap schedule: loads hidden under compute cost only the first loa
   CHECK(p.exposed_copy_s == Approx(0.5 + 0.5));
   CHECK(p.peak_bytes == 50 + 50 + 50 + 50 + 25);       // two slots of weights and gradients, one's activations
   CHECK(describe_swaps(p, 4) == "[0, 1) [1, 2) [2, 3) [3, 4)");
+  // a later pass of the batch: each backward load brings 0.5 s of gradients too, still hidden under 3 s
+  SwapDevice later = device;
+  later.accumulating = true;
+  CHECK(evaluate_swaps(layers, later, {0, 1, 2, 3}).step_s() == Approx(p.step_s()));
+  // loads of 2.5 s, and as long again for the gradients: the last sub-model's 2 s backward under its neighbour's
+  // gradients and its own drain (3 s), the middle ones' 3 s under load + gradients + drain (5.5 s), the first's 3 s
+  // and then its drain
+  later.h2d_bytes_per_s = 20;
+  const SwapPlan slow = evaluate_swaps(layers, later, {0, 1, 2, 3});
+  CHECK(slow.backward_s == Approx((2.5 + 0.5) + 2 * (2.5 + 2.5 + 0.5) + (3 + 0.5)));
 }
 
 TEST_CASE("the swap schedule: loads slower than compute are exposed, and a bigger budget hides more",
