@@ -320,6 +320,7 @@ void run_training(const Config& config) {
     }
     if (const std::optional<SwapStats> swap = choice.strategy->last_report().swap) {
       record["sub_models"] = swap->sub_models;
+      record["passes"] = swap->passes;  // the step's batch in passes of what the activations hold
       record["h2d_bytes"] = swap->h2d_bytes;
       record["d2h_bytes"] = swap->d2h_bytes;
       record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy

@@ -8,7 +8,7 @@ namespace trident {
 // The swaps of the passes since the last LayerSwapper::take_stats().
 struct SwapStats {
   int sub_models = 0;
-  int64_t passes = 0;
+  int64_t passes = 0;          // forward (and backward) passes over the model
   int64_t loads = 0;           // sub-model (and embedding) loads
   int64_t h2d_bytes = 0;       // weights and, between micro-batches, gradients to the device
   int64_t d2h_bytes = 0;       // gradients back to the store

@@ -34,7 +34,7 @@ import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 budget = 0.013 * 2**30
 for r in records:
-    assert r["strategy"] == "atom" and r["sub_models"] == 8, r
+    assert r["strategy"] == "atom" and r["sub_models"] == 8 and r["passes"] == 2, r  # train.micro_batches
     assert r["peak_mem_bytes"] <= budget, r
     assert r["peak_host_bytes"] >= 4 * budget, r  # weights, gradients and AdamW state: > 4x the device
     # two passes a step, each loading every sub-model's weights forward and all but the last two again backward
