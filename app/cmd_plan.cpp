@@ -205,7 +205,7 @@ void add_plan_command(CLI::App& app) {
     if (config->path.empty()) throw_config_error("trident plan needs CONFIG (or --replay RUN_DIR)");
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
-    if (c.parallel.strategy == "atom" || (c.parallel.strategy == "auto" && swaps(c, 1)))  // auto swaps: ATOM's plan
+    if (c.parallel.strategy == "atom" || (c.parallel.strategy == "auto" && swaps(c)))  // auto swaps: ATOM's plan
       return plan::print_atom_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->json);
     plan::print_selection_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->source,
                                args->json);

@@ -28,7 +28,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                        profile_file);
   const ModelConfig& m = config.model;
   const Precision precision = precision_named(config.train.precision);
-  const Device device = config.device.backend == "cpu" ? Device::cpu : Device::cuda;
+  const Device device = device_named(config.device.backend);
   // What training would do: the same placement (parallel/atom/placement.h).
   const AtomPlacement placed = place_atom(config, precision, device, &profile);
   const cost::SwapPlan& plan = *placed.predicted;
@@ -67,13 +67,14 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
     fmt::print("{}\n", j.dump());
     return;
   }
-  const double model_gib = static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer.activation_bytes)) / kGiB;
+  const double model_gib =
+      static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer.activation_bytes)) / kGiB;
   fmt::print("ATOM swap plan: {} layers ({:.3f} GiB of weights, gradients and activations) on {} GiB of device memory; "
              "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens\n",
              L, model_gib, config.device.memory_gb, placed.device.h2d_bytes_per_s / 1e9,
              placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N);
-  fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(), cost::describe_swaps(plan, static_cast<int>(L)),
-             std::min(placed.slots, plan.sub_models()));
+  fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
+             cost::describe_swaps(plan.starts, static_cast<int>(L)), std::min(placed.slots, plan.sub_models()));
   fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "
              "exposed, {:.2f}x the throughput of the same schedule with every copy hidden; every layer resident (no "
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",

@@ -37,7 +37,7 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
   const int world = static_cast<int>(cluster.nodes * cluster.devices_per_node);
   const cost::RunShape shape = run_shape(config, world, cluster.nodes, cluster.devices_per_node);
   const cost::StepCostModel cost = cost::StepCostModel::from_profile(profile, shape);
-  const Device device = config.device.backend == "cuda" ? Device::cuda : Device::cpu;
+  const Device device = device_named(config.device.backend);
   const int64_t capacity = token_capacity(config, precision_named(config.train.precision), device);
   const std::vector<std::unique_ptr<Candidate>> owned = plan_candidates(config, world, capacity, device);
   std::vector<const Candidate*> candidates;

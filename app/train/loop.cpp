@@ -141,7 +141,7 @@ void run_training(const Config& config) {
   // With parallel.select.profile (its compute fit and network.host_to_device), ATOM takes the swap planner's
   // partition and logs its prediction.
   std::optional<AtomPlacement> placement;
-  if (swaps(config, ranks.size())) {
+  if (swaps(config)) {
     std::optional<cost::Profile> link;
     if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
     placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr,
@@ -185,13 +185,10 @@ void run_training(const Config& config) {
   AdamW optimizer(model.layout(), config.train, placement ? host_store : allocator, model.store_backend());
   if (placement) {
     const std::vector<int>& starts = placement->segment_starts;
-    std::string partition;
-    for (std::size_t k = 0; k < starts.size(); ++k)
-      partition += fmt::format("{}[{}, {})", k ? " " : "", starts[k],
-                               k + 1 < starts.size() ? starts[k + 1] : static_cast<int>(config.model.n_layer));
     spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass, activations {}; device {} of {} "
                  "(device.memory_gb), host store {} of {}",
-                 starts.size(), partition, std::min<std::size_t>(starts.size(), placement->slots), capacity,
+                 starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
+                 std::min<std::size_t>(starts.size(), placement->slots), capacity,
                  placement->recomputed > 0
                      ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
                      : std::string("kept"),
@@ -297,7 +294,7 @@ void run_training(const Config& config) {
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
-        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp): what ran
+        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom: what ran
         {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
         {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator

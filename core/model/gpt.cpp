@@ -56,14 +56,15 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
       max_tokens_(max_tokens),
       precision_(precision),
       starts_(swapping ? swapping->segment_starts : std::vector<int>{0}),
-      swapped_store_(swapping != nullptr),
+      swapped_(swapping != nullptr),
       recomputed_(swapping ? swapping->recomputed : 0) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
   check_segments(starts_, config.n_layer, recomputed_);
   shared_layers_ = static_cast<int>(widest_segment(starts_, config.n_layer, recomputed_ + 1));
   if (swapping) {
-    TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu, "a swapped model's store is host memory");
+    TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
+                  "a swapped model's store is host memory");
     TRIDENT_CHECK(backend.device() == Device::cpu, "swapping runs on the cpu backend only");
   }
   Allocator& store = swapping ? *swapping->store : allocator;

@@ -59,7 +59,7 @@ class GPT {
   // Where params() and grads() live: the compute backend's memory, or host memory when the model is swapped.
   Backend& store_backend() const { return swapped() ? cpu_backend() : *backend_; }
   Precision precision() const { return precision_; }
-  bool swapped() const { return starts_.size() > 1 || swapped_store_; }
+  bool swapped() const { return swapped_; }
   const std::vector<int>& segment_starts() const { return starts_; }
   // Layers whose forward backward recomputes (Swapping::recomputed).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
@@ -148,7 +148,7 @@ class GPT {
   Tensor params_, grads_;  // in the store's memory when swapped
   Tensor weights16_;  // bf16 copy of params_ (bf16, resident only)
   std::vector<int> starts_;  // first layer of each segment; {0} when resident
-  bool swapped_store_ = false;
+  bool swapped_ = false;  // params_ and grads_ in a Swapping's store
   int recomputed_ = 0;      // Swapping::recomputed
   int shared_layers_ = 0;   // layers of the widest segment up to recomputed_: the shared workspace
   Tensor checkpoints_;  // (segments - 1, max_tokens, C) of the activations' type

@@ -4,9 +4,16 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/common/error.h"
+
 namespace trident {
 
 const char* device_name(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+
+Device device_named(const std::string& name) {
+  TRIDENT_CHECK(name == "cpu" || name == "cuda", "no device named '{}' (cpu, cuda)", name);
+  return name == "cpu" ? Device::cpu : Device::cuda;
+}
 
 namespace {
 

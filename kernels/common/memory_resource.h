@@ -4,11 +4,13 @@
 // memory (kernels/cuda/memory.h).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace trident {
 
 enum class Device : uint8_t { cpu, cuda };
 const char* device_name(Device device);  // "cpu", "cuda"
+Device device_named(const std::string& name);  // the inverse, for device.backend values
 
 class MemoryResource {
  public:

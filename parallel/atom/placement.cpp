@@ -15,8 +15,6 @@ namespace trident {
 
 namespace {
 
-Device device_of(const Config& config) { return config.device.backend == "cpu" ? Device::cpu : Device::cuda; }
-
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
                      int recomputed, int slots, int64_t tokens) {
   const Swapping swapping{.segment_starts = starts, .recomputed = recomputed};
@@ -26,17 +24,16 @@ int64_t placed_bytes(const Config& config, Precision precision, Device device, c
 
 }  // namespace
 
-bool swaps(const Config& config, int world) {
+bool swaps(const Config& config) {
   const std::string& strategy = config.parallel.strategy;
   bool swap = strategy == "atom";
   if (strategy == "auto") {
     const Precision precision = precision_named(config.train.precision);
-    const int64_t resident = GPT::memory_bytes(config.model, 1, precision, device_of(config)) +
+    const int64_t resident = GPT::memory_bytes(config.model, 1, precision, device_named(config.device.backend)) +
                              AdamW::memory_bytes(model_layout(config.model).num_params);
     swap = resident > static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
   }
   if (!swap) return false;
-  (void)world;  // every rank is a peer with its own swapped replica
   const std::string why = strategy == "atom" ? "parallel.strategy: atom"
                                              : "parallel.strategy: auto (the model does not fit device.memory_gb "
                                                "resident, so it swaps)";
@@ -206,7 +203,9 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
                          asked > 0 ? fmt::format(" with parallel.atom.sub_models = {}", asked) : "", count,
                          (L + count - 1) / count, format_bytes(static_cast<std::size_t>(bytes(starts, recomputed, 1))),
                          std::min<int64_t>(slots, count), format_bytes(static_cast<std::size_t>(budget)),
-                         count < L ? " or parallel.atom.sub_models" : (slots > 2 ? " or lower parallel.atom.prefetch" : ""));
+                         count < L    ? " or parallel.atom.sub_models"
+                         : slots > 2  ? " or lower parallel.atom.prefetch"
+                                      : "");
     int64_t lo = 1, hi = N;  // bytes(starts, recomputed, lo) fits throughout
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;

@@ -31,7 +31,7 @@ struct AtomPlacement {
 // Whether this run swaps: parallel.strategy atom, or auto when the model, its gradients and AdamW state do not fit
 // device.memory_gb with room for one token's activations; every rank is then a peer with its own swapped replica. A
 // ConfigError when it must but cannot: a backend other than cpu.
-bool swaps(const Config& config, int world);
+bool swaps(const Config& config);
 
 // The placement: among the partitions into parallel.atom.sub_models sub-models (0: any count), balanced with the
 // larger ones last, each with the fewest leading sub-models recomputed that fits (parallel.atom.activations: auto;

@@ -211,7 +211,9 @@ ParamWindow LayerSwapper::acquire(int segment, bool backward) {
   Slot* slot = holding(segment);
   TRIDENT_CHECK(slot && !slot->in_use, "sub-model {} has no free slot", segment);
   slot->in_use = true;
-  stats_.exposed_s += engine_.wait(backward ? std::max(slot->weights_ready, slot->gradients_ready) : slot->weights_ready);
+  const CopyEngine::Ticket ready =
+      backward ? std::max(slot->weights_ready, slot->gradients_ready) : slot->weights_ready;
+  stats_.exposed_s += engine_.wait(ready);
   compute_start_ = engine_.now();
   return window(*slot, segments_[static_cast<std::size_t>(segment)]);
 }

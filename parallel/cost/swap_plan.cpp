@@ -157,11 +157,10 @@ std::optional<SwapPlan> plan_swaps(std::span<const LayerCost> layers, const Swap
   return evaluate_swaps(layers, device, std::move(starts));
 }
 
-std::string describe_swaps(const SwapPlan& plan, int layers) {
+std::string describe_swaps(std::span<const int> starts, int layers) {
   std::string out;
-  for (int i = 0; i < plan.sub_models(); ++i)
-    out += fmt::format("{}[{}, {})", i ? " " : "", plan.starts[i],
-                       i + 1 < plan.sub_models() ? plan.starts[i + 1] : layers);
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    out += fmt::format("{}[{}, {})", i ? " " : "", starts[i], i + 1 < starts.size() ? starts[i + 1] : layers);
   return out;
 }
 

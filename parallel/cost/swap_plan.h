@@ -67,7 +67,7 @@ SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& dev
 // when none fits (a layer and its neighbour do not fit the budget).
 std::optional<SwapPlan> plan_swaps(std::span<const LayerCost> layers, const SwapDevice& device, int sub_models = 0);
 
-// "[0, 4) [4, 8) [8, 12)": the partition, for messages and `trident plan`.
-std::string describe_swaps(const SwapPlan& plan, int layers);
+// "[0, 4) [4, 8) [8, 12)": the sub-models starting at `starts`, for the run log and `trident plan`.
+std::string describe_swaps(std::span<const int> starts, int layers);
 
 }  // namespace trident::cost

@@ -14,7 +14,7 @@ namespace trident {
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
-  if (swaps(config, world)) return {{"atom", 1}};  // a swapped model runs nothing else
+  if (swaps(config)) return {{"atom", 1}};  // a swapped model runs nothing else
   if (p.strategy == "dp") return {{"dp", 1}};
   if (p.strategy == "flexsp") {
     const FlexInner inner = configured_flex_inner(config);

@@ -15,7 +15,9 @@ struct OwnedBatch {
     return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()),
             static_cast<int>(cu_seqlens.size()) - 1};
   }
-  int64_t num_targets() const { return std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; }); }
+  int64_t num_targets() const {
+    return std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; });
+  }
 };
 
 // Documents of the given lengths, token ids uniform in [0, vocab), deterministic in `seed`.

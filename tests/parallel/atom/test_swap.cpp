@@ -122,7 +122,8 @@ TEST_CASE("a slow copy overlaps the compute: each load starts before the previou
     const CopyEngine::Span f = find(fast, fmt::format("forward {}", k));
     forward_s += (f.end - f.start) / 4;
   }
-  const double sub_model_bytes = 4.0 * static_cast<double>(model.layout().blocks[2].ln1_w - model.layout().blocks[0].ln1_w);
+  const ModelLayout& layout = model.layout();
+  const double sub_model_bytes = 4.0 * static_cast<double>(layout.blocks[2].ln1_w - layout.blocks[0].ln1_w);
   const auto [timeline, stats] = timeline_of_step(sub_model_bytes / (forward_s / 2));
   for (int k = 2; k < 4; ++k) {  // load k is queued when forward k - 1 starts and runs beside it
     CAPTURE(k);

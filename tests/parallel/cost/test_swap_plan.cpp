@@ -83,7 +83,7 @@ TEST_CASE("the swap schedule: loads hidden under compute cost only the first loa
   CHECK(p.compute_s == Approx(4 * 1 + 3 * 3 + 2));
   CHECK(p.exposed_copy_s == Approx(0.5 + 0.5));
   CHECK(p.peak_bytes == 50 + 50 + 50 + 50 + 25);       // two slots of weights and gradients, one's activations
-  CHECK(describe_swaps(p, 4) == "[0, 1) [1, 2) [2, 3) [3, 4)");
+  CHECK(describe_swaps(p.starts, 4) == "[0, 1) [1, 2) [2, 3) [3, 4)");
   // a later pass of the batch: each backward load brings 0.5 s of gradients too, still hidden under 3 s
   SwapDevice later = device;
   later.accumulating = true;
