@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
 #include "core/data/batch.h"
 #include "core/model/gpt.h"
+#include "core/optim/adamw.h"
 #include "parallel/atom/swap_stats.h"
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/step_cost.h"
@@ -54,7 +56,7 @@ class Candidate {
   // One line for logs, metrics and plans: "dp", "lasp1 sp=4", "ulysses sp=2".
   virtual std::string name() const = 0;
   virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp", "flexsp-lasp",
-                                           // "atom"
+                                           // "atom", "pipeline"
   virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism; 0: groups of
                                            // several sizes, planned per micro-batch: FlexSP)
   // Whether this layout can run `batch` within its activation capacity.
@@ -75,9 +77,21 @@ class Strategy : public Candidate {
   // After the optimizer applied the step's update (app/train/step.h): ATOM's peers average their parameters here.
   // Collective over all ranks.
   virtual void after_update(GPT& model) { (void)model; }
-  // Completes what is still in flight and would change the model (ATOM's averaging rounds), before a checkpoint or
-  // the end of the run. Collective over all ranks.
-  virtual void settle(GPT& model) { (void)model; }
+  // Completes what is still in flight and would change the model (ATOM's averaging rounds), and brings every rank's
+  // parameters and optimizer state up to date (a pipeline's stages update their own layers only), before a
+  // checkpoint, an evaluation by another strategy or the end of the run. Collective over all ranks.
+  virtual void settle(GPT& model, AdamW& optimizer) {
+    (void)model;
+    (void)optimizer;
+  }
+  // The step's squared gradient norm, the same on every rank. By default the norm of model.grads(), which holds the
+  // whole gradient; a pipeline's stages each add their own layers'. Collective over all ranks.
+  virtual double squared_grad_norm(const GPT& model) {
+    return model.store_backend().squared_norm(model.grads(), model.num_params());
+  }
+  // The {offset, numel} ranges of the flat parameters this rank's optimizer updates; empty: all of them (a
+  // pipeline's stages: their own layers').
+  virtual std::vector<std::pair<int64_t, int64_t>> updated_ranges() const { return {}; }
   // Whether `flag` holds on every rank. By default a flag computed from the step's reduced loss and gradient, so the
   // same everywhere; a strategy whose ranks keep their own gradients (ATOM's averaging peers) reduces it. Collective.
   virtual bool on_every_rank(bool flag) { return flag; }

@@ -9,6 +9,8 @@
 namespace trident {
 
 // At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
-int64_t token_capacity(const Config& config, Precision precision, Device device);
+// With `stage`, the activations of a pipeline stage's layers.
+int64_t token_capacity(const Config& config, Precision precision, Device device,
+                       const PipelineStage* stage = nullptr);
 
 }  // namespace trident

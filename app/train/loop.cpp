@@ -33,6 +33,7 @@
 #include "kernels/backends.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
+#include "parallel/pipeline/stages.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 
@@ -147,7 +148,14 @@ void run_training(const Config& config) {
     placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr,
                            world().node_group()->size());
   }
-  const int64_t capacity = placement ? placement->tokens : token_capacity(config, precision, backend.device());
+  // A pipeline stage (parallel.strategy: pipeline) holds its own layers' activations.
+  std::optional<PipelineStage> stage;
+  if (config.parallel.strategy == "pipeline") {
+    check_pipeline(config, ranks.size());
+    stage = pipeline_stage(config.model, ranks.size(), ranks.rank());
+  }
+  const int64_t capacity = placement ? placement->tokens
+                                     : token_capacity(config, precision, backend.device(), stage ? &*stage : nullptr);
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
@@ -173,7 +181,8 @@ void run_training(const Config& config) {
   const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
                           .store = &host_store,
                           .recomputed = placement ? placement->recomputed : 0};
-  GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr);
+  GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr,
+            stage ? &*stage : nullptr);
   std::optional<LayerSwapper> swapper;
   if (placement)
     swapper.emplace(model, allocator,
@@ -198,14 +207,17 @@ void run_training(const Config& config) {
       spdlog::info("atom: predicted from {}: step {:.3f} s, {:.3f} s of it copies left exposed",
                    config.parallel.select_profile, p->step_s(), p->exposed_copy_s);
   } else {
+    const PipelineStage* layers = stage ? &*stage : nullptr;
+    const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), nullptr, layers);
     spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
                  "activations {})",
                  capacity, config.device.memory_gb,
-                 format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, 0, precision, backend.device()) +
-                                                       AdamW::memory_bytes(model.num_params()))),
+                 format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model.num_params()))),
                  format_bytes(static_cast<std::size_t>(
-                     GPT::memory_bytes(config.model, capacity, precision, backend.device()) -
-                     GPT::memory_bytes(config.model, 0, precision, backend.device()))));
+                     GPT::memory_bytes(config.model, capacity, precision, backend.device(), nullptr, layers) - fixed)));
+    if (stage)
+      spdlog::info("pipeline: stage {} of {}, layers [{}, {})", ranks.rank(), ranks.size(), stage->first_layer,
+                   stage->end_layer);
   }
 
   int64_t start_step = 0;
@@ -234,7 +246,7 @@ void run_training(const Config& config) {
   const bool choosing = selector->strategies().size() > 1;
 
   auto save = [&](int64_t steps_done) {
-    for (const auto& strategy : selector->strategies()) strategy->settle(model);  // nothing in flight is lost
+    for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);  // nothing in flight is lost
     if (lead) {
       SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
                                               config.checkpoint.keep, selector->state());
@@ -359,7 +371,7 @@ void run_training(const Config& config) {
     }
   }
   progress.finish();
-  for (const auto& strategy : selector->strategies()) strategy->settle(model);
+  for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);
   if (!lead) return;
   save_model(run_dir / "model_final.safetensors", model);
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
@@ -367,8 +379,13 @@ void run_training(const Config& config) {
     // rank 0 samples alone, with the local kernels: its batches carry no group
     std::vector<int32_t> prompt;
     for (unsigned char c : config.sample.prompt) prompt.push_back(c);
-    std::vector<int32_t> out = generate(model, prompt, config.sample.tokens, config.sample.temperature,
-                                        static_cast<uint64_t>(config.run.seed));
+    std::optional<GPT> whole;  // a pipeline stage computes some layers: sample with the whole model on the host
+    if (stage) {
+      whole.emplace(config.model, config.model.max_seq_len, host_store, cpu_backend(), precision);
+      std::copy_n(model.params(), model.num_params(), whole->params());
+    }
+    std::vector<int32_t> out = generate(whole ? *whole : model, prompt, config.sample.tokens,
+                                        config.sample.temperature, static_cast<uint64_t>(config.run.seed));
     spdlog::info("sample (temperature {}):\n{}{}", config.sample.temperature, config.sample.prompt, decode_bytes(out));
   }
 }

@@ -19,11 +19,11 @@ StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Bat
   stats.loss = sums.loss_sum / static_cast<double>(targets);
   stats.tokens = static_cast<int64_t>(sums.tokens);
   stats.flops = sums.flops;
-  stats.grad_norm = std::sqrt(model.store_backend().squared_norm(model.grads(), model.num_params()));
+  stats.grad_norm = std::sqrt(strategy.squared_grad_norm(model));
   stats.finite = strategy.on_every_rank(std::isfinite(stats.loss) && std::isfinite(stats.grad_norm));
   if (!stats.finite) return stats;
   const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));
-  optimizer.step(model.params(), model.grads(), static_cast<float>(lr), clip);
+  optimizer.step(model.params(), model.grads(), static_cast<float>(lr), clip, strategy.updated_ranges());
   strategy.after_update(model);
   return stats;
 }

@@ -73,7 +73,7 @@ struct DataConfig {
 };
 
 struct ParallelConfig {
-  std::string strategy = "auto";  // auto | dp | sp | lasp (= sp) | flexsp | atom
+  std::string strategy = "auto";  // auto | dp | sp | lasp (= sp) | flexsp | atom | pipeline
   std::string select_mode = "measured";  // parallel.select.mode: measured | model (auto's corrections)
   std::string select_profile;            // parallel.select.profile: cluster profile file; "" = measure at start-up
   std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy sp runs)

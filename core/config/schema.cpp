@@ -89,13 +89,14 @@ const std::vector<Key>& schema() {
 
       {"parallel.strategy",
        StringField{member(&C::parallel, &ParallelConfig::strategy),
-                   {"auto", "dp", "sp", "lasp", "flexsp", "atom"}},
+                   {"auto", "dp", "sp", "lasp", "flexsp", "atom", "pipeline"}},
        "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
        "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
        "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
        "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*), atom (every rank a peer "
        "keeping the model in host memory and swapping sub-models of layers through device memory, parallel.atom.*; "
-       "auto swaps too when the model does not fit device.memory_gb)"},
+       "auto swaps too when the model does not fit device.memory_gb), pipeline (GPipe: the ranks are stages of "
+       "consecutive layers, the batch in train.micro_batches micro-batches or more; the baseline of ATOM)"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},

@@ -86,4 +86,17 @@ std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
   return parts;
 }
 
+std::vector<Batch> split_within(const Batch& batch, int n, int64_t capacity) {
+  const std::vector<int64_t> lengths = batch.sequence_lengths();
+  if (!lengths.empty() && *std::max_element(lengths.begin(), lengths.end()) > capacity) return {};
+  for (;; ++n) {
+    std::vector<Batch> parts = split_micro_batches(batch, n);
+    int64_t largest = 0;
+    for (const Batch& p : parts) largest = std::max(largest, p.num_tokens());
+    if (largest > capacity) continue;  // ends by n = sequences at the latest: one sequence a part fits
+    std::erase_if(parts, [](const Batch& p) { return p.num_tokens() == 0; });
+    return parts;
+  }
+}
+
 }  // namespace trident

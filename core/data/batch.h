@@ -29,4 +29,8 @@ struct Batch {
 // last n - num_sequences() micro-batches are empty; otherwise every micro-batch has at least one sequence.
 std::vector<Batch> split_micro_batches(const Batch& batch, int n);
 
+// split_micro_batches into the fewest parts (at least n) whose largest holds at most `capacity` tokens, empty parts
+// dropped: the passes of a model whose activations hold `capacity` tokens. None when a sequence is longer.
+std::vector<Batch> split_within(const Batch& batch, int n, int64_t capacity);
+
 }  // namespace trident

@@ -16,11 +16,11 @@ Precision precision_named(const std::string& name) {
 
 namespace {
 
-// The layers of the widest of the first `count` segments (at most all).
-int64_t widest_segment(const std::vector<int>& starts, int64_t n_layer, int count) {
+// The layers of the widest of the first `count` segments (at most all); the last ends before layer `end`.
+int64_t widest_segment(const std::vector<int>& starts, int64_t end, int count) {
   int64_t widest = 0;
   for (std::size_t k = 0; k < std::min(starts.size(), static_cast<std::size_t>(count)); ++k)
-    widest = std::max<int64_t>(widest, (k + 1 < starts.size() ? starts[k + 1] : n_layer) - starts[k]);
+    widest = std::max<int64_t>(widest, (k + 1 < starts.size() ? starts[k + 1] : end) - starts[k]);
   return widest;
 }
 
@@ -33,11 +33,25 @@ void check_segments(const std::vector<int>& starts, int64_t n_layer, int recompu
                   "below {} layers", k, starts[k], n_layer);
 }
 
+// The layers a model computes: a pipeline stage's, else all of them as segments.
+struct LayerSpan {
+  std::vector<int> starts;
+  int end = 0;
+};
+LayerSpan layer_span(const ModelConfig& config, const Swapping* swapping, const PipelineStage* stage) {
+  const int n_layer = static_cast<int>(config.n_layer);
+  if (!stage) return {swapping ? swapping->segment_starts : std::vector<int>{0}, n_layer};
+  TRIDENT_CHECK(!swapping, "a pipeline stage is not swapped");
+  TRIDENT_CHECK(0 <= stage->first_layer && stage->first_layer < stage->end_layer && stage->end_layer <= n_layer,
+                "pipeline stage of layers [{}, {}) in a model of {}", stage->first_layer, stage->end_layer, n_layer);
+  return {{stage->first_layer}, stage->end_layer};
+}
+
 // The activation workspace: as a model with the layers of the widest segment up to `recomputed` and every later one.
-ModelConfig workspace_shape(ModelConfig config, const std::vector<int>& starts, int recomputed) {
+ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int recomputed) {
   const std::size_t after = static_cast<std::size_t>(recomputed) + 1;
-  const int64_t later = after < starts.size() ? config.n_layer - starts[after] : 0;
-  config.n_layer = widest_segment(starts, config.n_layer, recomputed + 1) + later;
+  const int64_t later = after < span.starts.size() ? span.end - span.starts[after] : 0;
+  config.n_layer = widest_segment(span.starts, span.end, recomputed + 1) + later;
   return config;
 }
 
@@ -49,19 +63,21 @@ int64_t checkpoint_values(const ModelConfig& config, int recomputed, int64_t max
 }  // namespace
 
 GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend, Precision precision,
-         const Swapping* swapping)
+         const Swapping* swapping, const PipelineStage* stage)
     : config_(config),
       layout_(model_layout(config)),
       backend_(&backend),
       max_tokens_(max_tokens),
       precision_(precision),
-      starts_(swapping ? swapping->segment_starts : std::vector<int>{0}),
       swapped_(swapping != nullptr),
       recomputed_(swapping ? swapping->recomputed : 0) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
-  check_segments(starts_, config.n_layer, recomputed_);
-  shared_layers_ = static_cast<int>(widest_segment(starts_, config.n_layer, recomputed_ + 1));
+  const LayerSpan span = layer_span(config, swapping, stage);
+  starts_ = span.starts;
+  end_layer_ = span.end;
+  if (!stage) check_segments(starts_, config.n_layer, recomputed_);
+  shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, recomputed_ + 1));
   if (swapping) {
     TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
                   "a swapped model's store is host memory");
@@ -70,7 +86,7 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   Allocator& store = swapping ? *swapping->store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
-  const ModelConfig workspace = workspace_shape(config, starts_, recomputed_);
+  const ModelConfig workspace = workspace_shape(config, span, recomputed_);
   const int64_t boundary_values = checkpoint_values(config, recomputed_, max_tokens);
   if (precision == Precision::bf16) {
     if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
@@ -89,11 +105,10 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
 }
 
 int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                          const Swapping* swapping) {
+                          const Swapping* swapping, const PipelineStage* stage) {
   const int64_t P = model_layout(config).num_params;
-  const std::vector<int> starts = swapping ? swapping->segment_starts : std::vector<int>{0};
   const int recomputed = swapping ? swapping->recomputed : 0;
-  const ModelConfig workspace = workspace_shape(config, starts, recomputed);
+  const ModelConfig workspace = workspace_shape(config, layer_span(config, swapping, stage), recomputed);
   const int64_t value = activation_value_bytes(precision);
   int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
@@ -111,7 +126,7 @@ void GPT::set_layer_source(LayerSource* source) {
 }
 
 int GPT::segment_end(int segment) const {
-  return segment + 1 < segments() ? starts_[static_cast<std::size_t>(segment + 1)] : static_cast<int>(config_.n_layer);
+  return segment + 1 < segments() ? starts_[static_cast<std::size_t>(segment + 1)] : end_layer_;
 }
 
 ParamWindow GPT::resident_window() {
@@ -298,33 +313,96 @@ void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBa
 // ---- one pass: embeddings, the segments, ln_f, then the tied LM head + cross-entropy a chunk of tokens at a time --
 // logits = ln_f(x) @ wte^T; training also does d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x) (fp32),
 // so the (N, V) logits never exist at once. Training then runs the segments' backward in reverse, recomputing the
-// forward of each recomputed one (Swapping::recomputed) from its checkpoint first.
+// forward of each recomputed one (Swapping::recomputed) from its checkpoint first. A pipeline stage starts from its
+// input instead of the embeddings and, before the last, ends at its output (backward: at the gradient there).
 template <class T>
-double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits) {
-  check_batch(host_batch, pass != Pass::logits);
+double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits, const StageIO* io) {
+  check_batch(host_batch, pass != Pass::logits && last_stage());
   TRIDENT_CHECK(!swapped() || source_, "a swapped model needs its layer source before a pass");
   TRIDENT_CHECK(!swapped() || !grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
-  const TokenBatch b = on_backend(host_batch);
   const bool train = pass == Pass::train;
+  TRIDENT_CHECK(pass != Pass::logits || (first_stage() && last_stage()), "logits come from a whole model");
+  TRIDENT_CHECK(first_stage() || (io && io->input), "a pipeline stage after the first needs its input");
+  TRIDENT_CHECK(last_stage() || (io && (train ? io->output_grad != nullptr : io->output != nullptr)),
+                "a pipeline stage before the last needs {}", train ? "the gradient at its output" : "its output buffer");
+  TRIDENT_CHECK(!train || first_stage() || io->input_grad, "a pipeline stage after the first returns its input's "
+                "gradient");
+  const TokenBatch b = on_backend(host_batch);
   const ParamWindow resident = source_ ? ParamWindow{} : resident_window();
   const LayerSource::Outer outer = source_ ? source_->begin_pass(train) : LayerSource::Outer{resident, resident};
   if constexpr (std::is_same_v<T, bf16>) {
     if (!source_) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
   }
   Activations<T>& acts = this->acts<T>();
-  const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
+  const int64_t N = b.num_tokens, C = config_.n_embd;
   const ParamWindow& emb = outer.embeddings;
-  backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
-                              layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, N, static_cast<int>(C));
+  if (first_stage())
+    backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
+                                layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, N, static_cast<int>(C));
+  else
+    backend_->copy_rows(acts.encoded, C, static_cast<const T*>(io->input), C, N, C);
   for (int k = 0; k < segments(); ++k) {
     const ParamWindow w = source_ ? source_->acquire(k, false) : resident;
     forward_segment<T>(k, w, b, false);
     if (source_) source_->release(k, false);
   }
+  if (io && io->output) backend_->copy_rows(static_cast<T*>(io->output), C, trunk_output<T>(), C, N, C);
+  double loss_sum = 0;
+  if (last_stage()) loss_sum = head<T>(b, pass, loss_weight, host_logits, outer);
+  if (train) {
+    const auto buckets = gradient_buckets(layout_);
+    auto ready = [&](std::size_t bucket) {
+      if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
+    };
+    // dres: the gradient at the trunk's output, from the head (ln_f: d ln_f(x) into dnarrow, then swap roles) or
+    // from the next stage
+    T* dres = acts.dres;
+    T* dnarrow = acts.dnarrow;
+    const ParamWindow& fin = outer.final_norm;
+    if (last_stage()) {
+      backend_->fill(dnarrow, N * C, 0.0f);
+      backend_->layernorm_backward(dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), dres,
+                                   trunk_output<T>(), fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, N,
+                                   static_cast<int>(C));
+      std::swap(dres, dnarrow);
+      ready(0);  // ln_f
+    } else {
+      backend_->copy_rows(dres, C, static_cast<const T*>(io->output_grad), C, N, C);
+    }
+    for (int k = segments() - 1; k >= 0; --k) {
+      const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
+      if (k < recomputed_) forward_segment<T>(k, w, b, true);  // from its checkpoint
+      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
+        backward_layer<T>(l, k, w, b, dres, dnarrow);
+        ready(static_cast<std::size_t>(config_.n_layer - l));
+      }
+      if (source_) source_->release(k, true);
+    }
+    if (first_stage()) {
+      backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dres,
+                                   b.tokens, b.positions, N, static_cast<int>(C));
+      ready(buckets.size() - 1);  // embeddings
+    } else {
+      backend_->copy_rows(static_cast<T*>(io->input_grad), C, dres, C, N, C);
+    }
+  }
+  if (source_) source_->end_pass(train);
+  return loss_sum;
+}
+
+// ln_f and the tied LM head: logits, or the losses, or (training) the losses, d ln_f(x) into acts.dres and dwte.
+// Returns the sum of the losses (0 for logits).
+template <class T>
+double GPT::head(const TokenBatch& b, Pass pass, float loss_weight, float* host_logits,
+                 const LayerSource::Outer& outer) {
+  Activations<T>& acts = this->acts<T>();
+  const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
+  const ParamWindow& emb = outer.embeddings;
   const ParamWindow& fin = outer.final_norm;
   backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, trunk_output<T>(), fin.param(layout_.lnf_w),
                               fin.param(layout_.lnf_b), N, static_cast<int>(C));
   const T* wte = emb.matmul<T>(layout_.wte);
+  const bool train = pass == Pass::train;
   if (train) {
     backend_->fill(acts.loss_weight, N, loss_weight);
     backend_->fill(acts.dres, N * C, 0.0f);
@@ -343,51 +421,24 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
       backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts.logits, V, x, C, 1.0f, emb.grad(layout_.wte), C);
     }
   }
-  const double loss_sum = pass == Pass::logits ? 0.0 : sum_losses(acts.losses, N);
-  if (train) {
-    const auto buckets = gradient_buckets(layout_);
-    auto ready = [&](std::size_t bucket) {
-      if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
-    };
-    // ln_f: dres holds d ln_f(x); turn it into d x in dnarrow, then swap roles.
-    T* dres = acts.dres;
-    T* dnarrow = acts.dnarrow;
-    backend_->fill(dnarrow, N * C, 0.0f);
-    backend_->layernorm_backward(dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), dres, trunk_output<T>(),
-                                 fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, N, static_cast<int>(C));
-    std::swap(dres, dnarrow);
-    ready(0);  // ln_f
-    for (int k = segments() - 1; k >= 0; --k) {
-      const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
-      if (k < recomputed_) forward_segment<T>(k, w, b, true);  // from its checkpoint
-      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
-        backward_layer<T>(l, k, w, b, dres, dnarrow);
-        ready(static_cast<std::size_t>(config_.n_layer - l));
-      }
-      if (source_) source_->release(k, true);
-    }
-    backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dres,
-                                 b.tokens, b.positions, N, static_cast<int>(C));
-    ready(buckets.size() - 1);  // embeddings
-  }
-  if (source_) source_->end_pass(train);
-  return loss_sum;
-}
-double GPT::forward_backward(const TokenBatch& batch, float loss_weight) {
-  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr)
-                                       : run<float>(batch, Pass::train, loss_weight, nullptr);
+  return pass == Pass::logits ? 0.0 : sum_losses(acts.losses, N);
 }
 
-double GPT::forward_loss(const TokenBatch& batch) {
-  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::loss, 0.0f, nullptr)
-                                       : run<float>(batch, Pass::loss, 0.0f, nullptr);
+double GPT::forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io) {
+  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr, stage_io)
+                                       : run<float>(batch, Pass::train, loss_weight, nullptr, stage_io);
+}
+
+double GPT::forward_loss(const TokenBatch& batch, const StageIO* stage_io) {
+  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::loss, 0.0f, nullptr, stage_io)
+                                       : run<float>(batch, Pass::loss, 0.0f, nullptr, stage_io);
 }
 
 void GPT::forward_logits(const TokenBatch& batch, float* logits) {
   if (precision_ == Precision::bf16)
-    run<bf16>(batch, Pass::logits, 0.0f, logits);
+    run<bf16>(batch, Pass::logits, 0.0f, logits, nullptr);
   else
-    run<float>(batch, Pass::logits, 0.0f, logits);
+    run<float>(batch, Pass::logits, 0.0f, logits, nullptr);
 }
 
 double GPT::flops(const TokenBatch& b) const {

@@ -37,20 +37,42 @@ struct Swapping {
   int recomputed = 0;
 };
 
+// A pipeline stage (parallel/pipeline/): a model that computes layers [first_layer, end_layer) of the pipeline and
+// keeps only their activations. The first stage (first_layer 0) embeds the tokens, the last (end_layer n_layer)
+// computes the final norm, the tied LM head and the loss; the others take their input and the gradient at their
+// output from their neighbours (StageIO). Parameters and gradients keep the whole flat layout; a stage computes the
+// gradients of its own layers only (the first and the last both of the tied embedding).
+struct PipelineStage {
+  int first_layer = 0;
+  int end_layer = 0;
+};
+
+// The boundary buffers of a stage's pass: (N, C) values of the activations' type (train.precision) in the backend's
+// memory, N the batch's tokens.
+struct StageIO {
+  const void* input = nullptr;        // its input, from the previous stage (every stage but the first)
+  void* output = nullptr;             // forward: its output, for the next stage (optional in training)
+  const void* output_grad = nullptr;  // training: the gradient at its output (every stage but the last)
+  void* input_grad = nullptr;         // training: the gradient at its input, for the previous stage
+};
+
 class GPT {
  public:
   // Activations are sized for batches of at most `max_tokens` tokens. Parameters, gradients and activations live
   // in the backend's memory, taken from `allocator` (whose device must be the backend's); batches and results
   // cross to and from the host through the backend. With `swapping`, parameters and gradients live in its store
-  // instead, and the activations are those of the widest segment plus one checkpoint a segment boundary.
+  // instead, and the activations are those of the widest segment plus one checkpoint a segment boundary. With
+  // `stage`, the model is one stage of a pipeline (not swapped).
   GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend(),
-      Precision precision = Precision::fp32, const Swapping* swapping = nullptr);
+      Precision precision = Precision::fp32, const Swapping* swapping = nullptr,
+      const PipelineStage* stage = nullptr);
 
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
   // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
   // gradients or weight copy; the shared workspace, the later segments' activations and the checkpoints.
+  // With `stage`, the activations of its layers only.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const Swapping* swapping = nullptr);
+                              const Swapping* swapping = nullptr, const PipelineStage* stage = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
@@ -61,6 +83,11 @@ class GPT {
   Precision precision() const { return precision_; }
   bool swapped() const { return swapped_; }
   const std::vector<int>& segment_starts() const { return starts_; }
+  // The layers this model computes: all of them, unless it is a pipeline stage.
+  int first_layer() const { return starts_[0]; }
+  int end_layer() const { return end_layer_; }
+  bool first_stage() const { return first_layer() == 0; }
+  bool last_stage() const { return end_layer_ == config_.n_layer; }
   // Layers whose forward backward recomputes (Swapping::recomputed).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
   // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
@@ -82,11 +109,12 @@ class GPT {
   void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
 
   // Forward, then backward of sum_t loss_weight * loss_t over the tokens with a target; gradients accumulate into
-  // grads(). Returns the plain sum of those tokens' losses (for reporting).
-  double forward_backward(const TokenBatch& batch, float loss_weight);
-  // Evaluation: the sum of the losses of the tokens with a target.
-  double forward_loss(const TokenBatch& batch);
-  // Logits (N, V) of every token into host memory (tests and sampling).
+  // grads(). Returns the plain sum of those tokens' losses (for reporting; 0 on a pipeline stage but the last).
+  // A pipeline stage takes its boundaries from `stage_io`.
+  double forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io = nullptr);
+  // Evaluation: the sum of the losses of the tokens with a target (a pipeline stage but the last: its output, and 0).
+  double forward_loss(const TokenBatch& batch, const StageIO* stage_io = nullptr);
+  // Logits (N, V) of every token into host memory (tests and sampling; not a pipeline stage).
   void forward_logits(const TokenBatch& batch, float* logits);
 
   // Model FLOPs of one forward + backward over `batch` (6 per parameter per token for the matmuls, including the
@@ -97,7 +125,10 @@ class GPT {
   enum class Pass { train, loss, logits };
   // forward_backward, forward_loss and forward_logits for activations stored as T (float or bf16).
   template <class T>
-  double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits);
+  double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits, const StageIO* io);
+  template <class T>
+  double head(const TokenBatch& batch, Pass pass, float loss_weight, float* host_logits,
+              const LayerSource::Outer& outer);
   // One layer of segment `segment` (its activations in the workspace at l - its first layer), forward and backward.
   template <class T>
   void forward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& batch);
@@ -126,7 +157,7 @@ class GPT {
   }
   template <class T>
   const T* trunk_output() {  // the last layer's output, ln_f's input
-    return layer_acts<T>(static_cast<int>(config_.n_layer) - 1, segments() - 1).res3;
+    return layer_acts<T>(end_layer_ - 1, segments() - 1).res3;
   }
   int segments() const { return static_cast<int>(starts_.size()); }
   int segment_end(int segment) const;
@@ -147,7 +178,8 @@ class GPT {
   Precision precision_;
   Tensor params_, grads_;  // in the store's memory when swapped
   Tensor weights16_;  // bf16 copy of params_ (bf16, resident only)
-  std::vector<int> starts_;  // first layer of each segment; {0} when resident
+  std::vector<int> starts_;  // first layer of each segment; {0} when resident, {first_layer} on a pipeline stage
+  int end_layer_ = 0;        // after the last layer computed here: n_layer, unless a pipeline stage
   bool swapped_ = false;  // params_ and grads_ in a Swapping's store
   int recomputed_ = 0;      // Swapping::recomputed
   int shared_layers_ = 0;   // layers of the widest segment up to recomputed_: the shared workspace

@@ -1,5 +1,7 @@
 #include "core/optim/adamw.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/adamw.h"
 
 namespace trident {
@@ -16,14 +18,20 @@ AdamW::AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& al
   v_ = Tensor::zeros(allocator, {layout.num_params});
 }
 
-void AdamW::step(float* params, const float* grads, float lr, float grad_scale) {
+void AdamW::step(float* params, const float* grads, float lr, float grad_scale,
+                 const std::vector<std::pair<int64_t, int64_t>>& only) {
   ++steps_;
+  const std::vector<std::pair<int64_t, int64_t>> all = {{0, size()}};
   for (const Range& r : ranges_) {
     const cpu::AdamWHyper hyper{lr, static_cast<float>(config_.beta1), static_cast<float>(config_.beta2),
                                 static_cast<float>(config_.eps),
                                 r.decay ? static_cast<float>(config_.weight_decay) : 0.0f};
-    backend_->adamw_update(params + r.offset, grads + r.offset, m() + r.offset, v() + r.offset, r.numel,
-                           cpu::adamw_step(hyper, steps_), grad_scale);
+    for (const auto& [offset, numel] : only.empty() ? all : only) {
+      const int64_t begin = std::max(r.offset, offset), end = std::min(r.offset + r.numel, offset + numel);
+      if (begin < end)
+        backend_->adamw_update(params + begin, grads + begin, m() + begin, v() + begin, end - begin,
+                               cpu::adamw_step(hyper, steps_), grad_scale);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // correction), with weight decay only on the entries the layout marks (matrices and embeddings). Moments m and v
 // share the parameter layout, so checkpoints store them as flat tensors.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
@@ -20,7 +21,9 @@ class AdamW {
   static int64_t memory_bytes(int64_t num_params) { return 2 * 4 * num_params; }
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
-  void step(float* params, const float* grads, float lr, float grad_scale);
+  // With `only` ({offset, numel} ranges of the layout), the parameters there alone (a pipeline stage's own).
+  void step(float* params, const float* grads, float lr, float grad_scale,
+            const std::vector<std::pair<int64_t, int64_t>>& only = {});
 
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }

@@ -36,21 +36,10 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
 }
 
 std::vector<Batch> AtomStrategy::my_passes(const Batch& batch) const {
-  if (peers_.size() == 1) return passes(batch, micro_batches_, capacity_);
-  return passes(split_micro_batches(batch, peers_.size())[static_cast<std::size_t>(peers_.rank())], micro_batches_,
-                capacity_);
-}
-
-std::vector<Batch> AtomStrategy::passes(const Batch& batch, int64_t micro_batches, int64_t capacity) {
-  if (longest(batch) > capacity) return {};
-  for (int n = static_cast<int>(micro_batches);; ++n) {
-    std::vector<Batch> parts = split_micro_batches(batch, n);
-    int64_t largest = 0;
-    for (const Batch& p : parts) largest = std::max(largest, p.num_tokens());
-    if (largest > capacity) continue;  // ends by n = sequences at the latest: one document a part fits
-    std::erase_if(parts, [](const Batch& p) { return p.num_tokens() == 0; });
-    return parts;
-  }
+  const int parts = static_cast<int>(micro_batches_);
+  if (peers_.size() == 1) return split_within(batch, parts, capacity_);
+  return split_within(split_micro_batches(batch, peers_.size())[static_cast<std::size_t>(peers_.rank())], parts,
+                      capacity_);
 }
 
 Feasibility AtomStrategy::feasible(const Batch& batch) const {
@@ -112,7 +101,7 @@ void AtomStrategy::after_update(GPT& model) {
   if (averager_) report_.averaging = averager_->after_update(model.params(), tokens_);
 }
 
-void AtomStrategy::settle(GPT& model) {
+void AtomStrategy::settle(GPT& model, AdamW&) {
   if (averager_) averager_->settle(model.params());
 }
 

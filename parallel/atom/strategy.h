@@ -33,16 +33,12 @@ class AtomStrategy final : public Strategy {
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
   void after_update(GPT& model) override;
-  void settle(GPT& model) override;
+  void settle(GPT& model, AdamW& optimizer) override;
   bool on_every_rank(bool flag) override;
   Report last_report() const override { return report_; }
 
-  // The passes `batch` runs in: split_micro_batches into the fewest parts (at least `micro_batches`) whose largest
-  // fits `capacity` tokens; empty parts dropped. None when a document is longer than `capacity`.
-  static std::vector<Batch> passes(const Batch& batch, int64_t micro_batches, int64_t capacity);
-
  private:
-  // This peer's share of `batch`, cut into its passes.
+  // This peer's share of `batch`, cut into its passes (split_within: at least train.micro_batches).
   std::vector<Batch> my_passes(const Batch& batch) const;
 
   LayerSwapper& swapper_;

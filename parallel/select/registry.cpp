@@ -6,6 +6,7 @@
 #include "parallel/atom/placement.h"
 #include "parallel/atom/strategy.h"
 #include "parallel/flexsp/strategy.h"
+#include "parallel/pipeline/strategy.h"
 #include "parallel/static_sp/layout.h"
 #include "parallel/static_sp/static_sp.h"
 
@@ -16,6 +17,10 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   const ModelConfig& m = config.model;
   if (swaps(config)) return {{"atom", 1}};  // a swapped model runs nothing else
   if (p.strategy == "dp") return {{"dp", 1}};
+  if (p.strategy == "pipeline") {
+    check_pipeline(config, world);
+    return {{"pipeline", 1}};
+  }
   if (p.strategy == "flexsp") {
     const FlexInner inner = configured_flex_inner(config);
     check_flexsp(m, world, inner);
@@ -62,6 +67,8 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
     if (l.method == "atom") {
       out.push_back(std::make_unique<AtomStrategy>(env));
+    } else if (l.method == "pipeline") {
+      out.push_back(std::make_unique<PipelineStrategy>(env));
     } else if (l.sp_size == 0) {
       TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
       out.push_back(std::make_unique<FlexSequenceParallel>(
@@ -78,7 +85,8 @@ std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, in
   std::vector<std::unique_ptr<Candidate>> out;
   for (const LayoutSpec& l : candidate_layouts(config, world))
     for (const char* method : {"lasp1", "lasp2"}) {
-      if (l.sp_size == 0 || l.method == "atom") break;  // `trident plan` plans FlexSP and ATOM with their planners
+      // `trident plan` plans FlexSP and ATOM with their planners, and not the pipeline
+      if (l.sp_size == 0 || l.method == "atom" || l.method == "pipeline") break;
       const std::string resolved = l.method == "lasp" ? method : l.method;
       out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
       if (l.method != "lasp") break;

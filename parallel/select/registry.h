@@ -12,7 +12,8 @@ namespace trident {
 // One candidate: a method on groups of sp_size ranks. method "lasp" is LASP with the variant
 // parallel.lasp.variant names, measured on the group when that is auto (a fixed strategy only).
 struct LayoutSpec {
-  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring, flexsp (Ulysses inside), flexsp-lasp, atom
+  std::string method;  // dp, lasp, lasp1, lasp2, ulysses, ring, flexsp (Ulysses inside), flexsp-lasp, atom,
+                       // pipeline
   int sp_size = 1;     // 0: planned per micro-batch (flexsp, flexsp-lasp)
 };
 
@@ -29,6 +30,7 @@ struct LayoutSpec {
 //             parallel.flexsp.inner inside (flexsp or flexsp-lasp)
 //   atom      atom alone: one peer, its model swapped (parallel/atom); auto too when the model does not fit the
 //             device resident (parallel/atom/placement.h: swaps)
+//   pipeline  pipeline alone: the world's ranks are the stages of one pipeline (parallel/pipeline)
 // A fixed layout the model or the world cannot run is a ConfigError naming the key (no collective).
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
 
