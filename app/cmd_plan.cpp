@@ -205,6 +205,9 @@ void add_plan_command(CLI::App& app) {
     if (config->path.empty()) throw_config_error("trident plan needs CONFIG (or --replay RUN_DIR)");
     const Config c = config->load();
     if (c.parallel.strategy == "flexsp") return run_plan(c, *args);
+    if (c.parallel.strategy == "pipeline")
+      throw_config_error("parallel.strategy: pipeline: trident plan does not plan the pipeline baseline (its layout "
+                         "is fixed: one stage a rank)");
     if (c.parallel.strategy == "atom" || (c.parallel.strategy == "auto" && swaps(c)))  // auto swaps: ATOM's plan
       return plan::print_atom_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->json);
     plan::print_selection_plan(c, args->cluster.empty() ? c.parallel.select_profile : args->cluster, args->source,

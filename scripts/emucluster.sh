@@ -237,6 +237,9 @@ run() {
   # Defaults the caller's environment may override: shared memory inside a node, TCP across; idle ranks yield the
   # core (ranks outnumber cores here, and a spinning rank slows the one that transfers).
   export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+  # Every node is this one machine: binding each node's ranks to "its" first cores would pin the first rank of
+  # every node to the same core (2 nodes x 1 rank ran at half speed), so ranks are not bound.
+  export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
   # mpirun runs in the head namespace (only it reaches the nodes); exec keeps this PID mpirun's, so a signal to
   # this script stops the job. More ranks than slots are allowed.
   exec ip netns exec "$name-head" unshare --uts --mount sh -c \

@@ -256,6 +256,8 @@ class Loader {
             "train.batch_tokens");
     require(c.data.kind == "synthetic" || !c.data.path.empty(), "data.path", "must be non-empty when",
             "data.kind");
+    require(c.parallel.atom_averaging != "diloco" || c.parallel.atom_average_every >= 1, "parallel.atom.averaging",
+            "needs rounds: set", "parallel.atom.average_every");
     return c;
   }
 

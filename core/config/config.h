@@ -95,6 +95,9 @@ struct ParallelConfig {
   std::string atom_activations = "auto";  // auto | keep | recompute
   int64_t atom_average_every = 0;   // peers: 0 = gradients summed every step (exact); N = parameters averaged every N
   int64_t atom_max_staleness = 1;   // peers: steps an averaging round may run in the background before it applies
+  std::string atom_averaging = "params";  // params | diloco: what a round applies (the average, or an outer step)
+  double atom_outer_lr = 0.7;        // diloco: the outer Nesterov step's learning rate
+  double atom_outer_momentum = 0.9;  // diloco: its momentum
   double atom_emulate_copy_gb_per_s = 0;  // cpu backend: an emulated host <-> device link (GB/s); 0 = memcpy
 
   bool operator==(const ParallelConfig&) const = default;

@@ -157,6 +157,18 @@ const std::vector<Key>& schema() {
       {"parallel.atom.max_staleness", IntField{member(&C::parallel, &ParallelConfig::atom_max_staleness), 0},
        "ATOM peers averaging: steps a round may run in the background before the peer waits for it and applies it "
        "(0: each round applies at once)"},
+      {"parallel.atom.averaging",
+       StringField{member(&C::parallel, &ParallelConfig::atom_averaging), {"params", "diloco"}},
+       "ATOM peers averaging: params (a round applies the peers' token-weighted average) or diloco (the average's "
+       "distance from the last round's parameters is an outer gradient, applied by Nesterov momentum SGD with "
+       "parallel.atom.outer_lr and outer_momentum; also on one peer)"},
+      {"parallel.atom.outer_lr",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_lr), .min = 0, .min_open = true},
+       "ATOM diloco: the outer step's learning rate (1 with momentum 0 is params averaging)"},
+      {"parallel.atom.outer_momentum",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_momentum), .min = 0, .max = 1,
+                  .max_open = true},
+       "ATOM diloco: the outer step's Nesterov momentum"},
       {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
        "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
       {"parallel.atom.emulate_copy_gb_per_s",

@@ -6,40 +6,77 @@
 
 namespace trident {
 
-ParameterAverager::ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness)
-    : peers_(peers), num_params_(num_params), every_(every), max_staleness_(max_staleness) {
+ParameterAverager::ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness,
+                                     OuterStep outer)
+    : peers_(peers), num_params_(num_params), every_(every), max_staleness_(max_staleness), outer_(outer) {
   TRIDENT_CHECK(every >= 1 && max_staleness >= 0, "averaging every {} steps, staleness {}: not a schedule", every,
                 max_staleness);
+  TRIDENT_CHECK(outer.lr > 0 && outer.momentum >= 0 && outer.momentum < 1, "outer step lr {}, momentum {}", outer.lr,
+                outer.momentum);
+  // A communicator of the peers for the averaging thread alone (collective: every peer builds its averager).
+  if (peers.size() > 1 && mpi_thread_multiple()) background_ = peers.split(0, peers.rank());
+}
+
+void ParameterAverager::begin(const float* params) {
+  if (!outer_.diloco || !global_.empty()) return;
+  global_.assign(params, params + num_params_);
+  momentum_.assign(static_cast<std::size_t>(num_params_), 0.0f);
 }
 
 ParameterAverager::~ParameterAverager() {
-  if (pending_) pending_->wait();  // no collective left behind in flight
+  // no collective left behind in flight
+  if (pending_) pending_->wait();
+  if (worker_.joinable()) worker_.join();
 }
 
 void ParameterAverager::start(const float* params) {
   offered_.assign(params, params + num_params_);
   sum_.resize(static_cast<std::size_t>(num_params_) + 1);
-  for (int64_t i = 0; i < num_params_; ++i) sum_[i] = tokens_since_ * static_cast<double>(params[i]);
-  sum_.back() = tokens_since_;
+  const auto weight = static_cast<float>(tokens_since_);
+  for (int64_t i = 0; i < num_params_; ++i) sum_[i] = weight * params[i];
+  sum_.back() = weight;
   tokens_since_ = 0;
   started_at_ = steps_;
-  pending_ = peers_.iallreduce_sum(sum_.data(), num_params_ + 1, CommType::f64);
+  if (!background_) {
+    pending_ = peers_.iallreduce_sum(sum_.data(), num_params_ + 1, CommType::f32);
+    return;
+  }
+  worker_done_ = false;
+  worker_ = std::thread([this] {
+    background_->allreduce_sum(sum_.data(), num_params_ + 1, CommType::f32);  // throws only on an MPI failure,
+    worker_done_ = true;                                                       // which ends the job
+  });
 }
+
+bool ParameterAverager::done() { return pending_ ? pending_->test() : worker_done_.load(); }
 
 double ParameterAverager::finish(float* params) {
   const auto begin = std::chrono::steady_clock::now();
-  pending_->wait();
+  if (pending_) pending_->wait();
   pending_.reset();
+  if (worker_.joinable()) worker_.join();
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   const double tokens = sum_.back();
   if (tokens <= 0) return waited;  // nobody trained on anything since the last round: nothing to average
-  for (int64_t i = 0; i < num_params_; ++i)
-    params[i] += static_cast<float>(sum_[i] / tokens - static_cast<double>(offered_[i]));
+  if (!outer_.diloco) {
+    for (int64_t i = 0; i < num_params_; ++i)
+      params[i] += static_cast<float>(static_cast<double>(sum_[i]) / tokens - static_cast<double>(offered_[i]));
+    return waited;
+  }
+  TRIDENT_CHECK(!global_.empty(), "DiLoCo's round before begin()");
+  const double lr = outer_.lr, mu = outer_.momentum;
+  for (int64_t i = 0; i < num_params_; ++i) {
+    const double d = static_cast<double>(global_[i]) - static_cast<double>(sum_[i]) / tokens;  // outer gradient
+    const double m = mu * static_cast<double>(momentum_[i]) + d;
+    momentum_[i] = static_cast<float>(m);
+    global_[i] = static_cast<float>(static_cast<double>(global_[i]) - lr * (d + mu * m));
+    params[i] += global_[i] - offered_[i];
+  }
   return waited;
 }
 
 void ParameterAverager::settle(float* params) {
-  if (pending_) finish(params);
+  if (in_flight()) finish(params);
 }
 
 AveragingStats ParameterAverager::after_update(float* params, double tokens) {
@@ -53,7 +90,7 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
   };
   // A pending round lands when it is done, when it reaches max_staleness, or before the next one starts.
   const bool starting = steps_ % every_ == 0;
-  if (pending_ && (starting || steps_ - started_at_ >= max_staleness_ || pending_->test())) apply();
+  if (in_flight() && (starting || steps_ - started_at_ >= max_staleness_ || done())) apply();
   if (starting) {
     start(params);
     ++stats.started;

@@ -1,12 +1,21 @@
 #pragma once
 // ATOM's peers averaging their models (papers.md §4.4): every `every` steps each peer offers its parameters,
-// weighted by the tokens it trained on since the last round, to a non-blocking allreduce over all peers, and keeps
-// training. The round completes in the background while the next steps compute (MPI moves it along whenever this
-// rank calls MPI); at most `max_staleness` steps after it started (or as soon as it is done, when a later update
-// finds it so) the peer applies it: params += average - what it offered, so the steps it took meanwhile are kept.
+// weighted by the tokens it trained on since the last round, to an allreduce over all peers (fp32), and keeps
+// training. The round completes in the background while the next steps compute: on a thread of its own, over a
+// communicator of its own, where MPI allows threads (mpi_thread_multiple), else as a non-blocking allreduce that MPI
+// moves along only when this rank calls MPI. At most `max_staleness` steps after it started (or as soon as it is
+// done, when a later update finds it so) the peer applies it: params += average - what it offered, so the steps it
+// took meanwhile are kept.
 // max_staleness 0 applies each round at once (blocking). A round in flight is applied before a checkpoint and at the
 // end of the run (settle). AdamW moments stay each peer's own.
+//
+// DiLoCo (parallel.atom.averaging: diloco): a round's target is not the average itself. Every peer keeps the
+// parameters the last round set (global) and an outer momentum m; the distance from global to the average is the
+// outer gradient d, and the target is an outer Nesterov step: m = mu m + d; global -= lr (d + mu m). Every peer
+// computes the same from the same allreduce. lr 1 with mu 0 is params averaging.
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "parallel/atom/swap_stats.h"
@@ -14,11 +23,21 @@
 
 namespace trident {
 
+// What a round applies: the peers' average, or DiLoCo's outer step towards it.
+struct OuterStep {
+  bool diloco = false;
+  double lr = 1.0;
+  double momentum = 0.0;
+};
+
 class ParameterAverager {
  public:
-  ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness);
+  ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness,
+                    OuterStep outer = {});
   ~ParameterAverager();
 
+  // The parameters before the first step of this run (DiLoCo's first global); later calls do nothing.
+  void begin(const float* params);
   // After a step's update of `params` (num_params floats), having trained on `tokens` tokens in it. Collective over
   // the peers (every peer calls it once a step).
   AveragingStats after_update(float* params, double tokens);
@@ -28,12 +47,19 @@ class ParameterAverager {
  private:
   void start(const float* params);
   double finish(float* params);  // waits for the pending round and applies it; returns the seconds waited
+  bool in_flight() const { return pending_ || worker_.joinable(); }
+  bool done();  // the round in flight has completed (without waiting)
 
   Communicator& peers_;
+  Communicator* background_ = nullptr;  // the averaging thread's own communicator (null: no threads in MPI)
   int64_t num_params_, every_, max_staleness_;
+  OuterStep outer_;
+  std::vector<float> global_, momentum_;  // DiLoCo: the parameters the last round set, the outer momentum
   std::vector<float> offered_;   // the parameters this peer offered to the pending round
-  std::vector<double> sum_;      // sum over peers of tokens * parameters, then the tokens
-  RequestPtr pending_;
+  std::vector<float> sum_;       // sum over peers of tokens * parameters, then the tokens
+  RequestPtr pending_;           // the round as a non-blocking allreduce, or
+  std::thread worker_;           // the round on the averaging thread
+  std::atomic<bool> worker_done_{false};
   int64_t steps_ = 0, started_at_ = 0;
   double tokens_since_ = 0;
 };

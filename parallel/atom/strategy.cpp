@@ -29,9 +29,11 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
   const ParallelConfig& p = env.config.parallel;
-  if (p.atom_average_every > 0 && peers_.size() > 1)
-    averager_ = std::make_unique<ParameterAverager>(env.groups.world(), model_layout(env.config.model).num_params,
-                                                    p.atom_average_every, p.atom_max_staleness);
+  const bool diloco = p.atom_averaging == "diloco";  // its outer step means something on one peer too
+  if (p.atom_average_every > 0 && (peers_.size() > 1 || diloco))
+    averager_ = std::make_unique<ParameterAverager>(
+        env.groups.world(), model_layout(env.config.model).num_params, p.atom_average_every, p.atom_max_staleness,
+        OuterStep{.diloco = diloco, .lr = p.atom_outer_lr, .momentum = p.atom_outer_momentum});
   recomputed_share_ = static_cast<double>(swapper_.recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
 }
 
@@ -62,6 +64,7 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   swapper_.take_stats();  // what evaluation or an earlier step moved is not this step's
   std::vector<Batch> mine = my_passes(batch);
   if (averager_) {  // each peer's own mean gradient
+    averager_->begin(model.params());
     int64_t targets = 0;
     for (const Batch& pass : mine) targets += pass.num_targets();
     loss_weight = targets > 0 ? 1.0f / static_cast<float>(targets) : 0.0f;

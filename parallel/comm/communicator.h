@@ -113,9 +113,13 @@ class Communicator {
   virtual void reset_counters() = 0;
 };
 
-// MPI: initialises MPI on first use (MPI_THREAD_FUNNELED) and finalises it at exit. The world communicator of
+// MPI: initialises MPI on first use (mpi_thread_multiple() below) and finalises it at exit. The world communicator of
 // this process; a 1-rank world when the program was not started by mpirun/srun.
 Communicator& world();
+
+// Whether MPI lets any thread call it (MPI_THREAD_MULTIPLE, asked for at start-up): a background thread may then run
+// collectives on a communicator of its own while the main thread computes and communicates (ATOM's averaging).
+bool mpi_thread_multiple();
 
 // For a rank that failed on its own: when it is one of several MPI ranks, ends the whole job with `exit_code`
 // (MPI_Abort) and does not return. Returning from main instead would hang the job: MPI_Finalize waits for every

@@ -14,13 +14,15 @@ class MpiWorld {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-      // FUNNELED: OpenMP threads compute, only the main thread calls MPI. Without mpirun/srun this is a singleton
-      // start, a 1-rank world.
-      int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      // OpenMP threads compute and the main thread makes the calls (FUNNELED, required); where MPI allows it
+      // (MULTIPLE), a background thread may run its own communicator's collectives too (ATOM's averaging). Without
+      // mpirun/srun this is a singleton start, a 1-rank world.
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided_);
       owns_mpi_ = true;
-      if (provided < MPI_THREAD_FUNNELED)
+      if (provided_ < MPI_THREAD_FUNNELED)
         throw RuntimeError("MPI does not provide MPI_THREAD_FUNNELED, which Trident's OpenMP ranks need");
+    } else {
+      MPI_Query_thread(&provided_);
     }
     // A duplicate keeps Trident's traffic and error handler apart from anything else using MPI_COMM_WORLD.
     MPI_Comm comm;
@@ -37,18 +39,24 @@ class MpiWorld {
   }
 
   Communicator& world() { return *world_; }
+  bool thread_multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
 
  private:
   bool owns_mpi_ = false;
+  int provided_ = MPI_THREAD_SINGLE;
   std::unique_ptr<MpiCommunicator> world_;
 };
 
+MpiWorld& mpi_world() {
+  static MpiWorld instance;
+  return instance;
+}
+
 }  // namespace
 
-Communicator& world() {
-  static MpiWorld instance;
-  return instance.world();
-}
+Communicator& world() { return mpi_world().world(); }
+
+bool mpi_thread_multiple() { return mpi_world().thread_multiple(); }
 
 void abort_job_if_distributed(int exit_code) {
   int initialized = 0, finalized = 0;

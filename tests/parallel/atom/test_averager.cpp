@@ -53,3 +53,36 @@ TEST_CASE("peers average their parameters weighted by tokens, at once or a bound
   for (int64_t i = 0; i < P; ++i)  // the average, plus this peer's steps since it offered
     CHECK(params[i] == Approx(weighted[i] / weight + static_cast<double>(taken * (r + 1))).epsilon(1e-6));
 }
+
+TEST_CASE("DiLoCo's rounds take an outer Nesterov step from the last round's parameters towards the average",
+          "[atom][mpi]") {
+  Communicator& peers = world();
+  const int W = peers.size(), r = peers.rank();
+  const int64_t P = 3;
+  const double lr = 0.7, mu = 0.9;
+  ParameterAverager averager(peers, P, 1, 0, OuterStep{.diloco = true, .lr = lr, .momentum = mu});
+  std::vector<float> params = {1.0f, -2.0f, 0.5f};  // the same start on every peer
+  averager.begin(params.data());
+  std::vector<double> global(params.begin(), params.end()), momentum(P, 0.0);
+  for (int round = 0; round < 3; ++round) {
+    // each peer moves by (rank + 1) * (round + 1) and trains on one token: the average moved by the mean of those
+    for (float& p : params) p += static_cast<float>((r + 1) * (round + 1));
+    const AveragingStats s = averager.after_update(params.data(), 1.0);
+    CHECK(s.applied);
+    double mean_move = 0;
+    for (int q = 0; q < W; ++q) mean_move += static_cast<double>((q + 1) * (round + 1)) / W;
+    for (int64_t i = 0; i < P; ++i) {
+      const double d = -mean_move;  // global - average
+      momentum[i] = mu * momentum[i] + d;
+      global[i] -= lr * (d + mu * momentum[i]);
+      CHECK(params[i] == Approx(global[i]).epsilon(1e-6));  // applied at once: the peer's parameters are global
+    }
+  }
+  // lr 1 and no momentum: the plain average
+  ParameterAverager plain(peers, P, 1, 0, OuterStep{.diloco = true, .lr = 1.0, .momentum = 0.0});
+  std::vector<float> x = {0.0f, 1.0f, 2.0f};
+  plain.begin(x.data());
+  for (float& v : x) v += static_cast<float>(r);
+  plain.after_update(x.data(), 1.0);
+  for (int64_t i = 0; i < P; ++i) CHECK(x[i] == Approx(static_cast<double>(i) + (W - 1) / 2.0).epsilon(1e-6));
+}
