@@ -80,7 +80,9 @@ bool any_rank(Communicator& comm, bool flag) {
 }
 
 // The checkpoint to resume from, per train.resume, or nothing for a fresh run. A run directory that already holds
-// a run but no usable checkpoint is refused rather than overwritten.
+// a run is refused rather than overwritten, unless train.resume is auto and the run stopped before its first
+// checkpoint (nothing to resume, nothing a restart could overwrite): it starts again from step 0, and rank 0 keeps
+// the stopped run's metrics aside (restart_metrics_aside).
 std::optional<fs::path> resume_point(const Config& config, const fs::path& run_dir) {
   const std::string& resume = config.train.resume;
   if (resume != "auto" && resume != "never") {
@@ -91,12 +93,30 @@ std::optional<fs::path> resume_point(const Config& config, const fs::path& run_d
   std::optional<fs::path> found;
   if (resume == "auto")
     found = find_resume_checkpoint(run_dir, [](const std::string& warning) { spdlog::warn("{}", warning); });
-  if (!found && fs::exists(run_dir / "metrics.jsonl"))
+  std::error_code error;
+  const bool no_checkpoints = !fs::exists(run_dir / "checkpoints") || fs::is_empty(run_dir / "checkpoints", error);
+  if (!found && fs::exists(run_dir / "metrics.jsonl") && !(resume == "auto" && no_checkpoints))
     throw_config_error("run.dir '{}' already holds a run (metrics.jsonl) {}: choose another run.dir "
                        "(--set run.dir=...) or move the old run away",
                        run_dir.string(),
                        resume == "never" ? "and train.resume is never" : "without a usable checkpoint to resume");
   return found;
+}
+
+// A fresh start in a run directory whose run stopped before its first checkpoint: its metrics.jsonl moves to the
+// first free metrics.jsonl.stopped-N, so the new run's steps are not mixed with the old ones and nothing is lost.
+void restart_metrics_aside(const fs::path& run_dir) {
+  const fs::path metrics = run_dir / "metrics.jsonl";
+  if (!fs::exists(metrics)) return;
+  fs::path aside;
+  for (int n = 1; fs::exists(aside = run_dir / fmt::format("metrics.jsonl.stopped-{}", n)); ++n) {
+  }
+  std::error_code error;
+  fs::rename(metrics, aside, error);
+  if (error)
+    throw_runtime_error("cannot move '{}' aside to '{}': {}", metrics.string(), aside.string(), error.message());
+  spdlog::warn("run.dir '{}' holds a run that stopped before its first checkpoint: starting again from step 0 "
+               "(train.resume: auto); its metrics are kept in {}", run_dir.string(), aside.filename().string());
 }
 
 // The NCCL communicator of `host`'s members on this process's device when `backend` is the GPU (collective over
@@ -230,6 +250,7 @@ void run_training(const Config& config) {
                  state.world_size);
     if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
   } else {
+    if (lead) restart_metrics_aside(run_dir);
     model.init_weights(static_cast<uint64_t>(config.run.seed));
     if (lead) save_model(run_dir / "model_init.safetensors", model);
   }
@@ -295,6 +316,8 @@ void run_training(const Config& config) {
                    stats.grad_norm);
     }
 
+    const std::optional<AveragingStats> averaging = choice.strategy->last_report().averaging;
+    const int64_t averaging_thread_bytes = averaging ? averaging->thread_bytes : 0;
     nlohmann::ordered_json record = {
         {"step", step},
         {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
@@ -309,7 +332,7 @@ void run_training(const Config& config) {
         {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom: what ran
         {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
-        {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, on every communicator
+        {"comm_bytes", groups.bytes_sent() - comm_bytes_before + averaging_thread_bytes},  // this rank's, everywhere
         {"alltoall_ms", (groups.alltoall_seconds() - alltoall_s_before) * 1e3},  // rank 0's time in all-to-alls
         {"estimate_ms", nullptr},
     };
@@ -336,7 +359,7 @@ void run_training(const Config& config) {
       record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
       record["peak_host_bytes"] = host_store.peak();
     }
-    if (const std::optional<AveragingStats> avg = choice.strategy->last_report().averaging) {
+    if (const std::optional<AveragingStats>& avg = averaging) {
       record["average_started"] = avg->started > 0;  // this step's parameters offered to a round
       record["average_applied"] = avg->applied;
       record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight

@@ -94,6 +94,7 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
   if (starting) {
     start(params);
     ++stats.started;
+    if (background_) stats.thread_bytes = comm_bytes(num_params_ + 1, CommType::f32);
     if (max_staleness_ == 0) apply();
   }
   return stats;

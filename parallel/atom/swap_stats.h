@@ -22,6 +22,8 @@ struct AveragingStats {
   bool applied = false;  // a round's average was applied
   int64_t staleness = 0;  // when applied: steps since that round started
   double wait_s = 0;     // time the step waited for a round
+  int64_t thread_bytes = 0;  // bytes handed to a round started on the averaging thread's own communicator (which
+                             // the run's communicators do not count)
 };
 
 }  // namespace trident
