@@ -79,7 +79,7 @@ class Strategy : public Candidate {
   virtual void after_update(GPT& model) { (void)model; }
   // Completes what is still in flight and would change the model (ATOM's averaging rounds), and brings every rank's
   // parameters and optimizer state up to date (a pipeline's stages update their own layers only), before a
-  // checkpoint, an evaluation by another strategy or the end of the run. Collective over all ranks.
+  // checkpoint and at the end of the run. Collective over all ranks.
   virtual void settle(GPT& model, AdamW& optimizer) {
     (void)model;
     (void)optimizer;

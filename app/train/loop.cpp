@@ -168,12 +168,10 @@ void run_training(const Config& config) {
     placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr,
                            world().node_group()->size());
   }
-  // A pipeline stage (parallel.strategy: pipeline) holds its own layers' activations.
+  // A pipeline stage (parallel.strategy: pipeline, checked by candidate_degrees above) holds its own layers'
+  // activations.
   std::optional<PipelineStage> stage;
-  if (config.parallel.strategy == "pipeline") {
-    check_pipeline(config, ranks.size());
-    stage = pipeline_stage(config.model, ranks.size(), ranks.rank());
-  }
+  if (config.parallel.strategy == "pipeline") stage = pipeline_stage(config.model, ranks.size(), ranks.rank());
   const int64_t capacity = placement ? placement->tokens
                                      : token_capacity(config, precision, backend.device(), stage ? &*stage : nullptr);
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
