@@ -95,6 +95,10 @@ class Strategy : public Candidate {
   // Whether `flag` holds on every rank. By default a flag computed from the step's reduced loss and gradient, so the
   // same everywhere; a strategy whose ranks keep their own gradients (ATOM's averaging peers) reduces it. Collective.
   virtual bool on_every_rank(bool flag) { return flag; }
+  // Whether this rank steps on its own, making no collective call in a step (ATOM's peers with round deadlines): its
+  // train and evaluate sums are then its own share's, and the loop agrees on nothing per step (stop signals are each
+  // rank's own, checkpoints are rank 0's replica written without waiting for the others).
+  virtual bool independent() const { return false; }
   // The batch after the one about to run, known ahead (batches are a pure function of the step): a strategy that
   // plans each batch may start planning it now, on rank 0, in the background. Not collective.
   virtual void prepare(const Batch& next) { (void)next; }

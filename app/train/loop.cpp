@@ -263,6 +263,8 @@ void run_training(const Config& config) {
   const std::unique_ptr<Selector> selector = make_selector(env, std::move(profile), model, run_dir);
   selector->restore(selector_state);
   const bool choosing = selector->strategies().size() > 1;
+  // Ranks that step on their own (ATOM's peers with round deadlines) agree on nothing per step.
+  const bool independent = !choosing && selector->strategies().front()->independent();
 
   auto save = [&](int64_t steps_done) {
     for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);  // nothing in flight is lost
@@ -272,7 +274,7 @@ void run_training(const Config& config) {
       for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
       spdlog::info("checkpoint {} written", saved.dir.string());
     }
-    ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
+    if (!independent) ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
   };
 
   // MFU is quoted against the CPU's sgemm roof measured here, or the GPU's dense peak for the matmuls' precision
@@ -314,6 +316,7 @@ void run_training(const Config& config) {
                    stats.grad_norm);
     }
 
+    const int step_ranks = choice.strategy->independent() ? 1 : ranks.size();  // what stats cover
     const std::optional<AveragingStats> averaging = choice.strategy->last_report().averaging;
     const int64_t averaging_thread_bytes = averaging ? averaging->thread_bytes : 0;
     nlohmann::ordered_json record = {
@@ -323,7 +326,7 @@ void run_training(const Config& config) {
         {"tokens", stats.tokens},
         {"step_ms", seconds * 1e3},
         {"tokens_per_s", static_cast<double>(stats.tokens) / seconds},
-        {"mfu", roof_gflops > 0 ? nlohmann::ordered_json(stats.flops / seconds / 1e9 / (roof_gflops * ranks.size()))
+        {"mfu", roof_gflops > 0 ? nlohmann::ordered_json(stats.flops / seconds / 1e9 / (roof_gflops * step_ranks))
                                 : nullptr},
         {"peak_mem_bytes", allocator.peak()},
         {"grad_norm", stats.grad_norm},
@@ -361,6 +364,7 @@ void run_training(const Config& config) {
       record["average_started"] = avg->started > 0;  // this step's parameters offered to a round
       record["average_applied"] = avg->applied;
       record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight
+      record["average_peers"] = avg->applied ? nlohmann::ordered_json(avg->peers) : nullptr;  // the round's peers
       record["average_wait_ms"] = avg->wait_s * 1e3;
     }
     if (lead && !choice.comparison.options.empty()) {
@@ -381,7 +385,7 @@ void run_training(const Config& config) {
     progress.update(step, stats.loss, static_cast<double>(stats.tokens) / seconds, seconds);
 
     // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from.
-    const bool stop = any_rank(ranks, stop_signal() != 0);
+    const bool stop = independent ? stop_signal() != 0 : any_rank(ranks, stop_signal() != 0);
     const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
     if (periodic || stop || last) save(step + 1);
     if (stop) {

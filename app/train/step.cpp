@@ -15,8 +15,8 @@ StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Bat
   model.zero_grads();
   const StepSums sums = strategy.train(model, batch, 1.0f / static_cast<float>(targets));
   StepStats stats;
-  stats.targets = targets;
-  stats.loss = sums.loss_sum / static_cast<double>(targets);
+  stats.targets = static_cast<int64_t>(sums.targets);  // the batch's, or this rank's share's (independent ranks)
+  stats.loss = sums.targets > 0 ? sums.loss_sum / sums.targets : 0.0;
   stats.tokens = static_cast<int64_t>(sums.tokens);
   stats.flops = sums.flops;
   stats.grad_norm = std::sqrt(strategy.squared_grad_norm(model));

@@ -14,11 +14,12 @@
 namespace trident {
 
 struct StepStats {
+  // All ranks' unless the strategy's ranks step independently (Strategy::independent): then this rank's own.
   double loss = 0;          // mean cross-entropy over the global batch's target tokens
   int64_t tokens = 0;       // tokens processed by all ranks
   int64_t targets = 0;      // tokens with a target, all ranks
   double grad_norm = 0;     // global gradient norm before clipping
-  double flops = 0;         // model FLOPs of the step, all ranks
+  double flops = 0;         // model FLOPs of the step, all ranks (an independent rank: its own)
   bool finite = true;       // loss and gradient norm are finite (else no update was applied)
 };
 

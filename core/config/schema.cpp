@@ -169,6 +169,17 @@ const std::vector<Key>& schema() {
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_momentum), .min = 0, .max = 1,
                   .max_open = true},
        "ATOM diloco: the outer step's Nesterov momentum"},
+      {"parallel.atom.round_deadline_ms",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_round_deadline_ms), .min = 0},
+       "ATOM peers averaging: 0 = each round is an allreduce over every peer; > 0 = a round takes the peers ready "
+       "within this many ms of the first, so a slow peer misses rounds instead of holding the others back (needs MPI "
+       "with MPI_THREAD_MULTIPLE)"},
+      {"parallel.atom.emulate_slow_rank",
+       IntField{member(&C::parallel, &ParallelConfig::atom_emulate_slow_rank), -1},
+       "ATOM peers: the rank whose steps are slowed by parallel.atom.emulate_slowdown, an emulated slow peer (-1: none)"},
+      {"parallel.atom.emulate_slowdown",
+       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_emulate_slowdown), .min = 1},
+       "ATOM peers: the emulated slow peer's steps last this many times as long (it sleeps after computing)"},
       {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
        "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
       {"parallel.atom.emulate_copy_gb_per_s",

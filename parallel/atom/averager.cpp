@@ -1,18 +1,26 @@
 #include "parallel/atom/averager.h"
 
 #include <chrono>
+#include <exception>
 
 #include "kernels/common/error.h"
 
 namespace trident {
 
 ParameterAverager::ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness,
-                                     OuterStep outer)
+                                     OuterStep outer, double round_deadline_s)
     : peers_(peers), num_params_(num_params), every_(every), max_staleness_(max_staleness), outer_(outer) {
   TRIDENT_CHECK(every >= 1 && max_staleness >= 0, "averaging every {} steps, staleness {}: not a schedule", every,
                 max_staleness);
   TRIDENT_CHECK(outer.lr > 0 && outer.momentum >= 0 && outer.momentum < 1, "outer step lr {}, momentum {}", outer.lr,
                 outer.momentum);
+  if (round_deadline_s > 0) {
+    if (!mpi_thread_multiple())
+      throw_config_error("parallel.atom.round_deadline_ms: rounds of the peers ready in time run on a thread of their "
+                         "own, and this MPI does not grant MPI_THREAD_MULTIPLE");
+    rounds_ = std::make_unique<RoundMaker>(*peers.split(0, peers.rank()), round_deadline_s);
+    return;
+  }
   // A communicator of the peers for the averaging thread alone (collective: every peer builds its averager).
   if (peers.size() > 1 && mpi_thread_multiple()) background_ = peers.split(0, peers.rank());
 }
@@ -27,6 +35,7 @@ ParameterAverager::~ParameterAverager() {
   // no collective left behind in flight
   if (pending_) pending_->wait();
   if (worker_.joinable()) worker_.join();
+  if (submitted_ && std::uncaught_exceptions() == 0) rounds_->wait();
 }
 
 void ParameterAverager::start(const float* params) {
@@ -37,6 +46,11 @@ void ParameterAverager::start(const float* params) {
   sum_.back() = weight;
   tokens_since_ = 0;
   started_at_ = steps_;
+  if (rounds_) {
+    rounds_->submit(sum_.data(), num_params_ + 1);
+    submitted_ = true;
+    return;
+  }
   if (!background_) {
     pending_ = peers_.iallreduce_sum(sum_.data(), num_params_ + 1, CommType::f32);
     return;
@@ -48,13 +62,19 @@ void ParameterAverager::start(const float* params) {
   });
 }
 
-bool ParameterAverager::done() { return pending_ ? pending_->test() : worker_done_.load(); }
+bool ParameterAverager::done() {
+  if (rounds_) return rounds_->done();
+  return pending_ ? pending_->test() : worker_done_.load();
+}
 
 double ParameterAverager::finish(float* params) {
   const auto begin = std::chrono::steady_clock::now();
   if (pending_) pending_->wait();
   pending_.reset();
   if (worker_.joinable()) worker_.join();
+  members_ = peers_.size();
+  if (submitted_) members_ = rounds_->wait();
+  submitted_ = false;
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   const double tokens = sum_.back();
   if (tokens <= 0) return waited;  // nobody trained on anything since the last round: nothing to average
@@ -87,6 +107,7 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
     stats.staleness = steps_ - started_at_;
     stats.wait_s += finish(params);
     stats.applied = true;
+    stats.peers = members_;
   };
   // A pending round lands when it is done, when it reaches max_staleness, or before the next one starts.
   const bool starting = steps_ % every_ == 0;

@@ -9,15 +9,21 @@
 // max_staleness 0 applies each round at once (blocking). A round in flight is applied before a checkpoint and at the
 // end of the run (settle). AdamW moments stay each peer's own.
 //
+// With a round deadline (parallel.atom.round_deadline_ms), rounds are not collectives of every peer: a round takes
+// the peers ready within the deadline (parallel/atom/round_maker.h), so a slow peer is left out of the rounds it is
+// late for instead of holding the others back.
+//
 // DiLoCo (parallel.atom.averaging: diloco): a round's target is not the average itself. Every peer keeps the
 // parameters the last round set (global) and an outer momentum m; the distance from global to the average is the
 // outer gradient d, and the target is an outer Nesterov step: m = mu m + d; global -= lr (d + mu m). Every peer
 // computes the same from the same allreduce. lr 1 with mu 0 is params averaging.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "parallel/atom/round_maker.h"
 #include "parallel/atom/swap_stats.h"
 #include "parallel/comm/communicator.h"
 
@@ -32,8 +38,10 @@ struct OuterStep {
 
 class ParameterAverager {
  public:
+  // round_deadline_s 0: every round is an allreduce over all peers; > 0: rounds of the peers ready within it (needs
+  // mpi_thread_multiple()). Collective over `peers`.
   ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness,
-                    OuterStep outer = {});
+                    OuterStep outer = {}, double round_deadline_s = 0);
   ~ParameterAverager();
 
   // The parameters before the first step of this run (DiLoCo's first global); later calls do nothing.
@@ -47,7 +55,7 @@ class ParameterAverager {
  private:
   void start(const float* params);
   double finish(float* params);  // waits for the pending round and applies it; returns the seconds waited
-  bool in_flight() const { return pending_ || worker_.joinable(); }
+  bool in_flight() const { return pending_ || worker_.joinable() || submitted_; }
   bool done();  // the round in flight has completed (without waiting)
 
   Communicator& peers_;
@@ -60,6 +68,9 @@ class ParameterAverager {
   RequestPtr pending_;           // the round as a non-blocking allreduce, or
   std::thread worker_;           // the round on the averaging thread
   std::atomic<bool> worker_done_{false};
+  std::unique_ptr<RoundMaker> rounds_;  // with a round deadline: the round thread
+  bool submitted_ = false;              // a round handed to it
+  int members_ = 0;                     // peers in the last round applied
   int64_t steps_ = 0, started_at_ = 0;
   double tokens_since_ = 0;
 };

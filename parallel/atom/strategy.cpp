@@ -1,6 +1,8 @@
 #include "parallel/atom/strategy.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <fmt/core.h>
 
@@ -29,11 +31,17 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
   const ParallelConfig& p = env.config.parallel;
+  if (p.atom_emulate_slow_rank >= peers_.size())
+    throw_config_error("parallel.atom.emulate_slow_rank = {} is not a rank of this {}-rank run",
+                       p.atom_emulate_slow_rank, peers_.size());
   const bool diloco = p.atom_averaging == "diloco";  // its outer step means something on one peer too
   if (p.atom_average_every > 0 && (peers_.size() > 1 || diloco))
     averager_ = std::make_unique<ParameterAverager>(
         env.groups.world(), model_layout(env.config.model).num_params, p.atom_average_every, p.atom_max_staleness,
-        OuterStep{.diloco = diloco, .lr = p.atom_outer_lr, .momentum = p.atom_outer_momentum});
+        OuterStep{.diloco = diloco, .lr = p.atom_outer_lr, .momentum = p.atom_outer_momentum},
+        p.atom_round_deadline_ms / 1e3);
+  if (p.atom_emulate_slow_rank == peers_.rank()) slowdown_ = p.atom_emulate_slowdown;
+  independent_ = averager_ && p.atom_round_deadline_ms > 0;
   recomputed_share_ = static_cast<double>(swapper_.recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
 }
 
@@ -63,13 +71,13 @@ cost::StepEstimate AtomStrategy::estimate(const Batch& batch, const cost::StepCo
 StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) {
   swapper_.take_stats();  // what evaluation or an earlier step moved is not this step's
   std::vector<Batch> mine = my_passes(batch);
+  const int64_t targets = my_targets(mine);
   if (averager_) {  // each peer's own mean gradient
     averager_->begin(model.params());
-    int64_t targets = 0;
-    for (const Batch& pass : mine) targets += pass.num_targets();
     loss_weight = targets > 0 ? 1.0f / static_cast<float>(targets) : 0.0f;
   }
   double totals[3] = {0, 0, 0};  // loss sum, tokens, flops
+  const auto begin = std::chrono::steady_clock::now();
   for (Batch& pass : mine) {
     GroupBatch whole = group_batch(std::move(pass), nullptr, nullptr);
     const TokenBatch view = whole.view();
@@ -77,25 +85,31 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
     totals[1] += static_cast<double>(view.num_tokens);
     totals[2] += model.flops(view);
   }
+  if (slowdown_ > 1)  // an emulated slow peer (parallel.atom.emulate_slow_rank)
+    std::this_thread::sleep_for((slowdown_ - 1) * (std::chrono::steady_clock::now() - begin));
   tokens_ = totals[1];
+  report_ = {};
+  report_.swap = swapper_.take_stats();
+  if (independent_) return {totals[0], static_cast<double>(targets), totals[1], totals[2]};
   if (!averager_) {  // exact: the whole batch's gradient on every peer
     peers_.reduce_all(model);
     peers_.finish(model);
   }
   peers_.sum(totals, 3);
-  report_ = {};
-  report_.swap = swapper_.take_stats();
   return {totals[0], static_cast<double>(batch.num_targets()), totals[1], totals[2]};
 }
 
 StepSums AtomStrategy::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};  // loss sum, tokens
-  for (Batch& pass : my_passes(batch)) {
+  std::vector<Batch> mine = my_passes(batch);
+  const int64_t targets = my_targets(mine);
+  for (Batch& pass : mine) {
     GroupBatch whole = group_batch(std::move(pass), nullptr, nullptr);
     const TokenBatch view = whole.view();
     totals[0] += model.forward_loss(view);
     totals[1] += static_cast<double>(view.num_tokens);
   }
+  if (independent_) return {totals[0], static_cast<double>(targets), totals[1], 0};
   peers_.sum(totals, 2);
   return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }
@@ -108,6 +122,15 @@ void AtomStrategy::settle(GPT& model, AdamW&) {
   if (averager_) averager_->settle(model.params());
 }
 
-bool AtomStrategy::on_every_rank(bool flag) { return averager_ ? !peers_.any(!flag) : flag; }
+bool AtomStrategy::on_every_rank(bool flag) {
+  if (independent_ || !averager_) return flag;
+  return !peers_.any(!flag);
+}
+
+int64_t AtomStrategy::my_targets(const std::vector<Batch>& passes) {
+  int64_t targets = 0;
+  for (const Batch& pass : passes) targets += pass.num_targets();
+  return targets;
+}
 
 }  // namespace trident

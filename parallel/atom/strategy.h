@@ -35,9 +35,12 @@ class AtomStrategy final : public Strategy {
   void after_update(GPT& model) override;
   void settle(GPT& model, AdamW& optimizer) override;
   bool on_every_rank(bool flag) override;
+  // Averaging peers with a round deadline (parallel.atom.round_deadline_ms) step on their own.
+  bool independent() const override { return independent_; }
   Report last_report() const override { return report_; }
 
  private:
+  static int64_t my_targets(const std::vector<Batch>& passes);  // tokens with a target in them
   // This peer's share of `batch`, cut into its passes (split_within: at least train.micro_batches).
   std::vector<Batch> my_passes(const Batch& batch) const;
 
@@ -47,6 +50,8 @@ class AtomStrategy final : public Strategy {
   double tokens_ = 0;                            // this peer's tokens in the last step
   int64_t micro_batches_, capacity_;
   double recomputed_share_;  // layers recomputed / layers
+  double slowdown_ = 1;      // this peer's emulated slowdown (parallel.atom.emulate_slowdown), else 1
+  bool independent_ = false;  // no per-step collective: sums and decisions are this peer's own
   Report report_;
 };
 

@@ -59,7 +59,9 @@ Selector::Choice Selector::choose(const Batch& batch) {
     choice.comparison = compare(candidates_, batch, cost_ ? &*cost_ : nullptr, corrections);
     index = choice.comparison.cheapest;
   }
-  if (world_.size() > 1) world_.broadcast(&index, 1, CommType::i32, 0);
+  if (world_.rank() != 0 && candidates_.size() == 1)  // feasibility is pure: no broadcast needed for one candidate
+    index = candidates_.front()->feasible(batch).ok ? 0 : -1;
+  if (world_.size() > 1 && candidates_.size() > 1) world_.broadcast(&index, 1, CommType::i32, 0);
   if (index < 0) {  // feasibility is pure: every rank can name the reasons rank 0 found
     choice.why_none = (world_.rank() == 0 ? choice.comparison : compare(candidates_, batch, nullptr)).why_none();
     return choice;

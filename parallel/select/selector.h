@@ -2,7 +2,8 @@
 // The per-step choice among the candidate strategies (parallel.strategy: auto; a fixed strategy is one candidate).
 // Each step every candidate says whether it can run the batch; the feasible ones are estimated from the cost model,
 // each estimate scaled by its candidate's correction, and the cheapest runs (the first listed on ties). Rank 0
-// decides and broadcasts its choice, so ranks never disagree.
+// decides and broadcasts its choice, so ranks never disagree; with one candidate every rank asks its feasibility
+// (a pure function of the batch) and nothing is broadcast, so a step may make no collective call at all.
 //
 // Corrections (parallel.select.mode: measured): after each step, the ratio measured / estimated of the candidate
 // that ran becomes its correction (its first measured step) or moves it halfway toward the new ratio; a candidate not yet measured takes the mean
