@@ -155,8 +155,8 @@ const std::vector<Key>& schema() {
        "replicas); N = each peer updates its own replica and the peers average their parameters every N steps, "
        "weighted by tokens, in the background"},
       {"parallel.atom.max_staleness", IntField{member(&C::parallel, &ParallelConfig::atom_max_staleness), 0},
-       "ATOM peers averaging: steps a round may run in the background before the peer waits for it and applies it "
-       "(0: each round applies at once)"},
+       "ATOM peers averaging: steps a round runs in the background before the peer applies it (waiting for it if "
+       "need be; sooner when the next round starts first); 0: each round applies at once"},
       {"parallel.atom.averaging",
        StringField{member(&C::parallel, &ParallelConfig::atom_averaging), {"params", "diloco"}},
        "ATOM peers averaging: params (a round applies the peers' token-weighted average) or diloco (the average's "

@@ -99,6 +99,19 @@ void ParameterAverager::settle(float* params) {
   if (in_flight()) finish(params);
 }
 
+void ParameterAverager::synchronize(float* params, float* m, float* v) {
+  TRIDENT_CHECK(!rounds_, "rounds with a deadline do not synchronize every peer");
+  settle(params);
+  const int W = peers_.size();
+  for (float* values : {params, m, v}) {
+    peers_.allreduce_sum(values, num_params_, CommType::f32);
+    for (int64_t i = 0; i < num_params_; ++i) values[i] /= static_cast<float>(W);
+  }
+  steps_ = 0;  // the schedule starts again, as it does for a run resumed from here
+  tokens_since_ = 0;
+  if (outer_.diloco) global_.assign(params, params + num_params_);
+}
+
 AveragingStats ParameterAverager::after_update(float* params, double tokens) {
   ++steps_;
   tokens_since_ += tokens;
@@ -109,9 +122,11 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
     stats.applied = true;
     stats.peers = members_;
   };
-  // A pending round lands when it is done, when it reaches max_staleness, or before the next one starts.
+  // A pending round lands max_staleness steps after it started, or before the next one starts: at a step fixed by
+  // the schedule, so a run is reproducible (and resumes bit for bit). Rounds with a deadline are not reproducible
+  // anyway (who joins depends on timing): they land as soon as they are done.
   const bool starting = steps_ % every_ == 0;
-  if (in_flight() && (starting || steps_ - started_at_ >= max_staleness_ || done())) apply();
+  if (in_flight() && (starting || steps_ - started_at_ >= max_staleness_ || (rounds_ && done()))) apply();
   if (starting) {
     start(params);
     ++stats.started;

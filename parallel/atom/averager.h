@@ -3,9 +3,9 @@
 // weighted by the tokens it trained on since the last round, to an allreduce over all peers (fp32), and keeps
 // training. The round completes in the background while the next steps compute: on a thread of its own, over a
 // communicator of its own, where MPI allows threads (mpi_thread_multiple), else as a non-blocking allreduce that MPI
-// moves along only when this rank calls MPI. At most `max_staleness` steps after it started (or as soon as it is
-// done, when a later update finds it so) the peer applies it: params += average - what it offered, so the steps it
-// took meanwhile are kept.
+// moves along only when this rank calls MPI. `max_staleness` steps after it started (or before the next round, if
+// that comes first: a step fixed by the schedule, so runs are reproducible) the peer applies it: params += average -
+// what it offered, so the steps it took meanwhile are kept.
 // max_staleness 0 applies each round at once (blocking). A round in flight is applied before a checkpoint and at the
 // end of the run (settle). AdamW moments stay each peer's own.
 //
@@ -49,8 +49,13 @@ class ParameterAverager {
   // After a step's update of `params` (num_params floats), having trained on `tokens` tokens in it. Collective over
   // the peers (every peer calls it once a step).
   AveragingStats after_update(float* params, double tokens);
-  // Applies the round in flight, if any (before a checkpoint, at the end of the run). Collective.
+  // Applies the round in flight, if any. Collective.
   void settle(float* params);
+  // Settles, then makes every peer's parameters and AdamW moments (m, v: num_params floats each) their mean over the
+  // peers, and starts the schedule again: before a checkpoint and at the end of the run, so a checkpoint holds every
+  // peer's state and a run resumed from it continues as the uninterrupted one (DiLoCo's outer momentum excepted: a
+  // resumed run starts it again). Not with a round deadline. Collective.
+  void synchronize(float* params, float* m, float* v);
 
  private:
   void start(const float* params);

@@ -118,8 +118,10 @@ void AtomStrategy::after_update(GPT& model) {
   if (averager_) report_.averaging = averager_->after_update(model.params(), tokens_);
 }
 
-void AtomStrategy::settle(GPT& model, AdamW&) {
-  if (averager_) averager_->settle(model.params());
+void AtomStrategy::settle(GPT& model, AdamW& optimizer) {
+  if (!averager_) return;
+  if (independent_) averager_->settle(model.params());  // a checkpoint is rank 0's replica
+  else averager_->synchronize(model.params(), optimizer.m(), optimizer.v());
 }
 
 bool AtomStrategy::on_every_rank(bool flag) {
