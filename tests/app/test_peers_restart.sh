@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/atom_peers.sh: a peer killed mid-run (kill -9) ends the MPI job; the launcher restarts the survivor from the
 # newest checkpoint without a person acting, and the run finishes with every step in metrics.jsonl once; a peer killed
-# before the first checkpoint restarts the run from step 0 with the stopped run's metrics kept aside; a bad input is
-# passed through, not restarted; fewer peers than --min-peers is exit 3.
+# before the first checkpoint restarts the run from step 0 with the stopped run's metrics kept aside; a peer joining
+# (SIGUSR1) restarts the job with one peer more from a checkpoint taken then; a bad input is passed through, not
+# restarted; fewer peers than --min-peers is exit 3.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_peers_restart.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_peers_restart.sh CONFIG_DIR}
@@ -59,6 +60,23 @@ grep -q "stopped before its first checkpoint: starting again from step 0" "$tmp/
   || fail "the restart from step 0 is not logged"
 every_step_once "$tmp/early" 300 1
 
+# A peer joins (SIGUSR1 to the launcher): the job stops after its step with a checkpoint and starts again with one
+# peer more, which loads the others' state from it.
+checks=$((checks + 1)); echo "check $checks: a peer joins"
+start_peers join --max-peers 3 -- "$tiny" "${peers[@]}" --set train.steps=400 --set checkpoint.every=100 \
+  --set run.dir="$tmp/join"
+for _ in $(seq 1 600); do [[ $(wc -l <"$tmp/join/metrics.jsonl" 2>/dev/null || echo 0) -ge 30 ]] && break; sleep 0.1; done
+kill -USR1 "$launched"
+wait "$launched" || fail "the launcher did not finish the run after a join (exit $?): $(cat "$tmp/join.out")"
+grep -q "a peer joins: restarting 3 peer(s) from the newest checkpoint" "$tmp/join.out" \
+  || fail "no join logged: $(cat "$tmp/join.out")"
+every_step_once "$tmp/join" 400 3
+/usr/bin/python3 - "$tmp/join/metrics.jsonl" <<'PY' || fail "the join did not happen mid-run"
+import json, sys
+worlds = [json.loads(l)["world_size"] for l in open(sys.argv[1])]
+assert worlds[0] == 2 and worlds[-1] == 3 and worlds == sorted(worlds), worlds
+PY
+
 # A bad input is the run's own failure: passed through, not restarted.
 checks=$((checks + 1)); echo "check $checks: a bad input is not restarted"
 TRIDENT=$trident bash "$launcher" --np 2 -- "$tiny" --set run.dir="$tmp/bad" --set train.lr=-1 >"$tmp/bad.out" 2>&1
@@ -74,7 +92,7 @@ wait "$launched"
 code=$?
 [[ $code == 3 ]] || fail "below --min-peers exited $code, not 3: $(cat "$tmp/floor.out")"
 run 2 train "$tiny" --set run.dir="$tmp/floor" --set train.resume=never  # its outputs are kept, never overwritten
-for bad in "--np 0" "--np x" "--min-peers 0" "--bogus"; do
+for bad in "--np 0" "--np x" "--min-peers 0" "--max-peers 1 --np 2" "--bogus"; do
   checks=$((checks + 1))
   # shellcheck disable=SC2086
   TRIDENT=$trident bash "$launcher" $bad -- "$tiny" >"$tmp/out" 2>"$tmp/err"
