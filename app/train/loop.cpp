@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -59,12 +60,14 @@ void check_supported(const Config& c) {
 }
 
 // Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
-double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Selector& selector) {
+double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Selector& selector,
+                const std::function<void(Strategy*)>& switch_to) {
   double loss = 0, targets = 0;
   for (int64_t i = 0; i < count; ++i) {
     const Batch batch = eval_batches.batch(i);
     const Selector::Choice choice = selector.choose(batch);
     if (!choice.strategy) throw_runtime_error("evaluation batch {}: {}", i, choice.why_none);
+    switch_to(choice.strategy);
     const StepSums sums = choice.strategy->evaluate(model, batch);
     loss += sums.loss_sum;
     targets += sums.targets;
@@ -266,6 +269,13 @@ void run_training(const Config& config) {
   // Ranks that step on their own (ATOM's peers with round deadlines) agree on nothing per step.
   const bool independent = !choosing && selector->strategies().front()->independent();
 
+  // Leaving a strategy settles it first: ATOM's peers hold replicas of their own between rounds, and every other
+  // strategy needs them equal (a synchronization: the switching cost of ATOM).
+  Strategy* current = nullptr;
+  auto switch_to = [&](Strategy* next) {
+    if (current && current != next) current->settle(model, optimizer);
+    current = next;
+  };
   auto save = [&](int64_t steps_done) {
     for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);  // nothing in flight is lost
     if (lead) {
@@ -305,6 +315,7 @@ void run_training(const Config& config) {
     if (!choice.strategy)
       throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
                           choosing ? "" : ", or let parallel.strategy: auto spread long documents over a group");
+    switch_to(choice.strategy);
     const StepStats stats = train_step(model, optimizer, *choice.strategy, batch, lr, config.train);
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
     selector->observe(choice, seconds);
@@ -377,7 +388,7 @@ void run_training(const Config& config) {
     }
     const bool last = step + 1 == config.train.steps;
     if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
-      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *selector);
+      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *selector, switch_to);
       record["eval_loss"] = eval_loss;
       spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
     }

@@ -91,7 +91,8 @@ const std::vector<Key>& schema() {
        StringField{member(&C::parallel, &ParallelConfig::strategy),
                    {"auto", "dp", "sp", "lasp", "flexsp", "atom", "pipeline"}},
        "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
-       "method on every power-of-two group size dividing the world, and FlexSP where it can run), dp (data "
+       "method on every power-of-two group size dividing the world, FlexSP where it can run, and ATOM's averaging "
+       "peers when parallel.atom.average_every > 0), dp (data "
        "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
        "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*), atom (every rank a peer "
        "keeping the model in host memory and swapping sub-models of layers through device memory, parallel.atom.*; "

@@ -13,11 +13,6 @@ namespace trident {
 
 namespace {
 
-LayerSwapper& swapper_of(const StrategyEnv& env) {
-  TRIDENT_CHECK(env.swapper, "parallel.strategy: atom needs the run's layer swapper");
-  return *env.swapper;
-}
-
 int64_t longest(const Batch& batch) {
   const std::vector<int64_t> lengths = batch.sequence_lengths();
   return lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
@@ -26,7 +21,7 @@ int64_t longest(const Batch& batch) {
 }  // namespace
 
 AtomStrategy::AtomStrategy(const StrategyEnv& env)
-    : swapper_(swapper_of(env)),
+    : swapper_(env.swapper),
       peers_(env.groups.world(), env.groups.gradients()),
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
@@ -42,7 +37,10 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
         p.atom_round_deadline_ms / 1e3);
   if (p.atom_emulate_slow_rank == peers_.rank()) slowdown_ = p.atom_emulate_slowdown;
   independent_ = averager_ && p.atom_round_deadline_ms > 0;
-  recomputed_share_ = static_cast<double>(swapper_.recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
+  if (swapper_)
+    recomputed_share_ =
+        static_cast<double>(swapper_->recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
+  every_ = averager_ ? p.atom_average_every : 0;
 }
 
 std::vector<Batch> AtomStrategy::my_passes(const Batch& batch) const {
@@ -64,12 +62,20 @@ cost::StepEstimate AtomStrategy::estimate(const Batch& batch, const cost::StepCo
   for (const Batch& pass : my_passes(batch))
     e.compute_s += cost.compute_s(pass.sequence_lengths(), 1);
   e.compute_s *= 1 + recomputed_share_ / 3;
-  e.seconds = e.compute_s;
+  const double param_bytes = 4.0 * static_cast<double>(cost.run().num_params);
+  if (every_ > 0) {  // a round's allreduce of the parameters every `every_` steps, as if not hidden
+    e.comm_s = cost.allreduce_s(param_bytes) / static_cast<double>(every_);
+    e.comm_bytes = static_cast<int64_t>(param_bytes / static_cast<double>(every_));
+  } else if (peers_.size() > 1) {  // exact: the gradients summed every step, as data parallelism does
+    e.comm_s = cost.gradient_allreduce_s();
+    e.comm_bytes = static_cast<int64_t>(cost.gradient_bytes());
+  }
+  e.seconds = e.compute_s + e.comm_s;
   return e;
 }
 
 StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) {
-  swapper_.take_stats();  // what evaluation or an earlier step moved is not this step's
+  if (swapper_) swapper_->take_stats();  // what evaluation or an earlier step moved is not this step's
   std::vector<Batch> mine = my_passes(batch);
   const int64_t targets = my_targets(mine);
   if (averager_) {  // each peer's own mean gradient
@@ -89,7 +95,7 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
     std::this_thread::sleep_for((slowdown_ - 1) * (std::chrono::steady_clock::now() - begin));
   tokens_ = totals[1];
   report_ = {};
-  report_.swap = swapper_.take_stats();
+  if (swapper_) report_.swap = swapper_->take_stats();
   if (independent_) return {totals[0], static_cast<double>(targets), totals[1], totals[2]};
   if (!averager_) {  // exact: the whole batch's gradient on every peer
     peers_.reduce_all(model);

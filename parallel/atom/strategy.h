@@ -19,7 +19,8 @@ namespace trident {
 
 class AtomStrategy final : public Strategy {
  public:
-  // env.swapper is the run's swapper, of the model this strategy will be given; env.capacity_tokens a pass's tokens.
+  // env.swapper is the run's swapper, of the model this strategy will be given (null: a resident model, ATOM's
+  // averaging peers as a candidate of auto); env.capacity_tokens a pass's tokens.
   explicit AtomStrategy(const StrategyEnv& env);
 
   std::string name() const override { return "atom"; }
@@ -28,7 +29,8 @@ class AtomStrategy final : public Strategy {
   // Every document fits a pass.
   Feasibility feasible(const Batch& batch) const override;
   // The passes' compute on one device, plus the recompute of every sub-model but the last (a forward: a third of
-  // forward + backward). Copies are taken as hidden.
+  // forward + backward); an averaging round's allreduce spread over the steps between rounds, or the exact mode's
+  // gradient allreduce. Copies are taken as hidden.
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
@@ -44,12 +46,13 @@ class AtomStrategy final : public Strategy {
   // This peer's share of `batch`, cut into its passes (split_within: at least train.micro_batches).
   std::vector<Batch> my_passes(const Batch& batch) const;
 
-  LayerSwapper& swapper_;
+  LayerSwapper* swapper_;  // a swapped model's; null when the model is resident (a candidate of auto)
   DataParallel peers_;
   std::unique_ptr<ParameterAverager> averager_;  // averaging peers; null in the exact mode
   double tokens_ = 0;                            // this peer's tokens in the last step
   int64_t micro_batches_, capacity_;
-  double recomputed_share_;  // layers recomputed / layers
+  double recomputed_share_ = 0;  // layers recomputed / layers
+  int64_t every_ = 0;            // steps between averaging rounds (0: exact)
   double slowdown_ = 1;      // this peer's emulated slowdown (parallel.atom.emulate_slowdown), else 1
   bool independent_ = false;  // no per-step collective: sums and decisions are this peer's own
   Report report_;

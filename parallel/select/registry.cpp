@@ -33,6 +33,9 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
     return {{p.sp_method, static_cast<int>(p.sp_size)}};
   }
   std::vector<LayoutSpec> out = {{"dp", 1}};
+  // ATOM's averaging peers, when the run asks for averaging (with rounds of every peer: a round deadline lets peers
+  // step apart, which a per-step choice cannot)
+  if (world > 1 && p.atom_average_every > 0 && p.atom_round_deadline_ms == 0) out.push_back({"atom", 1});
   for (int d = 2; d <= world; d *= 2) {
     if (world % d != 0) break;
     if (m.attention == "linear") {

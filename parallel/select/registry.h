@@ -19,7 +19,8 @@ struct LayoutSpec {
 
 // The layouts parallel.strategy allows on `world` ranks, in a fixed order (the selector takes the first of equally
 // cheap ones): dp first, then by group size, methods in the order lasp1, lasp2, ulysses, ring.
-//   auto      dp; for every power-of-two group size d >= 2 that divides the world: lasp1 and lasp2 (linear
+//   auto      dp; atom (ATOM's averaging peers on the resident model) when parallel.atom.average_every > 0 on more
+//             than one rank without a round deadline; for every power-of-two group size d >= 2 that divides the world: lasp1 and lasp2 (linear
 //             attention; only the one parallel.lasp.variant names unless it is auto), ulysses (when model.n_head
 //             divides by d), ring (softmax attention); when the world is a power of two of at least two ranks:
 //             flexsp (Ulysses inside, when the world size divides model.n_head) and flexsp-lasp (linear attention),

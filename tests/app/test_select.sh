@@ -63,6 +63,23 @@ ev = lambda rs: [r["eval_loss"] for r in rs if "eval_loss" in r]
 assert len(ev(auto)) == 2 and all(abs(a - b) <= 1e-5 * a for a, b in zip(ev(single), ev(auto))), (ev(single), ev(auto))
 PY
 
+# With parallel.atom.average_every, ATOM's averaging peers are a candidate too: where they run, the step's loss is
+# still the single rank's (its parameters are), and leaving them synchronizes the peers first.
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${model[@]}" --set parallel.atom.average_every=2 \
+  --set run.dir="$tmp/auto_atom"
+/usr/bin/python3 - "$tmp/single/metrics.jsonl" "$tmp/auto_atom/metrics.jsonl" <<'PY' || fail "auto with ATOM is wrong"
+import json, sys
+single, auto = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+ran = [r["strategy"] for r in auto]
+assert "atom" in ran and any(s != "atom" for s in ran), ran
+for r in auto:
+    names = [c["strategy"] for c in r["candidates"]]
+    assert names[:2] == ["dp", "atom"], names
+first = ran.index("atom")  # every step before it was exact: the same parameters, the same loss
+assert abs(auto[first]["loss"] - single[first]["loss"]) <= 1e-5 * single[first]["loss"], (auto[first], single[first])
+assert all(abs(a["loss"] - b["loss"]) <= 0.05 * b["loss"] for a, b in zip(auto, single)), (auto, single)
+PY
+
 # Resume (mode model): from step 6, the same strategies and bit-identical losses.
 mkdir -p "$tmp/resumed/checkpoints"
 cp -r "$tmp/auto/checkpoints/step_00000006" "$tmp/resumed/checkpoints/"

@@ -180,6 +180,14 @@ TEST_CASE("the candidates of each parallel.strategy, and the layouts a model can
   CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 ulysses4 flexsp0 flexsp-lasp0 ");
   CHECK(names(c, 6) == "dp1 lasp12 lasp22 ulysses2 ");  // powers of two that divide the world; FlexSP needs all
   CHECK(names(c, 1) == "dp1 ");
+  // ATOM's averaging peers join auto when the run asks for averaging rounds of every peer
+  c.parallel.atom_average_every = 4;
+  CHECK(names(c, 2) == "dp1 atom1 lasp12 lasp22 ulysses2 flexsp0 flexsp-lasp0 ");
+  CHECK(names(c, 1) == "dp1 ");  // one rank has no peers
+  c.parallel.atom_round_deadline_ms = 50;  // peers stepping apart cannot be chosen per step
+  CHECK(names(c, 2) == "dp1 lasp12 lasp22 ulysses2 flexsp0 flexsp-lasp0 ");
+  c.parallel.atom_average_every = 0;
+  c.parallel.atom_round_deadline_ms = 0;
   c.model.n_head = 2;
   // Ulysses (and FlexSP with Ulysses inside) split heads; FlexSP with LASP inside does not
   CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 flexsp-lasp0 ");
