@@ -6,12 +6,12 @@
 // moves along only when this rank calls MPI. `max_staleness` steps after it started (or before the next round, if
 // that comes first: a step fixed by the schedule, so runs are reproducible) the peer applies it: params += average -
 // what it offered, so the steps it took meanwhile are kept.
-// max_staleness 0 applies each round at once (blocking). A round in flight is applied before a checkpoint and at the
-// end of the run (settle). AdamW moments stay each peer's own.
+// max_staleness 0 applies each round at once (blocking). AdamW moments stay each peer's own between rounds; before a
+// checkpoint and at the end of the run, synchronize() makes parameters and moments the peers' mean.
 //
 // With a round deadline (parallel.atom.round_deadline_ms), rounds are not collectives of every peer: a round takes
 // the peers ready within the deadline (parallel/atom/round_maker.h), so a slow peer is left out of the rounds it is
-// late for instead of holding the others back.
+// late for instead of holding the others back; such a round applies as soon as it is done.
 //
 // DiLoCo (parallel.atom.averaging: diloco): a round's target is not the average itself. Every peer keeps the
 // parameters the last round set (global) and an outer momentum m; the distance from global to the average is the
