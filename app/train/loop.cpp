@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/model_io.h"
+#include "core/common/run_lock.h"
 #include "kernels/common/error.h"
 #include "core/data/batcher.h"
 #include "core/data/document_source.h"
@@ -183,6 +185,19 @@ void run_training(const Config& config) {
   std::error_code error;
   fs::create_directories(run_dir, error);
   if (error) throw_runtime_error("cannot create run.dir '{}': {}", run_dir.string(), error.message());
+  // One run at a time in run.dir: rank 0 holds the lock for the job (until it ends, however it ends), and every rank
+  // learns whether it got it.
+  std::optional<RunLock> run_lock;
+  std::array<char, 256> holder{};
+  if (lead) {
+    std::string who;
+    run_lock = RunLock::try_acquire(run_dir, &who);
+    std::copy_n(who.begin(), std::min(who.size(), holder.size() - 1), holder.begin());
+  }
+  if (ranks.size() > 1) ranks.broadcast(holder.data(), holder.size(), CommType::u8, 0);
+  if (holder[0] != '\0')
+    throw_config_error("run.dir '{}' is in use by another run ({}): wait for it to end, or choose another run.dir",
+                       run_dir.string(), holder.data());
   setup_logging(run_dir, ranks.rank());
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
   spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run_dir.string(), ranks.size(),

@@ -42,6 +42,19 @@ run 2 train "$tiny" --set run.dir="$tmp/synthetic" --set train.resume=never
 last_stderr_line "trident: config error:" "already holds a run"
 json_check "$tmp/synthetic" 'assert len(records) == 60' 
 
+# One run at a time in a run.dir: a second run is refused naming the holder while the first trains; once the first is
+# killed (kill -9: the kernel releases its lock), the directory is free and the run resumes from its checkpoint.
+"$trident" train "$tiny" --set run.dir="$tmp/locked" --set train.steps=100000 --set checkpoint.every=5 \
+  >"$tmp/first.out" 2>&1 &
+first=$!
+for _ in $(seq 1 300); do [[ -e $tmp/locked/checkpoints/step_00000005 ]] && break; sleep 0.1; done
+run 2 train "$tiny" --set run.dir="$tmp/locked" --set train.steps=10
+stderr_line "trident: config error:" "run.dir '$tmp/locked' is in use by another run (pid $first on"
+kill -9 "$first"
+wait "$first" 2>/dev/null
+run 0 train "$tiny" --set run.dir="$tmp/locked" --set train.steps=10 --set checkpoint.every=5
+grep -q "resuming from" "$tmp/locked/trident.log" || fail "the run did not resume after the lock's holder died"
+
 # Gradient accumulation is exact: 3 micro-batches give the losses of 1.
 run 0 train "$tiny" --set run.dir="$tmp/micro1" --set train.steps=5
 run 0 train "$tiny" --set run.dir="$tmp/micro3" --set train.steps=5 --set train.micro_batches=3
