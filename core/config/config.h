@@ -98,6 +98,7 @@ struct ParallelConfig {
   std::string atom_averaging = "params";  // params | diloco: what a round applies (the average, or an outer step)
   double atom_outer_lr = 0.7;        // diloco: the outer Nesterov step's learning rate
   double atom_outer_momentum = 0.9;  // diloco: its momentum
+  std::string atom_average_split = "bandwidth";  // peers: a round's butterfly parts, by bandwidth | even
   double atom_round_deadline_ms = 0;  // peers: 0 = every round waits for every peer; else rounds of those ready
   int64_t atom_emulate_slow_rank = -1;  // peers: this rank's steps last emulate_slowdown times as long (-1: none)
   double atom_emulate_slowdown = 1;

@@ -170,6 +170,11 @@ const std::vector<Key>& schema() {
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_momentum), .min = 0, .max = 1,
                   .max_open = true},
        "ATOM diloco: the outer step's Nesterov momentum"},
+      {"parallel.atom.average_split",
+       StringField{member(&C::parallel, &ParallelConfig::atom_average_split), {"bandwidth", "even"}},
+       "ATOM peers averaging: a round is a butterfly all-reduce whose parts each peer sums; bandwidth = parts in "
+       "proportion to each peer's bandwidth, measured at start-up (even when every peer is on one node), even = "
+       "equal parts"},
       {"parallel.atom.round_deadline_ms",
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_round_deadline_ms), .min = 0},
        "ATOM peers averaging: 0 = each round is an allreduce over every peer; > 0 = a round takes the peers ready "

@@ -13,6 +13,9 @@
 // the peers ready within the deadline (parallel/atom/round_maker.h), so a slow peer is left out of the rounds it is
 // late for instead of holding the others back; such a round applies as soon as it is done.
 //
+// A round over every peer on the averaging thread is a butterfly all-reduce (parallel/atom/butterfly.h), its parts in
+// proportion to each peer's bandwidth measured when the averager is built (split_by_bandwidth), or even ones.
+//
 // DiLoCo (parallel.atom.averaging: diloco): a round's target is not the average itself. Every peer keeps the
 // parameters the last round set (global) and an outer momentum m; the distance from global to the average is the
 // outer gradient d, and the target is an outer Nesterov step: m = mu m + d; global -= lr (d + mu m). Every peer
@@ -23,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "parallel/atom/butterfly.h"
 #include "parallel/atom/round_maker.h"
 #include "parallel/atom/swap_stats.h"
 #include "parallel/comm/communicator.h"
@@ -39,9 +43,10 @@ struct OuterStep {
 class ParameterAverager {
  public:
   // round_deadline_s 0: every round is an allreduce over all peers; > 0: rounds of the peers ready within it (needs
-  // mpi_thread_multiple()). Collective over `peers`.
+  // mpi_thread_multiple()). split_by_bandwidth: a round's butterfly parts follow the peers' measured bandwidth (else
+  // even parts). Collective over `peers`.
   ParameterAverager(Communicator& peers, int64_t num_params, int64_t every, int64_t max_staleness,
-                    OuterStep outer = {}, double round_deadline_s = 0);
+                    OuterStep outer = {}, double round_deadline_s = 0, bool split_by_bandwidth = false);
   ~ParameterAverager();
 
   // The parameters before the first step of this run (DiLoCo's first global); later calls do nothing.
@@ -57,6 +62,12 @@ class ParameterAverager {
   // resumed run starts it again). Not with a round deadline. Collective.
   void synchronize(float* params, float* m, float* v);
 
+  // The butterfly of the rounds on the averaging thread (null without one: one peer, no threads in MPI, or rounds
+  // with a deadline), and the bandwidth its parts were cut by (bytes/s per peer; empty for even parts, as when every
+  // peer is on one node).
+  const ButterflyAllreduce* butterfly() const { return butterfly_.get(); }
+  const std::vector<double>& bandwidth() const { return bandwidth_; }
+
  private:
   void start(const float* params);
   double finish(float* params);  // waits for the pending round and applies it; returns the seconds waited
@@ -65,6 +76,8 @@ class ParameterAverager {
 
   Communicator& peers_;
   Communicator* background_ = nullptr;  // the averaging thread's own communicator (null: no threads in MPI)
+  std::unique_ptr<ButterflyAllreduce> butterfly_;  // a round over background_
+  std::vector<double> bandwidth_;
   int64_t num_params_, every_, max_staleness_;
   OuterStep outer_;
   std::vector<float> global_, momentum_;  // DiLoCo: the parameters the last round set, the outer momentum

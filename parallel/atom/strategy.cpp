@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <thread>
 
 #include <fmt/core.h>
+#include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
 #include "parallel/static_sp/group_batch.h"
@@ -16,6 +18,18 @@ namespace {
 int64_t longest(const Batch& batch) {
   const std::vector<int64_t> lengths = batch.sequence_lengths();
   return lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+}
+
+void log_butterfly(const ParameterAverager& averager) {
+  const std::vector<int64_t>& parts = averager.butterfly()->parts();
+  const double total = static_cast<double>(std::reduce(parts.begin(), parts.end()));
+  std::string split;
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    split += fmt::format("{}rank {} {:.1f}%", r ? ", " : "", r, 100.0 * static_cast<double>(parts[r]) / total);
+    if (!averager.bandwidth().empty()) split += fmt::format(" ({:.3g} GB/s)", averager.bandwidth()[r] / 1e9);
+  }
+  spdlog::info("atom: averaging rounds are butterfly all-reduces, parts {}: {}",
+               averager.bandwidth().empty() ? "even" : "by measured bandwidth", split);
 }
 
 }  // namespace
@@ -34,7 +48,8 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
     averager_ = std::make_unique<ParameterAverager>(
         env.groups.world(), model_layout(env.config.model).num_params, p.atom_average_every, p.atom_max_staleness,
         OuterStep{.diloco = diloco, .lr = p.atom_outer_lr, .momentum = p.atom_outer_momentum},
-        p.atom_round_deadline_ms / 1e3);
+        p.atom_round_deadline_ms / 1e3, p.atom_average_split == "bandwidth");
+  if (averager_ && averager_->butterfly()) log_butterfly(*averager_);
   if (p.atom_emulate_slow_rank == peers_.rank()) slowdown_ = p.atom_emulate_slowdown;
   independent_ = averager_ && p.atom_round_deadline_ms > 0;
   if (swapper_)

@@ -8,6 +8,7 @@
 #  - a 2-node x 2-rank cluster trains the quickstart model with the losses of 4 local ranks, and with ranks placed
 #    round robin, sequence-parallel groups still stay on one node (and the losses still match);
 #  - trident bench comm measures the configured rate of a 100mbit link within 15%;
+#  - ATOM's averaging parts follow the peers' measured bandwidth (3 nodes, one behind a 100mbit link);
 #  - --profile writes a network section that parses as YAML, into a new file or merged into an existing one.
 # Each cluster gets a name of its own, so a cluster a user has up is never touched. Every command has a deadline
 # and the EXIT trap takes the cluster down, also when a check fails. Needs root and `ip netns` (else skipped, 77).
@@ -172,6 +173,22 @@ row = next(r for r in rows if r["bench"].startswith("sendrecv") and r["nodes"] =
 measured = row["busbw GB/s"] * 8e9  # bits per second
 print(f"sendrecv 1 MiB across nodes: {measured / 1e6:.1f} Mbit/s, configured {float(sys.argv[2]) / 1e6:.0f}")
 assert abs(measured / float(sys.argv[2]) - 1) <= 0.15, measured
+PY
+emu 0 down
+nothing_left
+
+check "ATOM's averaging rounds are split by measured bandwidth: the peer behind a 100mbit link sums the least"
+emu 0 up --nodes 3 --ranks-per-node 1 --inter-bw 1gbit --node-bw node2=100mbit
+emu 0 run -- "$trident" train "$configs/tiny_train.yaml" --set parallel.strategy=atom --set parallel.atom.average_every=2 \
+  --set train.steps=6 --set train.eval_every=0 --set checkpoint.every=0 --set run.dir="$tmp/emu_atom"
+/usr/bin/python3 - "$tmp/emu_atom/trident.log" <<'PY' || fail "the averaging split does not follow the links' rates"
+import re, sys
+line = next(l for l in open(sys.argv[1]) if "butterfly" in l)
+print(line.split("] ", 3)[-1].strip())
+parts = {int(r): (float(p), float(b)) for r, p, b in re.findall(r"rank (\d) ([\d.]+)% \(([\d.e-]+) GB/s\)", line)}
+assert sorted(parts) == [0, 1, 2], parts
+assert parts[2][0] < 15 and parts[0][0] > 30 and parts[1][0] > 30, parts
+assert min(parts[0][1], parts[1][1]) > 4 * parts[2][1], parts  # configured 10x apart
 PY
 emu 0 down
 nothing_left
