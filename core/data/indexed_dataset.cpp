@@ -117,11 +117,15 @@ class IndexedDataset final : public DocumentSource {
                 num_sequences_);
   }
 
-  // Bounds of every sequence against the .bin, every id against the vocabulary, and the document lengths.
+  // Bounds of every sequence against the .bin, every id against the vocabulary, and the document lengths. Megatron
+  // writes the sequences one after another from byte 0 to the end of the .bin, so a sequence that starts anywhere
+  // else, or a .bin of another size, is a .bin of another dtype or of other documents than the .idx describes.
   void check_sequences(int64_t vocab_size) {
     const std::string mismatch = fmt::format("{0}.idx does not match {0}.bin", prefix_);
     const int64_t width = token_type_size(type_);
     const int64_t bin_size = bin_.size();
+    const std::string which = fmt::format("its .idx says {} ids", token_type_name(type_));
+    int64_t next = 0;  // where the next sequence starts
     document_lengths_.reserve(num_indices_ - 1);
     for (int64_t d = 0; d + 1 < num_indices_; ++d) {
       int64_t document_length = 0;
@@ -132,13 +136,20 @@ class IndexedDataset final : public DocumentSource {
         if (pointer < 0 || pointer > bin_size)
           malformed(mismatch, "sequence {} starts at byte {}, outside the {}-byte .bin", s, pointer, bin_size);
         if (length > (bin_size - pointer) / width)
-          malformed(mismatch, "sequence {} ends at byte {}, past the end of the {}-byte .bin", s,
-                    pointer + length * width, bin_size);
+          malformed(mismatch, "sequence {} ends at byte {}, past the end of the {}-byte .bin ({})", s,
+                    pointer + length * width, bin_size, which);
+        if (pointer != next)
+          malformed(mismatch, "sequence {} starts at byte {}, not at byte {} where the sequence before it ends ({})", s,
+                    pointer, next, which);
+        next = pointer + length * width;
         check_ids(s, d, bin_.bytes().data() + pointer, length, vocab_size);
         document_length += length;
       }
       document_lengths_.push_back(document_length);
     }
+    if (next != bin_size)
+      malformed(mismatch, "its sequences hold {} tokens ({} bytes as {} ids), but the .bin has {} bytes", next / width,
+                next, token_type_name(type_), bin_size);
   }
 
   void check_ids(int64_t s, int64_t d, const std::byte* ids, int64_t length, int64_t vocab_size) const {

@@ -131,6 +131,15 @@ TEST_CASE("malformed or mismatched .idx/.bin files are rejected with what is wro
        p + ".idx does not match " + p + ".bin: sequence 1 starts at byte 9999, outside the 18-byte .bin"},
       {"truncated .bin", [&] { write_file(bin, read_file(bin).substr(0, 16)); },
        p + ".idx does not match " + p + ".bin: sequence 2 ends at byte 18, past the end of the 16-byte .bin"},
+      {"a sequence apart from the one before", [&] { patch(idx, 54, bytes_of<int64_t>({8})); },
+       p + ".idx does not match " + p + ".bin: sequence 1 starts at byte 8, not at byte 6 where the sequence before "
+           "it ends (its .idx says uint16 ids)"},
+      {"the int32 .bin of the same documents", [&] {
+         write_indexed_dataset(dir.path / "wide", {{1, 2, 3}, {4, 5}, {6, 7, 8, 9}}, TokenType::int32);
+         fs::copy_file(dir.path / "wide.bin", bin, fs::copy_options::overwrite_existing);
+       },
+       p + ".idx does not match " + p + ".bin: its sequences hold 9 tokens (18 bytes as uint16 ids), but the .bin "
+           "has 36 bytes"},
       {"odd .bin", [&] { write_file(bin, read_file(bin).substr(0, 17)); },
        p + ".bin: 17 bytes, not a whole number of 2-byte uint16 ids (the dtype in its .idx)"},
       {"negative id", [&] { patch(idx, 17, bytes_of<uint8_t>({3})); patch(bin, 10, bytes_of<int16_t>({-3})); },
