@@ -424,7 +424,7 @@ void run_training(const Config& config) {
   progress.finish();
   for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);
   if (!lead) return;
-  save_model(run_dir / "model_final.safetensors", model);
+  save_model(run_dir / "model_final.safetensors", model, {{"trident_step", std::to_string(config.train.steps)}});
   spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
   if (config.sample.tokens > 0 && config.data.kind == "text") {
     // rank 0 samples alone, with the local kernels: its batches carry no group

@@ -7,12 +7,15 @@
 //   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar)
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
 //                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601), and "selector" (the
-//                           strategy selector's corrections, opaque here: parallel/select/selector.h) when given}
+//                           strategy selector's corrections, opaque here: parallel/select/selector.h) when given,
+//                           "crc32" (of the compact JSON of every other key, in order: state_crc32)}
 // and RUN_DIR/checkpoints/latest, one line naming the newest directory written.
 //
 // A checkpoint is built in step_XXXXXXXX.tmp/, every file fsynced, then the directory is renamed into place, so a
 // directory with a final name is complete; a crash leaves at worst a *.tmp directory that the next save removes.
-// The crc32 of every file is recorded, so bit rot and truncation are caught before a resume trusts the bytes.
+// The crc32 of every file is recorded, so bit rot and truncation are caught before a resume trusts the bytes; the
+// step is cross-checked against the directory name and model.safetensors' "trident_step" metadata, so an edited
+// trainer_state.json cannot resume at another step with other weights.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -89,6 +92,9 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::filesyste
 TrainerState load_checkpoint(const std::filesystem::path& dir, GPT& model, AdamW& optimizer);
 
 // Building blocks (also used by `trident ckpt`).
+
+// The crc32 trainer_state.json records of itself: of `state`'s compact JSON without its "crc32" key (8 hex digits).
+std::string state_crc32(const nlohmann::ordered_json& state);
 
 // trainer_state.json of `dir`; a RuntimeError naming the file and field if missing or malformed.
 TrainerState read_trainer_state(const std::filesystem::path& dir);

@@ -34,14 +34,20 @@ TrainerState parse_state_file(const fs::path& dir) {
   const fs::path path = dir / "trainer_state.json";
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_runtime_error("trainer_state.json: missing or unreadable");
-  const nlohmann::json j = [&] {
+  const nlohmann::ordered_json j = [&] {
     try {
-      return nlohmann::json::parse(in);
+      return nlohmann::ordered_json::parse(in);
     } catch (const nlohmann::json::exception& e) {
       throw_runtime_error("trainer_state.json: not valid JSON ({})", e.what());
     }
   }();
   if (!j.is_object()) throw_runtime_error("trainer_state.json: not a JSON object");
+  if (const auto crc = j.find("crc32"); crc != j.end()) {  // checkpoints written before it have none
+    if (!crc->is_string()) throw_runtime_error("trainer_state.json: 'crc32' is not a string");
+    if (const std::string actual = state_crc32(j); actual != crc->get<std::string>())
+      throw_runtime_error("trainer_state.json: its contents have crc32 {}, but it records {} (edited or corrupt)",
+                          actual, crc->get<std::string>());
+  }
   auto integer = [&](const char* key, int64_t min) {
     if (!j.contains(key) || !j.at(key).is_number_integer() || j.at(key).get<int64_t>() < min)
       throw_runtime_error("trainer_state.json: '{}' is missing or not an integer >= {}", key, min);
@@ -60,8 +66,10 @@ TrainerState parse_state_file(const fs::path& dir) {
                  integer("world_size", 1), string("config"), string("created"), {}, nullptr};
   if (!j.contains("files") || !j.at("files").is_object())
     throw_runtime_error("trainer_state.json: 'files' is missing or not an object");
+  if (const std::optional<int64_t> named = checkpoint_step(dir.filename().string()); named && *named != s.step)
+    throw_runtime_error("trainer_state.json: step {}, but the directory is {}", s.step, dir.filename().string());
   for (const char* name : kDataFiles) {
-    const nlohmann::json& files = j.at("files");
+    const nlohmann::ordered_json& files = j.at("files");
     const auto f = files.find(name);
     if (f == files.end() || !f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() ||
         !f->contains("crc32") || !f->at("crc32").is_string())
@@ -69,7 +77,7 @@ TrainerState parse_state_file(const fs::path& dir) {
     s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
   }
   for (const char* name : kOptionalFiles) {
-    const nlohmann::json& files = j.at("files");
+    const nlohmann::ordered_json& files = j.at("files");
     const auto f = files.find(name);
     if (f == files.end()) continue;
     if (!f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() || !f->contains("crc32") ||
@@ -150,6 +158,16 @@ bool check_file(const fs::path& dir, const char* name, const CheckpointFileRecor
   return false;
 }
 
+// The step model.safetensors was saved at (since "trident_step" is in its metadata) against trainer_state.json's.
+void check_model_step(const SafetensorsFile& model, const std::optional<TrainerState>& state,
+                      std::vector<std::string>& problems) {
+  const auto saved = model.metadata().find("trident_step");
+  if (!state || saved == model.metadata().end()) return;
+  if (saved->second != std::to_string(state->step))
+    problems.push_back(fmt::format("model.safetensors was saved at step {}, but trainer_state.json says step {}",
+                                   saved->second, state->step));
+}
+
 std::string join_problems(const CheckpointCheck& check) { return fmt::format("{}", fmt::join(check.problems, "; ")); }
 
 }  // namespace
@@ -212,6 +230,14 @@ std::string file_crc32(const fs::path& path) {
   return fmt::format("{:08x}", crc);
 }
 
+std::string state_crc32(const nlohmann::ordered_json& state) {
+  nlohmann::ordered_json rest = state;
+  rest.erase("crc32");
+  const std::string text = rest.dump();
+  return fmt::format("{:08x}", crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(text.data()),
+                                     static_cast<uInt>(text.size())));
+}
+
 TrainerState read_trainer_state(const fs::path& dir) {
   try {
     return parse_state_file(dir);
@@ -240,8 +266,10 @@ CheckpointCheck verify_checkpoint(const fs::path& dir, bool read_data) {
     try {
       // One file in memory at a time: the optimizer file alone is twice the model's size.
       const SafetensorsFile file(dir / name);
-      if (name == std::string_view("model.safetensors"))
+      if (name == std::string_view("model.safetensors")) {
         num_params = check_model_tensors(file, check.problems);
+        check_model_step(file, state, check.problems);
+      }
       else
         check_optimizer_tensors(file, num_params, check.problems);
     } catch (const RuntimeError& e) {

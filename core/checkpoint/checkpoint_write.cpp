@@ -95,7 +95,7 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
 // Fills `dir` with the four files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
                  int world_size, const nlohmann::json& selector) {
-  save_model(dir / "model.safetensors", model);
+  save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
   test_delay_hook();
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
   const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
@@ -122,6 +122,7 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
       {"files", files},              {"created", utc_now()},
   };
   if (!selector.is_null()) state["selector"] = selector;
+  state["crc32"] = state_crc32(state);  // last: the crc32 of everything before it
   write_file_atomically(dir / "trainer_state.json", state.dump(2) + "\n");
   fsync_directory(dir);
 }

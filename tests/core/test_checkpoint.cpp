@@ -224,6 +224,21 @@ TEST_CASE("corrupt checkpoints are reported naming the file, and resume falls ba
     CHECK_FALSE(find_resume_checkpoint(run, [&](const std::string& w) { none.push_back(w); }));
     CHECK(none.size() == 3);
   }
+  SECTION("an edited trainer_state.json") {
+    nlohmann::ordered_json state = nlohmann::ordered_json::parse(read_text(one / "trainer_state.json"));
+    state["step"] = 3;  // as if it were the newer checkpoint
+    std::ofstream(one / "trainer_state.json", std::ios::trunc) << state.dump(2);
+    CHECK(any_contains(verify_checkpoint(one).problems, "trainer_state.json", "(edited or corrupt)"));
+    state.erase("crc32");  // edited without a checksum: the directory's name still tells
+    std::ofstream(one / "trainer_state.json", std::ios::trunc) << state.dump(2);
+    CHECK(any_contains(verify_checkpoint(one).problems, "step 3, but the directory is step_00000001"));
+    fs::rename(one, run / "checkpoints" / "step_00000009");  // and renamed: the model file tells
+    state["step"] = 9;
+    state["next_step"] = 9;
+    std::ofstream(run / "checkpoints" / "step_00000009" / "trainer_state.json", std::ios::trunc) << state.dump(2);
+    CHECK(any_contains(verify_checkpoint(run / "checkpoints" / "step_00000009").problems,
+                       "model.safetensors was saved at step 1, but trainer_state.json says step 9"));
+  }
   SECTION("a malformed safetensors file") {
     fs::remove(one / "trainer_state.json");  // no recorded crc32 to catch it first
     std::ofstream(one / "model.safetensors", std::ios::trunc) << std::string(16, 'x');
@@ -330,6 +345,7 @@ TEST_CASE("a checkpoint of the first linear block, written before model.linear e
   yaml.erase(begin, end - begin);
   REQUIRE(yaml.find("qk_activation") == std::string::npos);
   state["config"] = yaml;
+  state.erase("crc32");  // nor had it recorded its own crc32 then
   std::ofstream(dir / "trainer_state.json", std::ios::trunc) << state.dump(2);
   // Even a model with the same tensors (no gate) does not resume it: it would silently train another block.
   ModelConfig gateless = tiny_model(16, "linear");
