@@ -18,6 +18,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/model_io.h"
 #include "core/common/run_lock.h"
+#include "core/common/test_delay.h"
 #include "kernels/common/error.h"
 #include "core/data/batcher.h"
 #include "core/data/document_source.h"
@@ -155,6 +156,8 @@ nlohmann::ordered_json candidates_json(const Comparison& comparison) {
 }  // namespace
 
 void run_training(const Config& config) {
+  // First: a SIGTERM while the run starts (data, checkpoint) is a stop request too, not a silent death.
+  install_stop_signal_handlers();
   check_supported(config);
   Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
   Communicator& ranks = world();
@@ -204,6 +207,7 @@ void run_training(const Config& config) {
                omp_get_max_threads(), backend.name());
 
   std::unique_ptr<DocumentSource> documents = open_documents(config);
+  test_delay("TRIDENT_TEST_STARTUP_DELAY_MS");
   Batcher train_batches(*documents, config, Split::train);
   std::optional<Batcher> eval_batches;
   if (config.train.eval_every > 0) eval_batches.emplace(*documents, config, Split::eval);
@@ -258,12 +262,20 @@ void run_training(const Config& config) {
 
   int64_t start_step = 0;
   nlohmann::json selector_state;
-  if (std::optional<fs::path> checkpoint = resume_point(config, run_dir)) {
-    const TrainerState state = load_checkpoint(*checkpoint, model, optimizer);
-    start_step = state.next_step;
-    selector_state = state.selector;
-    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), state.step,
-                 state.world_size);
+  const std::optional<fs::path> checkpoint = resume_point(config, run_dir);
+  std::optional<TrainerState> resumed;
+  if (checkpoint) resumed = load_checkpoint(*checkpoint, model, optimizer);
+  // Stopped while starting: nothing of the run is written yet, and nothing needs to be.
+  if (any_rank(ranks, stop_signal() != 0)) {
+    spdlog::info("stop requested by a signal while the run started: exiting before its first step, with no metrics "
+                 "or checkpoint written");
+    return;
+  }
+  if (resumed) {
+    start_step = resumed->next_step;
+    selector_state = resumed->selector;
+    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), resumed->step,
+                 resumed->world_size);
     if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
   } else {
     if (lead) restart_metrics_aside(run_dir);
@@ -316,7 +328,6 @@ void run_training(const Config& config) {
   std::optional<MetricsWriter> metrics;
   if (lead) metrics.emplace(run_dir / "metrics.jsonl");
   ProgressLine progress(config.train.steps, lead);
-  install_stop_signal_handlers();
   using clock = std::chrono::steady_clock;
   if (start_step < config.train.steps) selector->prepare(train_batches.batch(start_step));  // planned before training
   for (int64_t step = start_step; step < config.train.steps; ++step) {

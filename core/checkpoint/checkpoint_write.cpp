@@ -14,6 +14,7 @@
 #include "core/checkpoint/model_io.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/common/atomic_file.h"
+#include "core/common/test_delay.h"
 #include "kernels/common/error.h"
 
 namespace trident {
@@ -29,17 +30,6 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
-}
-
-void test_delay_hook() {
-  const char* value = std::getenv("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
-  if (value == nullptr) return;
-  std::string_view text(value);
-  int64_t ms = -1;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (error != std::errc() || end != text.data() + text.size() || ms < 0)
-    throw_config_error("TRIDENT_TEST_CHECKPOINT_DELAY_MS='{}' is not a number of milliseconds", text);
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 void remove_tree(const fs::path& path) {
@@ -96,7 +86,7 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
                  int world_size, const nlohmann::json& selector) {
   save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
-  test_delay_hook();
+  test_delay("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
   const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
   const HostFloats v(optimizer.backend(), optimizer.v(), optimizer.size());

@@ -106,4 +106,34 @@ last_stderr_line "trident: config error:" "model.vocab_size"
 run 2 train "$tiny" --set run.dir="$tmp/bad" --set device.backend=cuda
 last_stderr_line "trident: config error:" "device.backend"
 
+# SIGTERM while the run starts (data loading, held open by TRIDENT_TEST_STARTUP_DELAY_MS): exit 0 before the first
+# step, with nothing of the run written; a resumed run's metrics and checkpoints are left as they were.
+# start_and_stop DIR ARGS...: starts `trident train ARGS`, sends SIGTERM once it has logged its start, checks exit 0.
+start_and_stop() {
+  local dir=$1
+  shift
+  checks=$((checks + 1))
+  echo "check $checks: SIGTERM while trident train $* starts -> exit 0"
+  local started
+  started=$(grep -cs "run 'tiny'" "$dir/trident.log")  # an earlier run's start lines
+  TRIDENT_TEST_STARTUP_DELAY_MS=3000 "$trident" train "$@" >"$tmp/out" 2>"$tmp/err" &
+  local pid=$!
+  for _ in $(seq 1 300); do (($(grep -cs "run 'tiny'" "$dir/trident.log") > started)) && break; sleep 0.05; done
+  kill -TERM "$pid"
+  wait "$pid" || fail "exit code $?, expected 0"
+  grep -q "stop requested by a signal while the run started" "$tmp/err" || fail "no message on stopping at start-up"
+}
+start_and_stop "$tmp/startup" "$tiny" --set run.dir="$tmp/startup"
+[[ ! -e $tmp/startup/metrics.jsonl && ! -e $tmp/startup/checkpoints ]] || fail "a run stopped at start-up wrote files"
+run 0 train "$tiny" --set run.dir="$tmp/restart" --set train.steps=6 --set checkpoint.every=3 --set train.eval_every=0
+cp "$tmp/restart/metrics.jsonl" "$tmp/restart_metrics"
+start_and_stop "$tmp/restart" "$tiny" --set run.dir="$tmp/restart" --set train.steps=9 --set checkpoint.every=3 \
+  --set train.eval_every=0
+cmp -s "$tmp/restart/metrics.jsonl" "$tmp/restart_metrics" || fail "stopping a resumed run at start-up changed its metrics"
+[[ $(cat "$tmp/restart/checkpoints/latest") == step_00000006 ]] || fail "stopping at start-up wrote a checkpoint"
+run 0 train "$tiny" --set run.dir="$tmp/restart" --set train.steps=9 --set checkpoint.every=3 --set train.eval_every=0
+[[ $(wc -l <"$tmp/restart/metrics.jsonl") == 9 ]] || fail "the run resumed after a stop at start-up lacks steps"
+TRIDENT_TEST_STARTUP_DELAY_MS=soon run 2 train "$tiny" --set run.dir="$tmp/bad_delay"
+last_stderr_line "trident: config error:" "TRIDENT_TEST_STARTUP_DELAY_MS='soon'"
+
 echo "all $checks checks passed"
