@@ -421,10 +421,18 @@ void run_training(const Config& config) {
     if (metrics) metrics->write(record);
     progress.update(step, stats.loss, static_cast<double>(stats.tokens) / seconds, seconds);
 
-    // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from.
-    const bool stop = independent ? stop_signal() != 0 : any_rank(ranks, stop_signal() != 0);
+    // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from; so does a
+    // data file changed under the run (then the run ends in an error naming it).
+    const std::optional<std::string> data_change = documents->changed();
+    int32_t stops[2] = {stop_signal() != 0, data_change.has_value()};
+    if (!independent && ranks.size() > 1) ranks.allreduce_sum(stops, 2, CommType::i32);
+    const bool stop = stops[0] > 0, data_changed = stops[1] > 0;
     const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
-    if (periodic || stop || last) save(step + 1);
+    if (periodic || stop || last || data_changed) save(step + 1);
+    if (data_changed)
+      throw_runtime_error("{}: the run stopped after step {} with a checkpoint; put the data back as it was and "
+                          "resume, or start a new run.dir", data_change.value_or("a data file changed on another rank"),
+                          step);
     if (stop) {
       progress.finish();
       spdlog::info("stop requested by a signal: stopped after step {}; a resumed run continues at step {}", step,

@@ -5,6 +5,7 @@
 // several threads.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -24,6 +25,9 @@ class DocumentSource {
 
   // One line for logs and messages: the kind, the file and the number of documents.
   virtual std::string describe() const = 0;
+  // What changed in the source's files since they were opened (a file truncated, rewritten or replaced under a
+  // running job), or nothing. The training loop asks after every step and stops with a checkpoint.
+  virtual std::optional<std::string> changed() const { return std::nullopt; }
 
  private:
   virtual void read_tokens(int64_t doc, int64_t start, std::span<int32_t> out) const = 0;

@@ -51,6 +51,13 @@ class IndexedDataset final : public DocumentSource {
   int64_t num_documents() const override { return static_cast<int64_t>(document_lengths_.size()); }
   int64_t document_length(int64_t doc) const override { return document_lengths_.at(doc); }
 
+  // Both files are checked; tokens are read from the .bin with pread, while the .idx (small beside it) stays
+  // mapped, so only a .idx truncated between two checks can still fault.
+  std::optional<std::string> changed() const override {
+    if (std::optional<std::string> idx = idx_.changed()) return idx;
+    return bin_.changed();
+  }
+
   std::string describe() const override {
     return fmt::format("Megatron indexed dataset '{}' ({} documents, {} sequences, {})", prefix_,
                        document_lengths_.size(), num_sequences_, token_type_name(type_));
@@ -163,6 +170,7 @@ class IndexedDataset final : public DocumentSource {
 
   void read_tokens(int64_t doc, int64_t start, std::span<int32_t> out) const override {
     const int64_t width = token_type_size(type_);
+    std::vector<std::byte> bytes;
     std::size_t written = 0;
     for (int64_t s = document_index(doc); written < out.size(); ++s) {
       const int64_t length = sequence_length(s);
@@ -171,7 +179,9 @@ class IndexedDataset final : public DocumentSource {
         continue;
       }
       const int64_t n = std::min(length - start, static_cast<int64_t>(out.size() - written));
-      decode_tokens(type_, bin_.bytes().data() + sequence_pointer(s) + start * width, n, out.data() + written);
+      bytes.resize(static_cast<std::size_t>(n * width));
+      bin_.read(sequence_pointer(s) + start * width, bytes);
+      decode_tokens(type_, bytes.data(), n, out.data() + written);
       written += static_cast<std::size_t>(n);
       start = 0;
     }

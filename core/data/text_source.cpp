@@ -43,9 +43,12 @@ class TextSource final : public DocumentSource {
   };
 
   void read_tokens(int64_t doc, int64_t start, std::span<int32_t> out) const override {
-    const std::byte* bytes = file_.bytes().data() + documents_[doc].offset + start;
+    std::vector<std::byte> bytes(out.size());
+    file_.read(documents_[doc].offset + start, bytes);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(bytes[i]);
   }
+
+  std::optional<std::string> changed() const override { return file_.changed(); }
 
   MappedFile file_;
   std::string separator_;

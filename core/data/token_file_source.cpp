@@ -80,9 +80,12 @@ class TokenFileSource final : public DocumentSource {
 
   void read_tokens(int64_t doc, int64_t start, std::span<int32_t> out) const override {
     const int64_t width = token_type_size(type_);
-    decode_tokens(type_, file_.bytes().data() + (documents_[doc].first + start) * width,
-                  static_cast<int64_t>(out.size()), out.data());
+    std::vector<std::byte> bytes(out.size() * static_cast<std::size_t>(width));
+    file_.read((documents_[doc].first + start) * width, bytes);
+    decode_tokens(type_, bytes.data(), static_cast<int64_t>(out.size()), out.data());
   }
+
+  std::optional<std::string> changed() const override { return file_.changed(); }
 
   MappedFile file_;
   TokenType type_;

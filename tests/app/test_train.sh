@@ -106,6 +106,30 @@ last_stderr_line "trident: config error:" "model.vocab_size"
 run 2 train "$tiny" --set run.dir="$tmp/bad" --set device.backend=cuda
 last_stderr_line "trident: config error:" "device.backend"
 
+# A data file truncated under a running job: no SIGBUS (tokens are read with pread), but an error naming the file,
+# after a checkpoint when the change is seen between steps (a read that lands past the new end fails at once).
+/usr/bin/python3 -c "
+import random; random.seed(1)
+words = ['the', 'cat', 'sat', 'on', 'a', 'mat']
+print('\n'.join(' '.join(random.choice(words) for _ in range(40)) for _ in range(5000)))
+" >"$tmp/corpus.txt"
+checks=$((checks + 1))
+echo "check $checks: a text corpus truncated while trident trains -> exit 1 naming it"
+"$trident" train "$tiny" --set run.dir="$tmp/shrunk" --set data.kind=text --set data.path="$tmp/corpus.txt" \
+  --set 'data.separator="\n"' --set model.vocab_size=256 --set train.steps=1000000 --set checkpoint.every=0 \
+  --set train.eval_every=0 \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 1 600); do [[ $(wc -l <"$tmp/shrunk/metrics.jsonl" 2>/dev/null) -ge 3 ]] && break; sleep 0.05; done
+truncate -s 1000 "$tmp/corpus.txt"
+wait "$pid"
+code=$?
+[[ $code == 1 ]] || fail "exit code $code, expected 1"
+last_stderr_line "trident: error:" "corpus.txt' changed while in use"
+if grep -q "stopped after step" "$tmp/err"; then
+  [[ -e $tmp/shrunk/checkpoints/latest ]] || fail "no checkpoint before stopping on the changed data"
+fi
+
 # SIGTERM while the run starts (data loading, held open by TRIDENT_TEST_STARTUP_DELAY_MS): exit 0 before the first
 # step, with nothing of the run written; a resumed run's metrics and checkpoints are left as they were.
 # start_and_stop DIR ARGS...: starts `trident train ARGS`, sends SIGTERM once it has logged its start, checks exit 0.
@@ -129,7 +153,8 @@ run 0 train "$tiny" --set run.dir="$tmp/restart" --set train.steps=6 --set check
 cp "$tmp/restart/metrics.jsonl" "$tmp/restart_metrics"
 start_and_stop "$tmp/restart" "$tiny" --set run.dir="$tmp/restart" --set train.steps=9 --set checkpoint.every=3 \
   --set train.eval_every=0
-cmp -s "$tmp/restart/metrics.jsonl" "$tmp/restart_metrics" || fail "stopping a resumed run at start-up changed its metrics"
+cmp -s "$tmp/restart/metrics.jsonl" "$tmp/restart_metrics" ||
+  fail "stopping a resumed run at start-up changed its metrics"
 [[ $(cat "$tmp/restart/checkpoints/latest") == step_00000006 ]] || fail "stopping at start-up wrote a checkpoint"
 run 0 train "$tiny" --set run.dir="$tmp/restart" --set train.steps=9 --set checkpoint.every=3 --set train.eval_every=0
 [[ $(wc -l <"$tmp/restart/metrics.jsonl") == 9 ]] || fail "the run resumed after a stop at start-up lacks steps"
