@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/common/atomic_file.h"
+#include "core/common/text_file.h"
 #include "kernels/common/error.h"
 #include "core/config/schema.h"
 
@@ -322,19 +323,7 @@ class Loader {
   std::map<std::string, std::string, std::less<>> origins_;  // key path -> where its value was set
 };
 
-std::string read_config_file(const fs::path& path) {
-  std::error_code error;
-  fs::file_status status = fs::status(path, error);
-  if (status.type() == fs::file_type::not_found) throw_config_error("config file '{}' not found", path.string());
-  if (error) throw_config_error("cannot read config file '{}': {}", path.string(), error.message());
-  if (fs::is_directory(status))
-    throw_config_error("cannot read config file '{}': it is a directory", path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_config_error("cannot read config file '{}': {}", path.string(), std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_config_file(const fs::path& path) { return read_text_file(path, "config file"); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/common/atomic_file.h"
+#include "core/common/text_file.h"
 #include "kernels/common/error.h"
 
 namespace trident::cost {
@@ -163,17 +164,7 @@ YAML::Node load_yaml(const std::string& yaml_text, const std::string& source) {
   }
 }
 
-std::string read_text(const fs::path& path) {
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (status.type() == fs::file_type::not_found) throw_config_error("profile file '{}' not found", path.string());
-  if (fs::is_directory(status)) throw_config_error("cannot read profile file '{}': it is a directory", path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_config_error("cannot read profile file '{}': {}", path.string(), std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& path) { return read_text_file(path, "profile file"); }
 
 // ---- writing ---------------------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include "kernels/common/error.h"
@@ -149,6 +151,15 @@ TEST_CASE("a missing or unreadable config file is a ConfigError", "[core][config
   check_config_error([] { load_config("no/such/config.yaml"); }, {"config file 'no/such/config.yaml' not found"});
   TempDir dir;
   check_config_error([&] { load_config(dir.path); }, {"cannot read config file", "it is a directory"});
+  // Refused before reading: a device never ends, a FIFO blocks until someone writes to it, a huge file is no config.
+  check_config_error([] { load_config("/dev/zero"); }, {"'/dev/zero'", "not a regular file"});
+  const fs::path fifo = dir.path / "fifo.yaml";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  check_config_error([&] { load_config(fifo); }, {"fifo.yaml", "not a regular file"});
+  const fs::path huge = dir.path / "huge.yaml";
+  std::ofstream(huge).close();
+  fs::resize_file(huge, 17 << 20);
+  check_config_error([&] { load_config(huge); }, {"huge.yaml' is 17825792 bytes, more than the 16777216 bytes"});
 }
 
 TEST_CASE("an empty config, comment or section gives the defaults", "[core][config]") {
