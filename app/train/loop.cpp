@@ -34,6 +34,7 @@
 #include "app/train/sample.h"
 #include "app/train/signals.h"
 #include "app/train/step.h"
+#include "app/train/watchdog.h"
 #include "kernels/backends.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
@@ -328,6 +329,7 @@ void run_training(const Config& config) {
   std::optional<MetricsWriter> metrics;
   if (lead) metrics.emplace(run_dir / "metrics.jsonl");
   ProgressLine progress(config.train.steps, lead);
+  Watchdog watchdog(ranks, independent ? 0 : config.run.watchdog_s);  // peers that step alone wait for no one
   using clock = std::chrono::steady_clock;
   if (start_step < config.train.steps) selector->prepare(train_batches.batch(start_step));  // planned before training
   for (int64_t step = start_step; step < config.train.steps; ++step) {
@@ -429,6 +431,7 @@ void run_training(const Config& config) {
     const bool stop = stops[0] > 0, data_changed = stops[1] > 0;
     const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
     if (periodic || stop || last || data_changed) save(step + 1);
+    watchdog.step_done(step + 1, std::chrono::duration<double>(clock::now() - start).count());
     if (data_changed)
       throw_runtime_error("{}: the run stopped after step {} with a checkpoint; put the data back as it was and "
                           "resume, or start a new run.dir", data_change.value_or("a data file changed on another rank"),

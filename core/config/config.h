@@ -14,6 +14,7 @@ struct RunConfig {
   std::string dir = "runs/default";  // metrics.jsonl, trident.log, config.resolved.yaml, checkpoints/
   std::string name = "trident";
   int64_t seed = 1234;
+  double watchdog_s = 300;  // a step not completed within this long (or 10x the longest step) ends the job; 0 = off
 
   bool operator==(const RunConfig&) const = default;
 };

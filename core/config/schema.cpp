@@ -11,6 +11,9 @@ const std::vector<Key>& schema() {
       {"run.name", StringField{.member = member(&C::run, &RunConfig::name), .required = true},
        "run name shown in logs and metrics"},
       {"run.seed", IntField{member(&C::run, &RunConfig::seed), 0}, "seeds weight init and data order"},
+      {"run.watchdog_s", FloatField{.member = member(&C::run, &RunConfig::watchdog_s), .min = 0},
+       "seconds a step may take (or 10x the longest step so far, when longer) before the watchdog names the ranks "
+       "that did not arrive and ends the job with exit 1; 0 = no watchdog (more than one rank, MPI with threads)"},
 
       {"model.n_layer", IntField{member(&C::model, &ModelConfig::n_layer), 1, 1024}, "transformer blocks"},
       {"model.n_embd", IntField{member(&C::model, &ModelConfig::n_embd), 1, 65536}, "model width (hidden size)"},

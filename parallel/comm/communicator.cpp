@@ -60,4 +60,8 @@ void check_per_rank_layout(const char* op, int size, const std::vector<int64_t>&
                                      displs[r], r));
 }
 
+bool Communicator::probe(int /*peer*/, int /*tag*/) {
+  throw_runtime_error("probe: only MPI communicators can poll for a message");
+}
+
 }  // namespace trident

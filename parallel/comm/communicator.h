@@ -81,6 +81,10 @@ class Communicator {
   virtual RequestPtr isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data,
                                int64_t recv_count, int source, CommType type, int tag) = 0;
 
+  // Whether a message from `peer` with `tag` has arrived, without receiving it (MPI_Iprobe): lets a thread poll
+  // without leaving a receive pending. MPI only.
+  virtual bool probe(int peer, int tag);
+
   // Collectives (every member calls them, in the same order).
   virtual void allreduce_sum(void* data, int64_t count, CommType type) = 0;  // in place
   virtual RequestPtr iallreduce_sum(void* data, int64_t count, CommType type) = 0;

@@ -143,6 +143,12 @@ RequestPtr MpiCommunicator::irecv(void* data, int64_t count, CommType type, int 
   return request;
 }
 
+bool MpiCommunicator::probe(int peer, int tag) {
+  int arrived = 0;
+  check(MPI_Iprobe(peer, tag, comm_, &arrived, MPI_STATUS_IGNORE), "probe");
+  return arrived != 0;
+}
+
 RequestPtr MpiCommunicator::isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data,
                                       int64_t recv_count, int source, CommType type, int tag) {
   counters_.record("isendrecv", comm_bytes(send_count, type));

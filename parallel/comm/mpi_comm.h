@@ -94,6 +94,7 @@ class MpiCommunicator final : public Communicator {
   void recv(void* data, int64_t count, CommType type, int peer, int tag) override;
   RequestPtr isend(const void* data, int64_t count, CommType type, int peer, int tag) override;
   RequestPtr irecv(void* data, int64_t count, CommType type, int peer, int tag) override;
+  bool probe(int peer, int tag) override;
   RequestPtr isendrecv(const void* send_data, int64_t send_count, int dest, void* recv_data, int64_t recv_count,
                        int source, CommType type, int tag) override;
 

@@ -91,4 +91,25 @@ code=$(cat "$tmp/dead_code")
 [[ $code != 0 && $code != 124 ]] || fail "exit code $code (124 = the job hung until the timeout)"
 grep -qi "rank" "$tmp/err" || fail "mpirun's message does not name the rank"
 
+# A rank frozen with SIGSTOP: the others wait in their next collective until the watchdog (run.watchdog_s) names
+# it and ends the job with exit 1.
+checks=$((checks + 1))
+echo "check $checks: a rank stopped with SIGSTOP -> the watchdog names it, exit 1"
+timeout 120 mpirun -np 3 "$trident" train "$tiny" "${base[@]}" --set train.steps=1000000 --set run.watchdog_s=3 \
+  --set run.dir="$tmp/frozen" >"$tmp/out" 2>"$tmp/err" &
+job=$!
+for _ in $(seq 1 300); do [[ $(wc -l <"$tmp/frozen/metrics.jsonl" 2>/dev/null) -ge 3 ]] && break; sleep 0.1; done
+frozen=
+for pid in $(pgrep -f "run.dir=$tmp/frozen"); do  # rank 2, by the rank mpirun gave it
+  [[ $(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep '^OMPI_COMM_WORLD_RANK=') == *=2 ]] && frozen=$pid
+done
+[[ -n $frozen ]] || fail "rank 2 of the run is not found"
+kill -STOP "$frozen"
+wait "$job"
+code=$?
+kill -CONT "$frozen" 2>/dev/null
+[[ $code == 1 ]] || fail "exit code $code, expected 1"
+grep -q "trident: error: watchdog: step [0-9]* has not completed within 3 s .*rank 2 did not answer" "$tmp/err" ||
+  fail "the watchdog's message does not name the step and rank 2"
+
 echo "all $checks checks passed"

@@ -1,0 +1,46 @@
+#pragma once
+// run.watchdog_s: a rank that stops arriving (frozen, stopped with SIGSTOP, stuck) holds every other rank in its next
+// collective forever. Each rank runs a watchdog thread over a communicator of its own. When a step has not completed
+// within the deadline — run.watchdog_s, or 10x the longest step so far when that is longer — rank 0's watchdog asks
+// every rank's watchdog which step it has completed, names the ranks that did not answer (stopped or dead) or are
+// behind, and ends the job with exit 1 (MPI_Abort), so Slurm or mpirun can requeue it. Rank 0 may be the frozen one:
+// another rank's watchdog ends the job itself once twice its deadline (plus 10 s) has passed.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "parallel/comm/communicator.h"
+
+namespace trident {
+
+class Watchdog {
+ public:
+  // deadline_s 0, a 1-rank world or MPI without MPI_THREAD_MULTIPLE: no watchdog. Collective over `ranks`.
+  Watchdog(Communicator& ranks, double deadline_s);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // A step (and whatever followed it: evaluation, a checkpoint) completed, after `step_s` seconds of its own.
+  void step_done(int64_t steps_done, double step_s);
+
+ private:
+  void watch();
+  double seconds_since_progress() const;
+  [[noreturn]] void end_job(const std::string& why);
+  std::string census();  // rank 0: which ranks answer, at which step
+
+  Communicator* comm_ = nullptr;  // the watchdogs' own (null: off)
+  double deadline_s_ = 0;
+  std::atomic<int64_t> steps_done_{0};
+  std::atomic<double> longest_step_s_{0};
+  std::atomic<int64_t> progress_ns_{0};  // steady clock at the last progress
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+}  // namespace trident
