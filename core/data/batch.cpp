@@ -16,6 +16,12 @@ std::vector<int64_t> Batch::sequence_lengths() const {
   return out;
 }
 
+int64_t Batch::longest_sequence() const {
+  int64_t longest = 0;
+  for (int s = 0; s < num_sequences(); ++s) longest = std::max<int64_t>(longest, cu_seqlens[s + 1] - cu_seqlens[s]);
+  return longest;
+}
+
 void Batch::append_sequence(std::span<const int32_t> ids) {
   TRIDENT_CHECK(ids.size() >= 2, "a sequence needs at least one pair, got {} ids", ids.size());
   const auto count = static_cast<int32_t>(ids.size() - 1);
@@ -60,8 +66,7 @@ std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
   TRIDENT_CHECK(n >= 1, "n = {}", n);
   const int sequences = batch.num_sequences();
   // The smallest cap that n groups can meet: binary search between the longest sequence and the whole batch.
-  int64_t lo = 0;
-  for (int s = 0; s < sequences; ++s) lo = std::max<int64_t>(lo, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
+  int64_t lo = batch.longest_sequence();
   int64_t hi = std::max(lo, batch.num_tokens());
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
@@ -87,8 +92,7 @@ std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
 }
 
 std::vector<Batch> split_within(const Batch& batch, int n, int64_t capacity) {
-  const std::vector<int64_t> lengths = batch.sequence_lengths();
-  if (!lengths.empty() && *std::max_element(lengths.begin(), lengths.end()) > capacity) return {};
+  if (batch.longest_sequence() > capacity) return {};
   for (;; ++n) {
     std::vector<Batch> parts = split_micro_batches(batch, n);
     int64_t largest = 0;

@@ -17,6 +17,7 @@ struct Batch {
   int num_sequences() const { return static_cast<int>(cu_seqlens.size()) - 1; }
   int64_t num_targets() const;  // tokens with a target (>= 0): what the loss is averaged over
   std::vector<int64_t> sequence_lengths() const;
+  int64_t longest_sequence() const;  // tokens of the longest sequence; 0 for an empty batch
 
   // Appends the sequence of training pairs (ids[i], ids[i + 1]) of consecutive document ids: ids.size() - 1 tokens.
   void append_sequence(std::span<const int32_t> ids);

@@ -15,11 +15,6 @@ namespace trident {
 
 namespace {
 
-int64_t longest(const Batch& batch) {
-  const std::vector<int64_t> lengths = batch.sequence_lengths();
-  return lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
-}
-
 void log_butterfly(const ParameterAverager& averager) {
   const std::vector<int64_t>& parts = averager.butterfly()->parts();
   const double total = static_cast<double>(std::reduce(parts.begin(), parts.end()));
@@ -66,7 +61,7 @@ std::vector<Batch> AtomStrategy::my_passes(const Batch& batch) const {
 }
 
 Feasibility AtomStrategy::feasible(const Batch& batch) const {
-  if (const int64_t n = longest(batch); n > capacity_)
+  if (const int64_t n = batch.longest_sequence(); n > capacity_)
     return {false, fmt::format("atom: a document of {} tokens is longer than the {} tokens a pass holds", n,
                                capacity_)};
   return {};

@@ -50,8 +50,7 @@ void PipelineStrategy::check_model(const GPT& model) const {
 }
 
 Feasibility PipelineStrategy::feasible(const Batch& batch) const {
-  const std::vector<int64_t> lengths = batch.sequence_lengths();
-  if (const int64_t n = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end()); n > capacity_)
+  if (const int64_t n = batch.longest_sequence(); n > capacity_)
     return {false, fmt::format("pipeline: a document of {} tokens is longer than the {} tokens a stage's activations "
                                "hold", n, capacity_)};
   return {};
