@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/checkpoint/strategy_tensors.h"
 #include "core/config/config.h"
 #include "core/data/batch.h"
 #include "core/model/gpt.h"
@@ -117,6 +118,11 @@ class Strategy : public Candidate {
     std::optional<AveragingStats> averaging;  // ATOM's averaging peers: what the step's averaging did
   };
   virtual Report last_report() const { return {}; }
+  // This strategy's own state a checkpoint keeps, beyond the model and AdamW (rank 0's, after settle): DiLoCo's
+  // outer momentum. None by default.
+  virtual StrategyTensors checkpoint_tensors() const { return {}; }
+  // A resumed run's: what the checkpoint kept (empty when it kept nothing), before the first step.
+  virtual void restore(const StrategyTensors& tensors) { (void)tensors; }
 };
 
 }  // namespace trident

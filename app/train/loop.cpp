@@ -293,6 +293,10 @@ void run_training(const Config& config) {
                         .swapper = swapper ? &*swapper : nullptr};
   const std::unique_ptr<Selector> selector = make_selector(env, std::move(profile), model, run_dir);
   selector->restore(selector_state);
+  if (checkpoint) {
+    const StrategyTensors kept = load_strategy_tensors(*checkpoint);
+    for (const auto& strategy : selector->strategies()) strategy->restore(kept);
+  }
   const bool choosing = selector->strategies().size() > 1;
   // Ranks that step on their own (ATOM's peers with round deadlines) agree on nothing per step.
   const bool independent = !choosing && selector->strategies().front()->independent();
@@ -307,8 +311,10 @@ void run_training(const Config& config) {
   auto save = [&](int64_t steps_done) {
     for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);  // nothing in flight is lost
     if (lead) {
+      StrategyTensors kept;
+      for (const auto& strategy : selector->strategies()) kept.merge(strategy->checkpoint_tensors());
       SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
-                                              config.checkpoint.keep, selector->state());
+                                              config.checkpoint.keep, selector->state(), kept);
       for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
       spdlog::info("checkpoint {} written", saved.dir.string());
     }

@@ -5,6 +5,8 @@
 //   config.json            the model for Hugging Face transformers (core/checkpoint/hf_config.h): with softmax
 //                          attention the directory opens with GPT2LMHeadModel.from_pretrained
 //   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar)
+//   strategy.safetensors   state a strategy keeps beyond the model and AdamW (F32 tensors it names: DiLoCo's outer
+//                          momentum), when it has any
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
 //                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601), and "selector" (the
 //                           strategy selector's corrections, opaque here: parallel/select/selector.h) when given,
@@ -26,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checkpoint/strategy_tensors.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
@@ -66,9 +69,10 @@ struct SavedCheckpoint {
 //
 // Test hook: if the environment variable TRIDENT_TEST_CHECKPOINT_DELAY_MS is set, sleeps that many milliseconds
 // after writing model.safetensors, so a test can kill the process in the middle of a save.
+// `strategy`: the tensors of strategy.safetensors (none: no file).
 SavedCheckpoint save_checkpoint(const std::filesystem::path& run_dir, int64_t step, const GPT& model,
                                 const AdamW& optimizer, const Config& config, int world_size, int64_t keep,
-                                const nlohmann::json& selector = nullptr);
+                                const nlohmann::json& selector = nullptr, const StrategyTensors& strategy = {});
 
 // Every problem found in a checkpoint directory: a missing file, a size or crc32 mismatch (naming the file), an
 // unreadable trainer_state.json, a malformed safetensors file. Never throws for a corrupt checkpoint. With
@@ -90,6 +94,8 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::filesyste
 // checkpoint, or one written for another model shape, is a RuntimeError naming the problem or the tensor; after an
 // error the contents of `model` and `optimizer` are unspecified.
 TrainerState load_checkpoint(const std::filesystem::path& dir, GPT& model, AdamW& optimizer);
+// The tensors of a checkpoint's strategy.safetensors (verified by load_checkpoint); none when it has no such file.
+StrategyTensors load_strategy_tensors(const std::filesystem::path& dir);
 
 // Building blocks (also used by `trident ckpt`).
 

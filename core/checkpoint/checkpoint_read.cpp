@@ -28,7 +28,7 @@ namespace {
 constexpr const char* kDataFiles[] = {"model.safetensors", "optimizer.safetensors"};
 // Files a checkpoint holds since a later version: checked where trainer_state.json records them, so checkpoints
 // written before them still verify and load.
-constexpr const char* kOptionalFiles[] = {"config.json"};
+constexpr const char* kOptionalFiles[] = {"config.json", "strategy.safetensors"};
 
 TrainerState parse_state_file(const fs::path& dir) {
   const fs::path path = dir / "trainer_state.json";
@@ -369,6 +369,22 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   }
   check_same_model(dir, state.config_yaml, model.config());
   return state;
+}
+
+StrategyTensors load_strategy_tensors(const fs::path& dir) {
+  const fs::path path = dir / "strategy.safetensors";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return {};
+  StrategyTensors tensors;
+  const SafetensorsFile file(path);
+  for (const StTensor& t : file.tensors()) {
+    if (t.dtype != StDType::F32 || t.shape.size() != 1)
+      throw_runtime_error("'{}': tensor '{}' is not a flat F32 vector", path.string(), t.name);
+    std::vector<float>& values = tensors[t.name];
+    values.resize(static_cast<std::size_t>(t.shape[0]));
+    std::memcpy(values.data(), t.data, values.size() * sizeof(float));
+  }
+  return tensors;
 }
 
 }  // namespace trident

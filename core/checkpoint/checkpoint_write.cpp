@@ -84,7 +84,7 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
 
 // Fills `dir` with the four files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
-                 int world_size, const nlohmann::json& selector) {
+                 int world_size, const nlohmann::json& selector, const StrategyTensors& strategy) {
   save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
   test_delay("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
@@ -97,9 +97,18 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
                      {"step", StDType::I64, {}, &adam_steps}},
                     {{"format", "trident-adamw"}});
 
+  std::vector<const char*> names = {"model.safetensors", "optimizer.safetensors", "config.json"};
+  if (!strategy.empty()) {
+    std::vector<StTensor> tensors;
+    for (const auto& [name, values] : strategy)
+      tensors.push_back({name, StDType::F32, {static_cast<int64_t>(values.size())}, values.data()});
+    write_safetensors(dir / "strategy.safetensors", tensors, {{"format", "trident-strategy"}});
+    names.push_back("strategy.safetensors");
+  }
+
   // The crc32 is of the bytes read back from the file, not of the buffers they were written from.
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
-  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json"}) {
+  for (const char* file : names) {
     std::error_code ec;
     const uintmax_t bytes = fs::file_size(dir / file, ec);
     if (ec) throw_runtime_error("cannot stat '{}': {}", (dir / file).string(), ec.message());
@@ -120,7 +129,8 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
 }  // namespace
 
 SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
-                                const Config& config, int world_size, int64_t keep, const nlohmann::json& selector) {
+                                const Config& config, int world_size, int64_t keep, const nlohmann::json& selector,
+                                const StrategyTensors& strategy) {
   TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
   TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
                 optimizer.size(), model.num_params());
@@ -138,7 +148,7 @@ SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT
   if (!fs::create_directory(tmp_dir, ec) || ec)
     throw_runtime_error("cannot create directory '{}': {}", tmp_dir.string(), ec.message());
   try {
-    write_files(tmp_dir, step, model, optimizer, config, world_size, selector);
+    write_files(tmp_dir, step, model, optimizer, config, world_size, selector, strategy);
   } catch (...) {
     fs::remove_all(tmp_dir, ec);  // e.g. a full disk: give the space back
     throw;

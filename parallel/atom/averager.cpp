@@ -38,7 +38,21 @@ ParameterAverager::ParameterAverager(Communicator& peers, int64_t num_params, in
 void ParameterAverager::begin(const float* params) {
   if (!outer_.diloco || !global_.empty()) return;
   global_.assign(params, params + num_params_);
-  momentum_.assign(static_cast<std::size_t>(num_params_), 0.0f);
+  if (momentum_.empty()) momentum_.assign(static_cast<std::size_t>(num_params_), 0.0f);  // else a checkpoint's
+}
+
+StrategyTensors ParameterAverager::outer_state() const {
+  if (!outer_.diloco || momentum_.empty()) return {};
+  return {{"diloco.outer_momentum", momentum_}};
+}
+
+void ParameterAverager::restore_outer(const StrategyTensors& tensors) {
+  const auto found = tensors.find("diloco.outer_momentum");
+  if (!outer_.diloco || found == tensors.end()) return;
+  if (found->second.size() != static_cast<std::size_t>(num_params_))
+    throw_runtime_error("the checkpoint's DiLoCo outer momentum has {} values, the model {} parameters",
+                        found->second.size(), num_params_);
+  momentum_ = found->second;
 }
 
 ParameterAverager::~ParameterAverager() {

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/checkpoint/strategy_tensors.h"
 #include "parallel/atom/butterfly.h"
 #include "parallel/atom/round_maker.h"
 #include "parallel/atom/swap_stats.h"
@@ -58,9 +59,15 @@ class ParameterAverager {
   void settle(float* params);
   // Settles, then makes every peer's parameters and AdamW moments (m, v: num_params floats each) their mean over the
   // peers, and starts the schedule again: before a checkpoint and at the end of the run, so a checkpoint holds every
-  // peer's state and a run resumed from it continues as the uninterrupted one (DiLoCo's outer momentum excepted: a
-  // resumed run starts it again). Not with a round deadline. Collective.
+  // peer's state and a run resumed from it continues as the uninterrupted one (with DiLoCo's outer momentum, which
+  // checkpoints keep through outer_state). Not with a round deadline. Collective.
   void synchronize(float* params, float* m, float* v);
+
+  // DiLoCo's outer momentum, for checkpoints ("diloco.outer_momentum"; none for params averaging or before begin()),
+  // and a resumed run's, which begin() then starts from instead of zeros. A tensor of another length is a
+  // RuntimeError.
+  StrategyTensors outer_state() const;
+  void restore_outer(const StrategyTensors& tensors);
 
   // The butterfly of the rounds on the averaging thread (null without one: one peer, no threads in MPI, or rounds
   // with a deadline), and the bandwidth its parts were cut by (bytes/s per peer; empty for even parts, as when every

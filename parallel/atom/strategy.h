@@ -40,6 +40,13 @@ class AtomStrategy final : public Strategy {
   // Averaging peers with a round deadline (parallel.atom.round_deadline_ms) step on their own.
   bool independent() const override { return independent_; }
   Report last_report() const override { return report_; }
+  // DiLoCo's outer momentum (parallel/atom/averager.h).
+  StrategyTensors checkpoint_tensors() const override {
+    return averager_ ? averager_->outer_state() : StrategyTensors{};
+  }
+  void restore(const StrategyTensors& tensors) override {
+    if (averager_) averager_->restore_outer(tensors);
+  }
 
  private:
   static int64_t my_targets(const std::vector<Batch>& passes);  // tokens with a target in them

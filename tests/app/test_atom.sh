@@ -125,8 +125,9 @@ assert [key(r) for r in a[40:]] == [key(r) for r in b], ([key(r) for r in a[40:4
 PY
 # DiLoCo's outer step every 4 steps (outer momentum 0.5: DiLoCo's 0.9 is for hundreds of inner steps a round) also
 # ends within 5% of data parallelism's loss.
-mpi 2 0 train "$tiny" "${long[@]}" --set run.dir="$tmp/diloco" --set parallel.strategy=atom \
-  --set parallel.atom.average_every=4 --set parallel.atom.averaging=diloco --set parallel.atom.outer_momentum=0.5
+diloco=(--set parallel.strategy=atom --set parallel.atom.average_every=4 --set parallel.atom.averaging=diloco
+        --set parallel.atom.outer_momentum=0.5 --set checkpoint.every=40)
+mpi 2 0 train "$tiny" "${long[@]}" "${diloco[@]}" --set run.dir="$tmp/diloco"
 /usr/bin/python3 - "$tmp/dp2_tiny/metrics.jsonl" "$tmp/diloco/metrics.jsonl" "$tmp/avg1/metrics.jsonl" <<'PY' \
   || fail "DiLoCo peers did not track data parallelism"
 import json, sys
@@ -135,6 +136,18 @@ tail = lambda rs: sum(r["loss"] for r in rs[-5:]) / 5
 assert abs(tail(diloco) - tail(dp)) <= 0.05 * tail(dp), (tail(diloco), tail(dp))
 assert [r["loss"] for r in diloco] != [r["loss"] for r in params]  # the outer step is not plain averaging
 assert all(r["comm_bytes"] > 0 for r in diloco if r["average_started"]), diloco  # the averaging thread's bytes
+PY
+# Its checkpoints keep the outer momentum (strategy.safetensors): resumed from step 40, the same losses bit for bit.
+mkdir -p "$tmp/diloco_resumed/checkpoints"
+cp -r "$tmp/diloco/checkpoints/step_00000040" "$tmp/diloco_resumed/checkpoints/"
+[[ -e $tmp/diloco_resumed/checkpoints/step_00000040/strategy.safetensors ]] || fail "no outer momentum in the checkpoint"
+mpi 2 0 train "$tiny" "${long[@]}" "${diloco[@]}" --set run.dir="$tmp/diloco_resumed"
+/usr/bin/python3 - "$tmp/diloco/metrics.jsonl" "$tmp/diloco_resumed/metrics.jsonl" <<'PY' \
+  || fail "the resumed DiLoCo run diverged"
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+key = lambda r: (r["step"], r["loss"], r.get("eval_loss"))
+assert [key(r) for r in a[40:]] == [key(r) for r in b], ([key(r) for r in a[40:45]], [key(r) for r in b[:5]])
 PY
 # Rounds with a deadline: 3 peers, the last one's steps slowed 3x. The others leave it out of the rounds it is late
 # for and step on their own (no per-step collective); their step time beside the same run without the slow peer is

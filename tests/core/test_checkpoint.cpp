@@ -247,6 +247,20 @@ TEST_CASE("corrupt checkpoints are reported naming the file, and resume falls ba
   fs::remove_all(run);
 }
 
+TEST_CASE("a strategy's own tensors round-trip through strategy.safetensors, checksummed", "[core][checkpoint]") {
+  const fs::path run = temp_dir("ckpt_strategy");
+  State s(tiny_model(16), 3);
+  CHECK(load_strategy_tensors(save(run, 1, s).dir).empty());  // none kept: no file
+  CHECK_FALSE(fs::exists(run / "checkpoints" / "step_00000001" / "strategy.safetensors"));
+  const StrategyTensors kept = {{"diloco.outer_momentum", {0.5f, -1.25f, 3.0f}}, {"other", {}}};
+  const fs::path dir = save_checkpoint(run, 2, s.model, s.optimizer, s.config, 1, 3, nullptr, kept).dir;
+  CHECK(verify_checkpoint(dir).ok());
+  CHECK(load_strategy_tensors(dir) == kept);
+  std::ofstream(dir / "strategy.safetensors", std::ios::app) << "x";
+  CHECK(any_contains(verify_checkpoint(dir).problems, "strategy.safetensors", "bytes"));
+  fs::remove_all(run);
+}
+
 TEST_CASE("a checkpoint of another model shape is an error naming the tensor", "[core][checkpoint]") {
   const fs::path run = temp_dir("ckpt_shape");
   State narrow(tiny_model(16), 3);
