@@ -382,7 +382,7 @@ StrategyTensors load_strategy_tensors(const fs::path& dir) {
       throw_runtime_error("'{}': tensor '{}' is not a flat F32 vector", path.string(), t.name);
     std::vector<float>& values = tensors[t.name];
     values.resize(static_cast<std::size_t>(t.shape[0]));
-    std::memcpy(values.data(), t.data, values.size() * sizeof(float));
+    if (!values.empty()) std::memcpy(values.data(), t.data, values.size() * sizeof(float));
   }
   return tensors;
 }

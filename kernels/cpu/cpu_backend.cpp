@@ -35,8 +35,13 @@ class CpuBackend final : public Backend {
   const char* name() const override { return "cpu"; }
   MemoryResource& memory() override { return host_memory(); }
 
-  void upload(void* dst, const void* host_src, std::size_t bytes) override { std::memcpy(dst, host_src, bytes); }
-  void download(void* host_dst, const void* src, std::size_t bytes) override { std::memcpy(host_dst, src, bytes); }
+  // memcpy's pointers must not be null even for 0 bytes, and an empty array's may be.
+  void upload(void* dst, const void* host_src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, host_src, bytes);
+  }
+  void download(void* host_dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(host_dst, src, bytes);
+  }
   void fill(float* x, int64_t n, float value) override { std::fill(x, x + n, value); }
   void fill(bf16* x, int64_t n, float value) override { std::fill(x, x + n, float_to_bf16(value)); }
   void convert(bf16* dst, const float* src, int64_t n) override {
