@@ -82,7 +82,8 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
   }
 }
 
-// Fills `dir` with the four files, each written to NAME.tmp, fsynced and renamed (write_file_atomically).
+// Fills `dir` with the checkpoint's files (strategy.safetensors only when a strategy keeps state), each written to
+// NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
                  int world_size, const nlohmann::json& selector, const StrategyTensors& strategy) {
   save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
