@@ -19,6 +19,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "Print one JSON object per measurement instead of a table");
   cmd->add_option("--repeat", options->min_seconds, "Seconds to time each measurement for (default 0.3)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--blas", options->blas,
+                  "The CPU's GEMM library (device.blas): auto, openblas-debian, blis, openblas (default: the config's, "
+                  "else auto; bench gemm: every library side by side)")
+      ->check(CLI::IsMember({"auto", "openblas-debian", "blis", "openblas"}));
 
   CLI::App* gemm = cmd->add_subcommand("gemm", "sgemm GFLOP/s at the model's GEMM shapes (the MFU roof)");
   gemm->fallthrough()->callback([options] { bench::run_gemm(*options); });

@@ -9,6 +9,10 @@ packages=(
   # libraries
   openmpi-bin libopenmpi-dev libpmix-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
   nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev
+  # a second BLAS for device.blas (kernels/cpu/blas.h), loaded at start-up
+  libblis4-openmp
+  # the sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer runtimes, its OpenMP
+  clang libclang-rt-14-dev libomp-dev
   # independent reference implementation for the parity tests
   python3 python3-torch python3-numpy python3-matplotlib python3-pip
   # a single-node Slurm for the launcher test (scripts/slurm/local_cluster.sh); libpmix-dev above is what
@@ -55,6 +59,16 @@ if PYTHONPATH="$pydeps" /usr/bin/python3 -c "import safetensors" 2>/dev/null; th
 else
   pip_target "safetensors==0.8.0"
   echo "install-deps: installed safetensors 0.8.0 (Python) into $pydeps"
+fi
+# scipy-openblas32: a current OpenBLAS release (Debian's 0.3.21 does not know recent CPUs), the shared library alone,
+# for device.blas: openblas (kernels/cpu/blas.h loads .deps/python/scipy_openblas32/lib/libscipy_openblas.so).
+openblas_version=0.3.34.481.3
+if [ -f "$pydeps/scipy_openblas32/lib/libscipy_openblas.so" ] && \
+   [ -d "$pydeps/scipy_openblas32-$openblas_version.dist-info" ]; then
+  echo "install-deps: scipy-openblas32 $openblas_version (Python) already in $pydeps"
+else
+  pip_target "scipy-openblas32==$openblas_version"
+  echo "install-deps: installed scipy-openblas32 $openblas_version (OpenBLAS for device.blas) into $pydeps"
 fi
 transformers_version=4.49.0
 if PYTHONPATH="$pydeps" /usr/bin/python3 -c "import sys, tokenizers, huggingface_hub, transformers

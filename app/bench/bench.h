@@ -12,6 +12,7 @@ namespace trident::bench {
 struct Options {
   bool json = false;
   double min_seconds = 0.3;
+  std::string blas;  // --blas: device.blas for the CPU's GEMMs; empty = the config's, or auto (gemm: every library)
 };
 
 // Calls fn repeatedly for at least `min_seconds` (after one warm-up call); returns seconds per call (median of runs).

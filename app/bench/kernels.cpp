@@ -23,6 +23,8 @@
 #include "kernels/cpu/feature_map.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/grad_norm.h"
+#include "kernels/cpu/blas.h"
+#include "app/train/device_blas.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/residual.h"
@@ -75,7 +77,9 @@ std::vector<KernelBench> layer_kernel_benches();
 std::vector<KernelBench> attention_benches();
 
 void run_kernels(const Options& options) {
-  Report report(fmt::format("CPU kernels ({} threads)", omp_get_max_threads()), options.json);
+  use_configured_blas(options.blas.empty() ? "auto" : options.blas);
+  Report report(fmt::format("CPU kernels ({} threads, {})", omp_get_max_threads(), cpu::current_blas().name),
+                options.json);
   std::vector<KernelBench> benches = layer_kernel_benches();
   for (KernelBench& k : attention_benches()) benches.push_back(std::move(k));
   for (const KernelBench& k : benches) {

@@ -31,6 +31,7 @@
 #include "core/optim/adamw.h"
 #include "core/optim/schedule.h"
 #include "app/train/capacity.h"
+#include "app/train/device_blas.h"
 #include "app/train/sample.h"
 #include "app/train/signals.h"
 #include "app/train/step.h"
@@ -206,6 +207,7 @@ void run_training(const Config& config) {
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
   spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run_dir.string(), ranks.size(),
                omp_get_max_threads(), backend.name());
+  use_configured_blas(config.device.blas);
 
   std::unique_ptr<DocumentSource> documents = open_documents(config);
   test_delay("TRIDENT_TEST_STARTUP_DELAY_MS");

@@ -203,6 +203,10 @@ const std::vector<Key>& schema() {
        "device memory budget per rank (GiB)"},
       {"device.threads", IntField{member(&C::device, &DeviceConfig::threads), 0, 1024},
        "OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores (more threads than cores oversubscribe them)"},
+      {"device.blas",
+       StringField{member(&C::device, &DeviceConfig::blas), {"auto", "openblas-debian", "blis", "openblas"}},
+       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, blis, openblas that loads "
+       "and computes correct products"},
 
       {"checkpoint.every", IntField{member(&C::checkpoint, &CheckpointConfig::every), 0},
        "steps between checkpoints; 0 = only at the end"},

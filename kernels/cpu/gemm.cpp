@@ -1,19 +1,14 @@
 #include "kernels/cpu/gemm.h"
 
-#include <cblas.h>
+#include "kernels/cpu/blas.h"
 
 namespace trident::cpu {
-
-namespace {
-CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; }
-}  // namespace
 
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), static_cast<blasint>(M), static_cast<blasint>(N),
-              static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
-              static_cast<blasint>(ldc));
+  blas_sgemm(ta == Trans::yes, tb == Trans::yes, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
+             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
 void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

@@ -22,7 +22,7 @@ TRIDENT_HD float kernel_exp(float x) {
   constexpr float kMin = -87.3365447505531f;  // ln(2^-126): below this the result would be subnormal
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;  // ln 2 split so k * kLn2Hi is exact
-  float xc = x > kMax ? kMax : (x < kMin ? kMin : x);
+  float xc = x < kMax ? (x > kMin ? x : kMin) : kMax;  // NaN takes kMax, so the int conversion below is defined
   float k = std::floor(xc * kLog2e + 0.5f);
   float r = xc - k * kLn2Hi - k * kLn2Lo;
   float p = 1.9875691500e-4f;

@@ -54,7 +54,7 @@ void to_heads(Communicator& comm, UlyssesCacheOf<T>& cache, const HeadSplit& s, 
     return;
   }
   T* send = cache.message.data(s.T * s.n_local * row);
-  for (int r = 0; r < s.T; ++r)
+  for (int r = 0; r < s.T && s.n_local > 0; ++r)  // a rank without tokens has nothing to pack (and null buffers)
     for (int p = 0; p < parts; ++p)
       backend.copy_rows(send + r * s.n_local * row + p * s.Cl, row, x + p * s.C + r * s.Cl, parts * s.C, s.n_local,
                         s.Cl);
@@ -80,7 +80,7 @@ void to_sequence(Communicator& comm, UlyssesCacheOf<T>& cache, const HeadSplit& 
   const Blocks b = blocks(s, row);
   backend.synchronize();
   comm.alltoallv(y, b.head_counts, b.head_displs, recv, b.local_counts, b.local_displs, comm_type_of<T>());
-  for (int r = 0; r < s.T; ++r)
+  for (int r = 0; r < s.T && s.n_local > 0; ++r)
     for (int p = 0; p < parts; ++p)
       (backend.*unpack)(x + p * s.C + r * s.Cl, parts * s.C, recv + r * s.n_local * row + p * s.Cl, row, s.n_local,
                         s.Cl);

@@ -58,6 +58,15 @@ else
   stderr_line "trident: error: bench kernels --backend cuda:"
 fi
 
+# bench gemm --blas: one library measured (tests/kernels/test_blas.cpp checks that all of them load here); an unknown
+# one is a usage error, and a config naming one a config error.
+run 0 bench --repeat 0.01 --blas blis gemm
+stdout_has "auto picks openblas-debian" "| blis " "roof (best)" "blis: BLIS"
+run 2 bench --blas mkl gemm
+stderr_line "trident: usage error:" "--blas"
+run 2 config "$configs/good.yaml" --set device.blas=mkl
+stderr_line "trident: config error:" "device.blas" "openblas-debian"
+
 # bench sp: a 1-rank world runs the T = 1 kernels only; a bad --lengths value is a usage error
 run 0 bench sp --lengths 256 --repeat 0.01
 stdout_has "sequence-parallel attention" "| kernel " "linear" "softmax"

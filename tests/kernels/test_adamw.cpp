@@ -36,6 +36,15 @@ TEST_CASE("AdamW matches the double reference over several steps, with bias corr
 
 TEST_CASE("global grad norm is exact and independent of the thread count; clipping scales to the limit",
           "[kernels][grad_norm]") {
+  // Sizes with and without a partial lane group and a partial block, and none at all.
+  for (int64_t size : {int64_t(0), int64_t(1), int64_t(15), int64_t(17), int64_t(1 << 14) + 5}) {
+    auto x = random_normal<float>(static_cast<std::size_t>(size), 11, 0.5);
+    long double naive = 0;
+    for (float v : x) naive += static_cast<long double>(v) * v;
+    const double got = cpu::squared_norm(x.data(), size);
+    INFO("n = " << size);
+    CHECK(std::abs(got - static_cast<double>(naive)) <= 1e-13 * static_cast<double>(naive));
+  }
   const int64_t n = (1 << 16) + 37;
   auto g = random_normal<float>(n, 7, 0.01);
   double expect = 0;

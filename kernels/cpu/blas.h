@@ -1,0 +1,48 @@
+#pragma once
+// The BLAS library behind cpu::gemm, chosen once per process (device.blas, `trident bench ... --blas`):
+//   openblas-debian  Debian's OpenBLAS 0.3.21, OpenMP build, linked into the binary: always there
+//   blis             Debian's BLIS 0.9, OpenMP build (libblis4-openmp), loaded with dlopen: its zen* configurations
+//   openblas         a current OpenBLAS release (PyPI's scipy-openblas32, which scripts/install-deps.sh installs into
+//                    .deps/python), loaded with dlopen: it knows recent CPUs (Zen 4/5 run its AVX-512 kernels), but
+//                    it is a pthreads build whose thread pool competes with OpenMP's for the cores
+//   auto             the first of these three that loads and passes its check, in that order
+// The order is the measured one (README "CPU: the GEMM library"): the two OpenMP builds share one thread pool with
+// Trident's own loops; the pthreads build ran the GPT-2 step 2x slower with OpenMP's default spinning waits.
+// A library is checked before it is used: GEMMs of every transpose combination, odd sizes, strides and a non-zero
+// beta against the double reference. One that fails (a kernel set that computes wrong results on this processor)
+// is refused, and auto passes over it with the reason in blas_report().
+//
+// Every library runs on as many threads as OpenMP (omp_get_max_threads() outside parallel regions), and on one
+// thread inside an OpenMP parallel region, so per-tile GEMMs nest without oversubscribing the cores.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trident::cpu {
+
+struct BlasLibrary {
+  std::string name;     // as device.blas spells it
+  std::string version;  // as the library reports it
+  std::string kernels;  // the kernel set it runs on this processor (OpenBLAS core name, BLIS architecture)
+  std::string path;     // the shared library
+};
+
+// The names device.blas accepts, auto first.
+const std::vector<std::string>& blas_names();
+
+// Loads, checks and switches cpu::gemm to `name` (auto: see above). An unknown name is a ConfigError naming
+// device.blas and the choices; a library that is not installed or fails its check is a RuntimeError saying which
+// and why. Not thread-safe: call it before GEMMs run (start-up, a benchmark between measurements).
+const BlasLibrary& use_blas(std::string_view name);
+
+// The library cpu::gemm calls now (openblas-debian until use_blas picks another).
+const BlasLibrary& current_blas();
+
+// One line per library tried so far: in use, checked, or why it was refused (for logs and `trident bench gemm`).
+std::vector<std::string> blas_report();
+
+// What cpu::gemm calls: the current library's row-major sgemm (ta/tb: op(A) = A^T, op(B) = B^T).
+void blas_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                float beta, float* C, int ldc);
+
+}  // namespace trident::cpu

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The CPU backend against PyTorch (Debian's python3-torch) on this machine, side by side in one run: GPT-2 small
+# (124M, B=4, T=64) and a small shape (4 layers, width 256, vocab 8192, 4 x 256), fp32, forward + backward + AdamW.
+# Rounds are interleaved (every variant once per round), and each variant's median and minimum over the rounds are
+# reported. Variants: Trident on each BLAS library (device.blas) with OMP_WAIT_POLICY=active (spinning waits) and
+# passive (Trident's default), and PyTorch; then the same with one competing busy process on the machine, as the
+# slowdown against the quiet run. Also the sgemm roof of each library (`trident bench gemm`). Writes OUT/cpu.md.
+#   bash scripts/bench_cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
+# --quick: GPT-2 small only, 2 rounds. TRIDENT names the binary (default build/trident).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/bench_lib.sh
+
+die() { echo "bench_cpu.sh: $*" >&2; exit 2; }
+rounds=3
+threads=$(nproc)
+out=runs/bench_cpu
+quick=0
+while (($#)); do
+  case $1 in
+    --rounds) (($# >= 2)) || die "--rounds needs a number"; rounds=$2; shift 2 ;;
+    --threads) (($# >= 2)) || die "--threads needs a number"; threads=$2; shift 2 ;;
+    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
+    --quick) quick=1; rounds=2; shift ;;
+    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive whole number"
+[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: '$threads' is not a positive whole number"
+/usr/bin/python3 -c "import torch" 2>/dev/null || die "PyTorch is missing (scripts/install-deps.sh installs it)"
+trident=$(bench_trident)
+out=$(bench_out "$out")
+export OMP_NUM_THREADS=$threads
+unset OMP_WAIT_POLICY
+
+# name|layers|width|heads|vocab|batch|seq
+shapes=("gpt2-124m|12|768|12|50304|4|64")
+((quick)) || shapes+=("small-4x256|4|256|8|8192|4|256")
+libraries=()
+for lib in openblas-debian blis openblas; do
+  if "$trident" bench gemm --blas "$lib" --repeat 0.05 >/dev/null 2>&1; then libraries+=("$lib"); fi
+done
+
+config_for() {  # shape -> a config file for `trident bench step`
+  local name layers width heads vocab batch seq
+  IFS='|' read -r name layers width heads vocab batch seq <<<"$1"
+  local file=$out/$name.yaml
+  printf 'run: {name: %s}\nmodel: {n_layer: %s, n_embd: %s, n_head: %s, vocab_size: %s, max_seq_len: %s}\n' \
+    "$name" "$layers" "$width" "$heads" "$vocab" "$seq" >"$file"
+  printf 'train: {batch_tokens: %s}\n' "$((batch * seq))" >>"$file"
+  echo "$file"
+}
+
+# One measurement: ms/step of a variant on a shape, appended to OUT/samples.tsv as "load shape variant ms".
+measure() {
+  local load=$1 shape=$2 variant=$3 ms name layers width heads vocab batch seq
+  IFS='|' read -r name layers width heads vocab batch seq <<<"$shape"
+  case $variant in
+    pytorch)
+      ms=$(/usr/bin/python3 scripts/bench_cpu_torch.py --layers "$layers" --width "$width" --heads "$heads" \
+             --vocab "$vocab" --batch "$batch" --seq "$seq" --steps 5 --warmup 2 |
+           /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['ms_median'])") ;;
+    *)
+      local lib=${variant%/*} wait=${variant#*/}
+      ms=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json \
+             --repeat 2 2>/dev/null | grep '^{' |
+           /usr/bin/python3 -c "import json, sys; print(json.loads(sys.stdin.readline())['ms/step'])") ;;
+  esac
+  printf '%s\t%s\t%s\t%s\n' "$load" "$name" "$variant" "$ms" >>"$out/samples.tsv"
+  printf '  %-6s %-12s %-26s %9.1f ms\n' "$load" "$name" "$variant" "$ms"
+}
+
+variants=()
+for lib in "${libraries[@]}"; do variants+=("$lib/active" "$lib/passive"); done
+variants+=(pytorch)
+echo "bench_cpu: $threads threads, $rounds rounds, libraries: ${libraries[*]}"
+for ((round = 1; round <= rounds; round++)); do
+  echo "round $round (quiet)"
+  for shape in "${shapes[@]}"; do for v in "${variants[@]}"; do measure quiet "$shape" "$v"; done; done
+done
+# One competing busy process for the contention rounds (GPT-2 small, the default library).
+sh -c 'while :; do :; done' &
+busy=$!
+trap 'kill $busy 2>/dev/null || true' EXIT
+for ((round = 1; round <= rounds; round++)); do
+  echo "round $round (one busy process)"
+  for v in "${libraries[0]}/active" "${libraries[0]}/passive" pytorch; do measure busy "${shapes[0]}" "$v"; done
+done
+kill $busy 2>/dev/null || true
+
+"$trident" bench gemm --json --repeat 1 2>/dev/null | grep '^{' >"$out/gemm.jsonl"
+/usr/bin/python3 - "$out" "$threads" "$rounds" <<'EOF'
+import collections, json, statistics, sys
+out, threads, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
+samples = collections.defaultdict(list)
+for line in open(f"{out}/samples.tsv"):
+    load, shape, variant, ms = line.split("\t")
+    samples[(load, shape, variant)].append(float(ms))
+tokens = {"gpt2-124m": 256, "small-4x256": 1024}
+lines = [f"# CPU step: Trident vs PyTorch ({threads} threads, {rounds} interleaved rounds; median / min ms per step)", ""]
+lines += ["| shape | variant | ms/step (median) | min | tokens/s | vs PyTorch |", "|---|---|---|---|---|---|"]
+for (load, shape, variant), ms in sorted(samples.items()):
+    if load != "quiet":
+        continue
+    torch = statistics.median(samples[(load, shape, "pytorch")])
+    med = statistics.median(ms)
+    name = variant.replace("/", ", ") + (" waits" if "/" in variant else "")
+    lines.append(f"| {shape} | {name} | {med:.0f} | {min(ms):.0f} | {tokens[shape] / med * 1e3:.0f} | {torch / med:.2f}x |")
+lines += ["", "With one competing busy process (GPT-2 small): slowdown against the quiet run", "",
+          "| variant | quiet ms | busy ms | slowdown |", "|---|---|---|---|"]
+for (load, shape, variant), ms in sorted(samples.items()):
+    if load == "busy":
+        quiet = statistics.median(samples[("quiet", shape, variant)])
+        busy = statistics.median(ms)
+        name = variant.replace("/", ", ") + (" waits" if "/" in variant else "")
+        lines.append(f"| {name} | {quiet:.0f} | {busy:.0f} | {busy / quiet:.2f}x |")
+lines += ["", "sgemm roof per library (`trident bench gemm`)", "", "| library | kernels | roof GFLOP/s |", "|---|---|---|"]
+for line in open(f"{out}/gemm.jsonl"):
+    row = json.loads(line)
+    if row.get("shape") == "roof (best)":
+        lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} |")
+open(f"{out}/cpu.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+EOF
