@@ -68,23 +68,17 @@ TrainerState parse_state_file(const fs::path& dir) {
     throw_runtime_error("trainer_state.json: 'files' is missing or not an object");
   if (const std::optional<int64_t> named = checkpoint_step(dir.filename().string()); named && *named != s.step)
     throw_runtime_error("trainer_state.json: step {}, but the directory is {}", s.step, dir.filename().string());
-  for (const char* name : kDataFiles) {
-    const nlohmann::ordered_json& files = j.at("files");
+  const nlohmann::ordered_json& files = j.at("files");
+  auto record = [&](const char* name, bool required) {
     const auto f = files.find(name);
+    if (f == files.end() && !required) return;
     if (f == files.end() || !f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() ||
         !f->contains("crc32") || !f->at("crc32").is_string())
       throw_runtime_error("trainer_state.json: 'files.{}' is missing or lacks bytes and crc32", name);
     s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
-  }
-  for (const char* name : kOptionalFiles) {
-    const nlohmann::ordered_json& files = j.at("files");
-    const auto f = files.find(name);
-    if (f == files.end()) continue;
-    if (!f->is_object() || !f->contains("bytes") || !f->at("bytes").is_number_unsigned() || !f->contains("crc32") ||
-        !f->at("crc32").is_string())
-      throw_runtime_error("trainer_state.json: 'files.{}' lacks bytes and crc32", name);
-    s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
-  }
+  };
+  for (const char* name : kDataFiles) record(name, true);
+  for (const char* name : kOptionalFiles) record(name, false);
   if (const auto selector = j.find("selector"); selector != j.end()) s.selector = *selector;
   return s;
 }

@@ -1,11 +1,6 @@
 // Writing checkpoints: build in step_N.tmp/, fsync, rename into place, point `latest` at it, prune.
-#include <charconv>
-#include <chrono>
-#include <cstdlib>
 #include <ctime>
-#include <string_view>
 #include <system_error>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 

@@ -46,6 +46,7 @@ const int64_t* upload_doc_begin(RingCache& cache, const Ring& ring, const SpBatc
 // The local [k | v] columns of qkv (n, 3C) as one contiguous (n, 2C) block, the unit that travels.
 template <class T>
 void pack_kv(Backend& backend, T* kv, const T* qkv, int64_t n, int64_t C) {
+  if (n == 0) return;  // a rank without tokens: nothing to pack, and qkv may be null
   backend.copy_rows(kv, 2 * C, qkv + C, 3 * C, n, 2 * C);
 }
 
@@ -200,7 +201,7 @@ void ring_attention_backward(Communicator& comm, RingCache& cache, T* dqkv, cons
   comm.isendrecv(dkv_done, ring.rows(ring.owner(ring.T - 1)) * 2 * C, ring.next, dkv_in, n * 2 * C, ring.prev,
                  CommType::f32, kTagDkv)
       ->wait();
-  backend.add_rows(dqkv32 + C, 3 * C, dkv_in, 2 * C, n, 2 * C);
+  if (n > 0) backend.add_rows(dqkv32 + C, 3 * C, dkv_in, 2 * C, n, 2 * C);  // with no tokens dqkv32 may be null
   narrowed(backend, dqkv, dqkv32, n * 3 * C);
 }
 
