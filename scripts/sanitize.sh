@@ -17,9 +17,10 @@ bash scripts/install-deps.sh
 tests=(test_core test_kernels test_comm test_cost test_lasp test_sp test_static_sp test_select test_atom test_flexsp
        test_pipeline test_fuzz_corpus)
 fuzzers=(config safetensors indexed_dataset trainer_state profile)
-# -O1: the sanitizers' usual level, fast to build; CUDA off (nothing here runs on a GPU).
+# -O1 and line tables only (the reports name file and line): quick to build; CUDA off (nothing here runs on a GPU).
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DTRIDENT_CUDA=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DTRIDENT_CUDA=OFF \
   -DTRIDENT_FUZZ=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${tests[@]}" "${fuzzers[@]/#/fuzz_}"
 
