@@ -16,7 +16,7 @@
 namespace {
 
 // OpenMP threads wait passively (they sleep at a barrier instead of spinning) unless OMP_WAIT_POLICY says otherwise.
-// Measured on 2 cores (GPT-2 small, B=4, T=64): the same step time on an idle machine, and 1.4x faster with one
+// Measured on 2 cores (GPT-2 small, B=4, T=64): the same step time on an idle machine, and 1.2-1.4x faster with one
 // competing busy process, where spinning threads burn the time slices the working ones need (scripts/bench_cpu.sh).
 // OpenMP reads the variable once, when it loads before main, so the process runs itself again with it set.
 void wait_passively_unless_told(char** argv) {
