@@ -1,7 +1,7 @@
 #pragma once
-// Row-major single-precision GEMM through OpenBLAS: C = alpha * op(A) op(B) + beta * C, op = transpose or not.
-// Called from serial code it uses the OpenMP thread pool; called inside an OpenMP region it runs on the calling
-// thread (OpenBLAS built on OpenMP), so per-head / per-tile GEMMs nest without oversubscribing the cores.
+// Row-major single-precision GEMM through the BLAS library device.blas chose (kernels/cpu/blas.h): C = alpha * op(A)
+// op(B) + beta * C, op = transpose or not. Called from serial code it uses OpenMP's thread count; called inside an
+// OpenMP region it runs on the calling thread, so per-head / per-tile GEMMs nest without oversubscribing the cores.
 #include <cstdint>
 
 #include "kernels/shared/trans.h"
