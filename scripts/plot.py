@@ -2,6 +2,9 @@
 """Draws the loss curve of one or more Trident runs (RUN_DIR/metrics.jsonl) to a PNG.
 
     python3 scripts/plot.py runs/quickstart [runs/other ...] -o loss.png
+
+The reproduction drivers (scripts/reproduce/) import it for their figures, laid out like the papers': lines against
+GPUs or bandwidth (`lines`), and grouped bars (`bars`).
 """
 import argparse
 import json
@@ -26,6 +29,52 @@ def read_metrics(run_dir: Path) -> list[dict]:
             except json.JSONDecodeError as e:
                 sys.exit(f"plot.py: {path}:{number}: not a JSON line ({e})")
     return records
+
+
+def lines(path: Path, title: str, xlabel: str, ylabel: str, series: list[dict], logx: int = 0, logy: int = 0,
+          xticks: list | None = None) -> None:
+    """One line per series: {"label", "x", "y"} and optionally "style" (a matplotlib format such as "o--").
+    logx/logy: the axis' log base (0: linear). xticks: the x values to label (e.g. the GPU counts)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, s in enumerate(series):
+        if s["x"]:
+            ax.plot(s["x"], s["y"], s.get("style", "o-"), color=s.get("color", f"C{i}"), label=s["label"])
+    if logx:
+        ax.set_xscale("log", base=logx)
+    if logy:
+        ax.set_yscale("log", base=logy)
+    if xticks:
+        ax.set_xticks(xticks, [str(x) for x in xticks])
+        ax.minorticks_off()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bars(path: Path, title: str, ylabel: str, groups: list[str], series: list[dict], hline: float | None = None) -> None:
+    """Grouped bars: one group per entry of groups, one bar per series {"label", "values"} (None: no bar)."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(groups) + 2), 4.5))
+    width = 0.8 / max(1, len(series))
+    for i, s in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        pts = [(x, v) for x, v in zip(xs, s["values"]) if v is not None]
+        if pts:
+            ax.bar(*zip(*pts), width, label=s["label"], color=f"C{i}")
+    if hline is not None:
+        ax.axhline(hline, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main() -> None:

@@ -165,7 +165,7 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   TRIDENT_CHECK(empty_slice || (b.num_sequences >= 1 && b.cu_seqlens[0] == 0 &&
                                 b.cu_seqlens[b.num_sequences] == b.num_tokens),
                 "malformed cu_seqlens for {} tokens", b.num_tokens);
-  TRIDENT_CHECK(!need_targets || b.targets != nullptr, "a training batch needs targets");
+  TRIDENT_CHECK(!need_targets || empty_slice || b.targets != nullptr, "a training batch needs targets");
   for (int64_t t = 0; t < b.num_tokens; ++t) {
     if (b.tokens[t] < 0 || b.tokens[t] >= config_.vocab_size)
       throw_runtime_error(

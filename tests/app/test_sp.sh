@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sequence-parallel baselines end to end under mpirun (oversubscribed), next to LASP (test_lasp.sh): Ring
 # Attention and Ulysses train a softmax model (learned positions: a rank's slice keeps its tokens' positions in
-# their documents) to the single-rank losses; Ulysses a linear one too; dp 2 x sp 2 with Ring; a Ring run resumes
-# bit for bit; bf16 activations; the layouts a method cannot run are configuration errors.
+# their documents) to the single-rank losses; Ulysses a linear one too; dp 2 x sp 2 with Ring; documents shorter
+# than the group; a Ring run resumes bit for bit; bf16 activations; the layouts a method cannot run are configuration
+# errors.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_sp.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_sp.sh CONFIG_DIR}
@@ -25,6 +26,16 @@ close "$tmp/single" "$tmp/ulysses4" 1e-5
 mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" --set parallel.sp.method=ring --set parallel.sp.size=2 \
   --set run.dir="$tmp/dp2ring2"
 close "$tmp/single" "$tmp/dp2ring2" 1e-5
+
+# Fewer tokens than ranks: one 2-token document a step on 4 ranks leaves two of them an empty slice (no targets);
+# Ring and Ulysses still train it to the single-rank losses.
+short=(--set model.max_seq_len=2 --set train.batch_tokens=2 --set train.steps=3 --set train.warmup_steps=1)
+mpi 1 0 train "$tiny" "${base[@]}" "${short[@]}" --set run.dir="$tmp/short1"
+for method in ring ulysses; do
+  mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${short[@]}" --set parallel.sp.method=$method \
+    --set parallel.sp.size=4 --set run.dir="$tmp/short_$method"
+  close "$tmp/short1" "$tmp/short_$method" 1e-5
+done
 
 # Linear attention through Ulysses (each rank runs the chunked kernel on its heads' slopes), sp = 2.
 mpi 1 0 train "$tiny" "${base[@]}" --set model.attention=linear --set run.dir="$tmp/single_linear"

@@ -1,0 +1,120 @@
+"""What the reproduce_*.py drivers share: the command line (modes, --out), running trident (alone or under mpirun),
+reading a run's metrics, and writing the results folder (markdown tables, the published numbers beside ours).
+
+A results folder is never overwritten: an earlier one is moved aside with a timestamp (as the bench scripts do).
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODES = ("smoke", "quick", "full")
+
+
+class Failure(Exception):
+    """A run that should have worked did not: the driver stops with this message (exit 1)."""
+
+
+def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"reproduce_{paper}.sh", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group()
+    for mode in MODES:
+        group.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode,
+                           help={"smoke": "tiny sizes: checks that every table and plot is produced (CI)",
+                                 "quick": "the sizes of the README's figures (default)",
+                                 "full": "longer runs and larger budgets"}[mode])
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / paper,
+                        help=f"results folder (default results/{paper}; an existing one is moved aside)")
+    parser.set_defaults(mode=default_mode)
+    args = parser.parse_args()
+    args.command = f"bash scripts/reproduce_{paper}.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
+    return args
+
+
+def trident_binary() -> Path:
+    binary = Path(os.environ.get("TRIDENT", ROOT / "build" / "trident")).resolve()
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"reproduce: no trident binary at '{binary}' (build it, or set TRIDENT)")
+    return binary
+
+
+def fresh_folder(out: Path) -> Path:
+    out = out.resolve()
+    if out.exists():
+        out.rename(out.with_name(f"{out.name}.{time.strftime('%Y%m%d-%H%M%S')}"))
+    (out / "runs").mkdir(parents=True)
+    return out
+
+
+MPI_ENV = {"OMP_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900) -> tuple[int, str]:
+    """trident ARGS (under `mpirun -np RANKS` when ranks > 0); output to LOG. Returns the exit code and the output."""
+    command = [str(trident_binary())] + [str(a) for a in args]
+    if ranks > 0:
+        command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
+    env = dict(os.environ, **MPI_ENV)
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=timeout_s)
+        code, output = done.returncode, done.stdout
+    except subprocess.TimeoutExpired as e:
+        code, output = 124, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    log.write_text(" ".join(shlex.quote(c) for c in command) + "\n" + output)
+    return code, output
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def steady(rows: list[dict]) -> list[dict]:
+    """The steps after the first (which allocates and warms up), or the only one."""
+    return rows[1:] if len(rows) > 1 else rows
+
+
+def tokens_per_s(rows: list[dict]) -> float:
+    rows = steady(rows)
+    return sum(r["tokens"] for r in rows) / sum(r["step_ms"] for r in rows) * 1e3
+
+
+def median(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in steady(rows))
+
+
+def capacity_in(output: str) -> int | None:
+    """The activation capacity a refusal names ('... activation capacity of N tokens ...'), if any."""
+    found = re.search(r"activation capacity of (\d+) tokens", output)
+    return int(found.group(1)) if found else None
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+        ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def tokens_k(n: float) -> str:
+    """A sequence length as the papers write it: 2048K for 2,097,152 tokens."""
+    return f"{n / 1024:,.0f}K" if n >= 1024 else f"{n:,.0f}"
+
+
+def difference(ours: float, paper: float) -> str:
+    return f"{ours / paper:.2f}x" if paper else "—"
+
+
+def header(title: str, args: argparse.Namespace, wall_s: float) -> list[str]:
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    return [f"# {title}", "",
+            f"`{args.command}` (mode {args.mode}), commit {rev.strip() or 'unknown'}, {os.cpu_count()} core(s), "
+            f"{wall_s:.0f} s wall.", ""]

@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""LASP (arXiv 2404.02882) and LASP-2 (arXiv 2502.07563) reproduced, in two halves; writes OUT/lasp.md and four PNGs.
+
+Measured here: whole-model training runs under mpirun on this machine (configs/experiments/lasp/scaled_linear.yaml,
+one document a step). For each method (LASP-1, LASP-2 and Ulysses on the linear model, Ring Attention on its
+softmax twin) and rank count, the longest sequence the ranks' activation budget (device.memory_gb) trains: trident
+names its per-rank capacity when it refuses a too-long document, the script trains at the longest length the
+method's group holds and checks that one token more is refused. Tokens/s and peak memory come from that run.
+
+At paper scale: `trident plan` on TNL-1B and 8 to 128 A100-80G (configs/experiments/lasp/paper_tnl1b.yaml,
+configs/clusters/a100-80g-16x8-tnl1b.yaml): the longest power-of-two length each method fits and its estimated
+tokens/s, beside the paper's published numbers (papers.md §2.4).
+"""
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import common
+
+sys.path.insert(0, str(common.ROOT / "scripts"))
+import plot  # noqa: E402
+
+SCALED = "configs/experiments/lasp/scaled_linear.yaml"
+PAPER = "configs/experiments/lasp/paper_tnl1b.yaml"
+CLUSTER = "configs/clusters/a100-80g-16x8-tnl1b.yaml"
+CORPUS = common.ROOT / "runs" / "data" / "reproduce_lasp.txt"
+HEADS = 4  # model.n_head of the scaled config: Ulysses' largest group
+
+MODES = {  # rank counts, per-rank budget (GiB), steps per run
+    "smoke": {"ranks": [1, 2], "memory_gb": 0.01, "steps": 2},
+    "quick": {"ranks": [1, 2, 4, 8], "memory_gb": 0.03, "steps": 3},
+    "full": {"ranks": [1, 2, 4, 8], "memory_gb": 0.1, "steps": 5},
+}
+# name, model.attention, --set overrides
+METHODS = [
+    ("LASP-1", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=ring"]),
+    ("LASP-2", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=allgather"]),
+    ("Ulysses", "linear", ["parallel.sp.method=ulysses"]),
+    ("Ring", "softmax", ["parallel.sp.method=ring"]),
+]
+GPUS = [8, 16, 32, 64, 128]
+PAPER_LENGTHS = [2 ** k * 1024 for k in range(4, 15)]  # 16K .. 16384K
+
+# Published (papers.md §2.4): LASP-1's maximum length on 64 A100-80G (TNL-1B, batch 1) with tokens/s at it;
+# its scalability table (longest length per GPU count, FSDP and DDP) with tokens/s; LASP-2's speed over LASP-1.
+PUBLISHED_64 = {"LASP": (2048 * 1024, 5.85e5), "Ulysses": (512 * 1024, 1.97e5), "Megatron-SP": (256 * 1024, 0.72e5)}
+PUBLISHED_FSDP = {8: (128, None), 16: (512, 2.0e5), 32: (1024, 3.6e5), 64: (2048, 5.85e5), 128: (4096, 7.9e5)}
+PUBLISHED_DDP = {8: (128, None), 16: (256, 2.0e5), 32: (512, 3.2e5), 64: (1024, 5.2e5), 128: (2048, 6.6e5)}
+PUBLISHED_LASP2_GAIN = {512 * 1024: 0.073, 2048 * 1024: 0.152}  # on 64 GPUs
+
+
+def group_size(method: str, ranks: int) -> int:
+    """Ulysses' group must divide the heads; every other method spans all ranks."""
+    if method != "Ulysses":
+        return ranks
+    return max(g for g in range(1, min(ranks, HEADS) + 1) if HEADS % g == 0 and ranks % g == 0)
+
+
+def write_corpus(tokens: int) -> None:
+    """One long byte-level document (words drawn from a fixed seed), long enough for every run's steps."""
+    if CORPUS.exists() and CORPUS.stat().st_size > tokens:
+        return
+    words = "linear attention state ring gather token sequence rank layer decay chunk kernel".split()
+    rng = random.Random(1)
+    text = " ".join(rng.choice(words) for _ in range(tokens // 5 + 1000))
+    CORPUS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = CORPUS.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.rename(CORPUS)
+
+
+def train_args(method: str, ranks: int, length: int, steps: int, memory_gb: float, run_dir: Path) -> list:
+    attention, sets = next((a, s) for m, a, s in METHODS if m == method)
+    sets = sets + [f"model.attention={attention}", f"model.max_seq_len={length}", f"train.batch_tokens={length}",
+                   f"device.memory_gb={memory_gb}", f"train.steps={steps}", f"run.dir={run_dir}"]
+    sets += ["parallel.strategy=sp", f"parallel.sp.size={group_size(method, ranks)}"] if ranks > 1 else \
+        ["parallel.strategy=dp"]
+    return ["train", SCALED] + [x for s in sets for x in ("--set", s)]
+
+
+def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
+    """The longest one-document batch the method's group trains within the budget, by probing (one step each):
+    trident refuses a too-long document at start-up and names the per-rank capacity C, so C x group trains. A softmax
+    model's capacity grows as max_seq_len shrinks (its learned positions are parameters), so the search narrows
+    between the longest length known to train and the shortest refused until they are one token apart; a probe
+    whose parameters alone overflow the budget counts as refused. Then one run of the mode's steps at the longest."""
+    g = group_size(method, ranks)
+    tag = f"{method.lower().replace('-', '')}_r{ranks}"
+    lo, hi, length = 0, None, g * int(1024 * mode["memory_gb"] / 0.01)  # 0.01 GiB holds ~650 tokens
+    probed = set()
+    for _ in range(40):
+        probed.add(length)
+        log = out / "runs" / f"{tag}_probe_n{length}.log"
+        code, output = common.run(train_args(method, ranks, length, 1, mode["memory_gb"],
+                                             out / "runs" / f"{tag}_probe_n{length}"), log, ranks=ranks)
+        capacity = common.capacity_in(output)
+        named = 0  # the length the refusal's capacity says trains
+        if code == 0:
+            lo = length
+        elif code == 2 and (capacity is not None or "no room for activations" in output):
+            hi, named = length, (capacity or 0) * g
+            lo = max(lo, named)
+        else:
+            raise common.Failure(f"{method} on {ranks} rank(s) at {length} tokens: exit {code}, see {log}")
+        if hi is None:
+            length *= 4
+        elif hi - lo <= 1:
+            break
+        else:  # one token past the named length first: refused there unless the capacity grew
+            length = lo + 1 if named == lo > 0 and lo + 1 not in probed else (lo + hi) // 2
+    else:
+        raise common.Failure(f"{method} on {ranks} rank(s): no longest length after 40 probes, see {out}/runs")
+    if lo == 0:
+        raise common.Failure(f"{method} on {ranks} rank(s): not even one token fits device.memory_gb, see {out}/runs")
+    run_dir = out / "runs" / f"{tag}_n{lo}"
+    code, _ = common.run(train_args(method, ranks, lo, mode["steps"], mode["memory_gb"], run_dir),
+                         out / "runs" / f"{tag}_n{lo}.log", ranks=ranks)
+    if code != 0:
+        raise common.Failure(f"{method} on {ranks} rank(s) at {lo} tokens: exit {code}, see {run_dir}.log")
+    rows = common.metrics(run_dir)
+    return {"method": method, "ranks": ranks, "group": g, "longest": lo, "tokens_per_s": common.tokens_per_s(rows),
+            "peak_mib": max(r["peak_mem_bytes"] for r in rows) / 2 ** 20,
+            "comm_mib": common.median(rows, "comm_bytes") / 2 ** 20}
+
+
+def measured(mode: dict, out: Path) -> list[dict]:
+    write_corpus(2_000_000)
+    results, single = [], {}  # on one rank every method of an attention type is the same run
+    for method, attention, _ in METHODS:
+        for ranks in mode["ranks"]:
+            print(f"reproduce_lasp: measured: {method} on {ranks} rank(s)", file=sys.stderr)
+            if ranks == 1 and attention in single:
+                results.append(dict(single[attention], method=method))
+                continue
+            results.append(longest_trainable(method, ranks, mode, out))
+            if ranks == 1:
+                single[attention] = results[-1]
+    return results
+
+
+def paper_scale(out: Path) -> dict:
+    """Per GPU count: for each method, the longest power-of-two length one of its layouts fits, the exact longest
+    (capacity times its largest group), and the estimate of its fastest layout there; LASP-1 vs LASP-2 at 64 GPUs."""
+    lengths = out / "runs" / "paper_lengths.txt"
+    lengths.write_text("\n".join(map(str, PAPER_LENGTHS)) + "\n")
+    base = (common.ROOT / CLUSTER).read_text()
+    found = {}
+    for gpus in GPUS:
+        cluster = out / "runs" / f"cluster_{gpus}.yaml"
+        cluster.write_text(base.replace("  nodes: 16 ", f"  nodes: {gpus // 8} ", 1))
+        code, output = common.run(["plan", PAPER, "--cluster", cluster, "--lengths", lengths, "--batch-sequences", 1,
+                                   "--batches", len(PAPER_LENGTHS), "--json"], out / "runs" / f"plan_{gpus}.log")
+        if code != 0:
+            raise common.Failure(f"trident plan for {gpus} GPUs: exit {code}, see {out}/runs/plan_{gpus}.log")
+        batches = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        capacity = next(common.capacity_in(c["infeasible"]) for b in batches for c in b["candidates"]
+                        if "infeasible" in c and common.capacity_in(c["infeasible"]))
+        per_method = {}
+        for name, strategies in (("LASP-1", {"lasp1"}), ("LASP-2", {"lasp2"}), ("Ulysses", {"ulysses"})):
+            fits = [(b["longest"], min(c["time_s"] for c in b["candidates"]
+                                       if c["strategy"] in strategies and "time_s" in c))
+                    for b in batches if any(c["strategy"] in strategies and "time_s" in c for c in b["candidates"])]
+            largest_group = max((c["sp_size"] for b in batches for c in b["candidates"] if c["strategy"] in strategies),
+                                default=0)
+            length, seconds = max(fits) if fits else (0, None)
+            per_method[name] = {"longest_pow2": length, "longest": capacity * largest_group,
+                                "tokens_per_s": length / seconds if seconds else None,
+                                "times": {n: t for n, t in fits}}
+        found[gpus] = per_method
+    return found
+
+
+def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> None:
+    out = args.out
+    md = common.header("LASP reproduced: measured here, and at paper scale from the cost model", args, wall_s)
+    md += ["## Measured here: the longest sequence whole-model training fits, and tokens/s at it", "",
+           f"`{SCALED}` (2 layers, width 64, 4 heads, byte-level; Ring Attention on the softmax twin), "
+           f"device.memory_gb = {mode['memory_gb']} per rank, one document a step, {mode['steps']} steps. "
+           "Longest = the length trained (one token more is refused at start-up, naming the per-rank capacity). "
+           "On one rank the three linear methods are one run (shown in each row). Tokens/s = steps after the first; "
+           "with more ranks than cores the times measure oversubscription, the lengths do not depend on the machine.",
+           ""]
+    by = {(r["method"], r["ranks"]): r for r in runs}
+    ranks = mode["ranks"]
+    rows = []
+    for method, _, _ in METHODS:
+        for key in ("longest", "tokens_per_s"):
+            cells = []
+            for n in ranks:
+                r = by[(method, n)]
+                note = f" (group {r['group']})" if key == "longest" and r["group"] != n else ""
+                cells.append(f"{r[key]:,.0f}{note}")
+            growth = by[(method, ranks[-1])]["longest"] / by[(method, ranks[0])]["longest"]
+            rows.append([method, "longest" if key == "longest" else "tokens/s"] + cells +
+                        [f"{growth:.1f}x" if key == "longest" else ""])
+    md += common.table(["method", "", *[f"{n} rank(s)" for n in ranks], f"longest, {ranks[-1]} vs {ranks[0]}"], rows)
+    md += ["", "Peak device memory a rank (MiB, the allocator's peak) / communication a step (MiB, rank 0):", ""]
+    md += common.table(["method", *[f"{n} rank(s)" for n in ranks]],
+                       [[m] + [f"{by[(m, n)]['peak_mib']:.1f} / {by[(m, n)]['comm_mib']:.2f}" for n in ranks]
+                        for m, _, _ in METHODS])
+    md += ["", "LASP's longest sequence grows with the ranks (each holds N/T tokens and passes a d x d state); "
+           f"Ulysses' stops at its largest group, the {HEADS} heads (the paper's TNL-1B caps it at 16 of 64 GPUs, "
+           "hence its 4x shorter maximum). Ring Attention's grows more slowly: its softmax twin's learned positions "
+           "are parameters with a row per token of max_seq_len, so a longer sequence leaves less of the budget to "
+           "activations; and its bytes grow with N.", ""]
+
+    md += ["## At paper scale: TNL-1B on A100-80G, estimated by `trident plan`", "",
+           f"`{PAPER}` on `{CLUSTER}` (nodes varied: 8 GPUs a node). Trident replicates weights, gradients and AdamW "
+           "state on every rank (the paper's DDP column; FSDP shards them) and sizes activations with its own memory "
+           "model at 80 GiB; lengths are powers of two, as the paper's, with the exact longest beside. Compute is "
+           "calibrated on one published point (512K on 16 GPUs), so the other throughputs are predictions.", ""]
+    p64 = paper[64]
+    rows = []
+    for name, ours in (("LASP", p64["LASP-2"]), ("Ulysses", p64["Ulysses"]), ("Megatron-SP", None)):
+        length, tps = PUBLISHED_64[name]
+        if ours is None:
+            rows.append([name, "not implemented", "", common.tokens_k(length), f"{tps:.2e}", ""])
+            continue
+        rows.append([name, common.tokens_k(ours["longest_pow2"]), f"{ours['longest']:,}",
+                     common.tokens_k(length), f"{tps:.2e}",
+                     f"length {common.difference(ours['longest_pow2'], length)}, tokens/s "
+                     f"{ours['tokens_per_s']:.2e} ({common.difference(ours['tokens_per_s'], tps)})"])
+    md += ["### Longest sequence on 64 GPUs (batch 1)", ""]
+    md += common.table(["method", "Trident (power of two)", "Trident (exact)", "paper", "paper tokens/s",
+                        "Trident / paper"], rows)
+    md += ["", "### Scalability of LASP: longest sequence and tokens/s at it against GPUs", ""]
+    rows = []
+    for gpus in GPUS:
+        ours = paper[gpus]["LASP-2"]
+        ddp, fsdp = PUBLISHED_DDP[gpus], PUBLISHED_FSDP[gpus]
+        rows.append([gpus, common.tokens_k(ours["longest_pow2"]), f"{ours['longest']:,}",
+                     f"{ours['tokens_per_s']:.2e}", f"{ddp[0]}K", f"{ddp[1]:.2e}" if ddp[1] else "—",
+                     f"{fsdp[0]}K", f"{fsdp[1]:.2e}" if fsdp[1] else "—",
+                     common.difference(ours["longest_pow2"], ddp[0] * 1024),
+                     common.difference(ours["longest_pow2"], fsdp[0] * 1024)])
+    md += common.table(["GPUs", "Trident longest", "exact", "Trident tokens/s", "paper DDP", "tokens/s",
+                        "paper FSDP", "tokens/s", "length vs DDP", "vs FSDP"], rows)
+    md += ["", "### LASP-2 over LASP-1 on 64 GPUs (estimated step time)", ""]
+    rows = []
+    for length, gain in PUBLISHED_LASP2_GAIN.items():
+        t1, t2 = p64["LASP-1"]["times"].get(length), p64["LASP-2"]["times"].get(length)
+        ours = f"+{100 * (t1 / t2 - 1):.1f}%" if t1 and t2 else "does not fit"
+        rows.append([common.tokens_k(length), ours, f"+{100 * gain:.1f}%"])
+    md += common.table(["length", "Trident", "paper"], rows)
+    md += ["", "Where they differ: the paper's lengths are what its implementation's activations allow (FSDP also "
+           "shards the weights, so its longest doubles over DDP's from 16 GPUs on); Trident's follow its own memory "
+           "model, whose activations per token are smaller. Throughput: the estimate scales almost linearly with the "
+           "GPUs (LASP's state exchange is a few MiB a layer), while the published FSDP numbers flatten as its "
+           "parameter gathers grow. LASP-2's gain comes from its one allgather against LASP-1's chain of T - 1 "
+           "hops; in the estimate both are small beside the gradient all-reduce, so the gain is smaller than "
+           "published.", ""]
+    md += ["Figures: `measured_max_length.png`, `measured_throughput.png`, `paper_max_length.png`, "
+           "`paper_throughput.png`.", ""]
+    (out / "lasp.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+    plot.lines(out / "measured_max_length.png", "Longest trainable sequence (measured here, whole model)",
+               "ranks", "tokens", [{"label": m, "x": ranks, "y": [by[(m, n)]["longest"] for n in ranks],
+                                    "style": "s--" if m == "LASP-2" else "o-"}  # LASP-1's line lies under it
+                                   for m, _, _ in METHODS], logx=2, logy=2, xticks=ranks)
+    plot.lines(out / "measured_throughput.png", "Tokens/s at the longest sequence (measured here)", "ranks",
+               "tokens/s", [{"label": m, "x": ranks, "y": [by[(m, n)]["tokens_per_s"] for n in ranks]}
+                            for m, _, _ in METHODS], logx=2, xticks=ranks)
+    series = [{"label": f"Trident {m} (estimated)", "x": GPUS, "y": [paper[g][m]["longest_pow2"] for g in GPUS]}
+              for m in ("LASP-2", "Ulysses")]
+    series += [{"label": f"paper LASP, {name}", "x": GPUS, "y": [table[g][0] * 1024 for g in GPUS], "style": "s--"}
+               for name, table in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
+    series += [{"label": "paper Ulysses / Megatron-SP (64 GPUs)", "x": [64, 64],
+                "y": [PUBLISHED_64["Ulysses"][0], PUBLISHED_64["Megatron-SP"][0]], "style": "x"}]
+    plot.lines(out / "paper_max_length.png", "Longest sequence, TNL-1B on A100-80G, batch 1", "GPUs", "tokens",
+               series, logx=2, logy=2, xticks=GPUS)
+    series = [{"label": "Trident LASP-2 (estimated)", "x": GPUS, "y": [paper[g]["LASP-2"]["tokens_per_s"] for g in GPUS]}]
+    series += [{"label": f"paper LASP, {name}", "x": [g for g in GPUS if table[g][1]],
+                "y": [table[g][1] for g in GPUS if table[g][1]], "style": "s--"}
+               for name, table in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
+    plot.lines(out / "paper_throughput.png", "Tokens/s at the longest sequence, TNL-1B", "GPUs", "tokens/s", series,
+               logx=2, xticks=GPUS)
+    print(f"reproduce_lasp: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
+
+
+def main() -> None:
+    args = common.parse_args("lasp", __doc__)
+    mode = MODES[args.mode]
+    common.trident_binary()
+    args.out = common.fresh_folder(args.out)
+    start = time.monotonic()
+    try:
+        runs = measured(mode, args.out)
+        paper = paper_scale(args.out)
+    except common.Failure as e:
+        sys.exit(f"reproduce_lasp: {e}")
+    report(args, mode, runs, paper, time.monotonic() - start)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots; README "Results").
+# Today that is LASP (scripts/reproduce_lasp.sh); FlexSP's and ATOM's reproductions are not written yet (their bench
+# scripts, scripts/bench_flexsp*.sh and scripts/bench_atom*.sh, measure the pieces).
+#   bash scripts/reproduce_all.sh [--smoke | --quick | --full] [--out DIR]
+# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~1 minute); --quick (default):
+# the README's figures (~5 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
+# DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+die() { echo "reproduce_all.sh: $*" >&2; exit 2; }
+mode=--quick out=results
+while (($#)); do
+  case $1 in
+    --smoke|--quick|--full) mode=$1; shift ;;
+    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
+    -h|--help) sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (allowed: --smoke, --quick, --full, --out DIR)" ;;
+  esac
+done
+start=$SECONDS
+for paper in lasp; do
+  echo "reproduce_all.sh: $paper ($mode) -> $out/$paper" >&2
+  bash "scripts/reproduce_$paper.sh" "$mode" --out "$out/$paper"
+done
+echo "reproduce_all.sh: done in $((SECONDS - start)) s: $out/" >&2
