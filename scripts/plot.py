@@ -4,7 +4,7 @@
     python3 scripts/plot.py runs/quickstart [runs/other ...] -o loss.png
 
 The reproduction drivers (scripts/reproduce/) import it for their figures, laid out like the papers': lines against
-GPUs or bandwidth (`lines`), and grouped bars (`bars`).
+ranks, GPUs or bandwidth (`lines`).
 """
 import argparse
 import json
@@ -50,27 +50,6 @@ def lines(path: Path, title: str, xlabel: str, ylabel: str, series: list[dict], 
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def bars(path: Path, title: str, ylabel: str, groups: list[str], series: list[dict], hline: float | None = None) -> None:
-    """Grouped bars: one group per entry of groups, one bar per series {"label", "values"} (None: no bar)."""
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(groups) + 2), 4.5))
-    width = 0.8 / max(1, len(series))
-    for i, s in enumerate(series):
-        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        pts = [(x, v) for x, v in zip(xs, s["values"]) if v is not None]
-        if pts:
-            ax.bar(*zip(*pts), width, label=s["label"], color=f"C{i}")
-    if hline is not None:
-        ax.axhline(hline, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(groups)), groups)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -265,16 +265,17 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
                             for m, _, _ in METHODS], logx=2, xticks=ranks)
     series = [{"label": f"Trident {m} (estimated)", "x": GPUS, "y": [paper[g][m]["longest_pow2"] for g in GPUS]}
               for m in ("LASP-2", "Ulysses")]
-    series += [{"label": f"paper LASP, {name}", "x": GPUS, "y": [table[g][0] * 1024 for g in GPUS], "style": "s--"}
-               for name, table in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
+    series += [{"label": f"paper LASP, {name}", "x": GPUS, "y": [published[g][0] * 1024 for g in GPUS], "style": "s--"}
+               for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
     series += [{"label": "paper Ulysses / Megatron-SP (64 GPUs)", "x": [64, 64],
                 "y": [PUBLISHED_64["Ulysses"][0], PUBLISHED_64["Megatron-SP"][0]], "style": "x"}]
     plot.lines(out / "paper_max_length.png", "Longest sequence, TNL-1B on A100-80G, batch 1", "GPUs", "tokens",
                series, logx=2, logy=2, xticks=GPUS)
-    series = [{"label": "Trident LASP-2 (estimated)", "x": GPUS, "y": [paper[g]["LASP-2"]["tokens_per_s"] for g in GPUS]}]
-    series += [{"label": f"paper LASP, {name}", "x": [g for g in GPUS if table[g][1]],
-                "y": [table[g][1] for g in GPUS if table[g][1]], "style": "s--"}
-               for name, table in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
+    series = [{"label": "Trident LASP-2 (estimated)", "x": GPUS,
+               "y": [paper[g]["LASP-2"]["tokens_per_s"] for g in GPUS]}]
+    series += [{"label": f"paper LASP, {name}", "x": [g for g in GPUS if published[g][1]],
+                "y": [published[g][1] for g in GPUS if published[g][1]], "style": "s--"}
+               for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
     plot.lines(out / "paper_throughput.png", "Tokens/s at the longest sequence, TNL-1B", "GPUs", "tokens/s", series,
                logx=2, xticks=GPUS)
     print(f"reproduce_lasp: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
