@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ATOM's peers against the pipeline baseline and synchronous data parallelism over slow links: on the emulated
 # cluster (2 nodes x 1 rank, one link between them rate-limited to each bandwidth in turn), the same model and global
-# batch (configs/atom_peers_cpu.yaml) trained by
+# batch (configs/experiments/atom/atom_peers_cpu.yaml) trained by
 #   atom      two peers, each a whole replica on its half of the batch, parameters averaged every
 #             parallel.atom.average_every steps (default 4) in the background, applied within max_staleness (1)
 #   pipeline  GPipe over the two ranks (one stage a node), the batch in train.micro_batches micro-batches
@@ -38,7 +38,7 @@ done
 source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom)
-config=$(realpath configs/atom_peers_cpu.yaml)
+config=$(realpath configs/experiments/atom/atom_peers_cpu.yaml)
 
 emu=(bash scripts/emucluster.sh)
 cl=(--name "bench-atom-$$")
@@ -81,7 +81,7 @@ def mbit(bw):
     value, unit = re.fullmatch(r"([0-9.]+)(kbit|mbit|gbit)", bw).groups()
     return float(value) * {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}[unit]
 print(f"# ATOM ({average_every}-step averaging) vs GPipe vs synchronous data parallelism, 2 nodes x 1 rank, "
-      f"{steps} steps of configs/atom_peers_cpu.yaml\n")
+      f"{steps} steps of configs/experiments/atom/atom_peers_cpu.yaml\n")
 print("| link | strategy | step ms (median) | tokens/s | ATOM's speedup | MB sent a step (rank 0) |")
 print("|---|---|---|---|---|---|")
 throughput = {s: [] for s in strategies}

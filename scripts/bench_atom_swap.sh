@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# ATOM's swaps on this machine (configs/atom_swap_cpu.yaml, one CPU peer): throughput swapped / resident for device
-# budgets of 1/2, 1/4 and 1/8 of the model's weights, gradients and AdamW state and for several tokens a pass, the
-# copies running over an emulated host-to-device link (parallel.atom.emulate_copy_gb_per_s: the CPU's memcpy is far
-# faster than PCIe). Beside each measurement, the swap planner's prediction for the same placement: a profile of
-# this machine (`trident bench profile`, plus the link) given to `trident plan` and to the run. Prints a markdown
-# table and writes runs/bench_atom_swap/{atom_swap.md, profile.yaml, RUN/...}. About 5 minutes on 2 cores.
+# ATOM's swaps on this machine (configs/experiments/atom/atom_swap_cpu.yaml, one CPU peer): throughput swapped /
+# resident for device budgets of 1/2, 1/4 and 1/8 of the model's weights, gradients and AdamW state and for several
+# tokens a pass, the copies running over an emulated host-to-device link (parallel.atom.emulate_copy_gb_per_s: the CPU's
+# memcpy is far faster than PCIe). Beside each measurement, the swap planner's prediction for the same placement: a
+# profile of this machine (`trident bench profile`, plus the link) given to `trident plan` and to the run. Prints a
+# markdown table and writes runs/bench_atom_swap/{atom_swap.md, profile.yaml, RUN/...}. About 5 minutes on 2 cores.
 # Usage: bash scripts/bench_atom_swap.sh [--steps 6] [--link-gb-per-s 1.0] [--tokens "256 1024 2048"]
 #        [--budgets "2 4 8"]
 set -euo pipefail
@@ -30,7 +30,7 @@ for k in $budgets; do [[ $k =~ ^[1-9][0-9]*$ ]] || die "--budgets: '$k' is not a
 source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom_swap)
-config=$(realpath configs/atom_swap_cpu.yaml)
+config=$(realpath configs/experiments/atom/atom_swap_cpu.yaml)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 # The profile: this machine's compute fit for the model, one device, and the emulated link both ways.
@@ -82,8 +82,9 @@ def steps(name):  # the steps after the first (it allocates and warms up)
 def median(records, key):
     return statistics.median(r[key] for r in records)
 
-print(f"ATOM swaps on this CPU (configs/atom_swap_cpu.yaml, emulated host-to-device link {link} GB/s); medians over "
-      f"the steps after the first; predicted = the swap planner on this machine's profile (trident plan)\n")
+print(f"ATOM swaps on this CPU (configs/experiments/atom/atom_swap_cpu.yaml, emulated host-to-device link {link} "
+      f"GB/s); medians over the steps after the first; predicted = the swap planner on this machine's profile "
+      f"(trident plan)\n")
 print("| tokens a batch | budget | sub-models | recomputed | tokens a pass | resident ms | swapped ms | "
       "swapped/resident throughput | exposed copy ms (measured) | predicted step ms | predicted exposed ms | "
       "copy ms |")

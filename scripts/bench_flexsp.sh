@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # FlexSP training against its baselines on the emulated cluster (2 nodes x 4 ranks, 1 Gbit between the nodes, shared
-# memory inside them), for each synthetic long-tail length preset (configs/flexsp_longtail.yaml): in one run of this
-# script, per preset,
+# memory inside them), for each synthetic long-tail length preset (configs/experiments/flexsp/flexsp_longtail.yaml):
+# in one run of this script, per preset,
 #   flexsp    groups of several sizes per micro-batch (parallel.strategy: flexsp; its profile is measured at start-up
 #             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
 #   batchada  the best single group size per batch (parallel.flexsp.degrees: single)
@@ -12,8 +12,9 @@
 # Prints a markdown table: measured tokens/s (steps after the first), FlexSP's speedup over each baseline, the share of
 # the step rank 0 spent inside all-to-alls (metrics alltoall_ms), planning (median plan_ms, plans ready in time), and
 # the cost model's error on FlexSP's groups (median |estimated - measured| / measured, per group size, from
-# group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/flexsp_plan_gpt7b.yaml)
-# beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
+# group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s,
+# configs/experiments/flexsp/flexsp_plan_gpt7b.yaml) beside them. Writes runs/bench_flexsp/{flexsp.md,
+# PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
 # Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
 #                                     [--attention softmax|linear] [--max-len 4096] [--memory-gb 0.02]
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
@@ -31,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --attention) attention=${2:?--attention needs a value}; shift 2 ;;
     --max-len) max_len=${2:?--max-len needs a value}; shift 2 ;;
     --memory-gb) memory_gb=${2:?--memory-gb needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument '$1' (allowed: --steps, --inter-bw, --presets, --attention, --max-len, --memory-gb)" ;;
   esac
 done
@@ -49,7 +50,7 @@ done
 source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_flexsp)
-config=$(realpath configs/flexsp_longtail.yaml)
+config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 
 emu=(bash scripts/emucluster.sh)
 cl=(--name "bench-flexsp-$$")
@@ -74,7 +75,8 @@ for preset in "${preset_list[@]}"; do
     train "${preset}_flexsp_ulysses" --set parallel.flexsp.inner=ulysses "${profile[@]}"
   fi
 done
-"$trident" plan configs/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json >"$out/paper_plan.jsonl" \
+"$trident" plan configs/experiments/flexsp/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json \
+  >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench_flexsp: trident plan failed (see $out/paper_plan.log)" >&2
 
 /usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" "$max_len" <<'PY' | tee "$out/flexsp.md"

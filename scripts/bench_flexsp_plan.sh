@@ -35,7 +35,7 @@ is_count "$batches" || die "--batches: '$batches' is not a positive whole number
 is_positive "$time_limit" || die "--time-limit: '$time_limit' is not a positive number of seconds"
 trident=${TRIDENT:-build/trident}
 [[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
-config=configs/flexsp_plan_gpt7b.yaml
+config=configs/experiments/flexsp/flexsp_plan_gpt7b.yaml
 mkdir -p "$out"
 
 start=$EPOCHREALTIME

@@ -137,7 +137,7 @@ run 2 plan "$configs/plan.yaml" --cluster "$cluster" --set parallel.flexsp.inner
 stderr_line "trident: config error:" "parallel.flexsp.inner: 'lasp'" "'softmax'"
 
 # ---- parallel.strategy: atom: the swap plan -------------------------------------------------------------------------
-atom="$clusters/../atom_gpt1.3b.yaml"
+atom="$clusters/../experiments/atom/atom_gpt1.3b.yaml"
 gpu="$clusters/rtx4090-pcie4-gpt1.3b.yaml"
 run 0 plan "$atom" --cluster "$gpu"
 stdout_has "ATOM swap plan: 24 layers" "sub-models: " "copies exposed" "overlap rule"
