@@ -4,7 +4,7 @@
     python3 scripts/plot.py runs/quickstart [runs/other ...] -o loss.png
 
 The reproduction drivers (scripts/reproduce/) import it for their figures, laid out like the papers': lines against
-ranks, GPUs or bandwidth (`lines`).
+ranks, GPUs or bandwidth (`lines`), and grouped bars (`bars`).
 """
 import argparse
 import json
@@ -47,9 +47,30 @@ def lines(path: Path, title: str, xlabel: str, ylabel: str, series: list[dict], 
         ax.set_xticks(xticks, [str(x) for x in xticks])
         ax.minorticks_off()
     ax.set_xlabel(xlabel)
+    _finish(fig, ax, path, title, ylabel)
+
+
+def bars(path: Path, title: str, ylabel: str, groups: list[str], series: list[dict], hline: float | None = None) -> None:
+    """Grouped bars: one group per entry of groups, one bar per series {"label", "values"} (None: no bar); hline
+    draws a reference level (1.0 for speedups)."""
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(groups) * len(series) / 2 + 3), 4.5))
+    width = 0.8 / max(1, len(series))
+    for i, s in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        pts = [(x, v) for x, v in zip(xs, s["values"]) if v is not None]
+        if pts:
+            ax.bar(*zip(*pts), width, label=s["label"], color=f"C{i}")
+    if hline is not None:
+        ax.axhline(hline, color="black", linewidth=0.8)
+    tilt = len(groups) > 4  # longer rows of names would overlap
+    ax.set_xticks(range(len(groups)), groups, rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    _finish(fig, ax, path, title, ylabel, "y")
+
+
+def _finish(fig, ax, path: Path, title: str, ylabel: str, grid_axis: str = "both") -> None:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.grid(alpha=0.3, which="both")
+    ax.grid(alpha=0.3, which="both", axis=grid_axis)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

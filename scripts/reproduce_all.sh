@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots; README "Results").
-# Today that is LASP (scripts/reproduce_lasp.sh); FlexSP's and ATOM's reproductions are not written yet (their bench
-# scripts, scripts/bench_flexsp*.sh and scripts/bench_atom*.sh, measure the pieces).
+# Today that is LASP and FlexSP (scripts/reproduce_lasp.sh, reproduce_flexsp.sh); ATOM's reproduction is not written
+# yet (scripts/bench_atom.sh and bench_atom_swap.sh measure its pieces).
 #   bash scripts/reproduce_all.sh [--smoke | --quick | --full] [--out DIR]
-# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~1 minute); --quick (default):
-# the README's figures (~5 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
+# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~2 minutes); --quick (default):
+# the README's figures (~10 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
 # DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +19,7 @@ while (($#)); do
   esac
 done
 start=$SECONDS
-for paper in lasp; do
+for paper in lasp flexsp; do
   echo "reproduce_all.sh: $paper ($mode) -> $out/$paper" >&2
   bash "scripts/reproduce_$paper.sh" "$mode" --out "$out/$paper"
 done

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,11 +59,13 @@ MPI_ENV = {"OMP_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RU
            "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900) -> tuple[int, str]:
-    """trident ARGS (under `mpirun -np RANKS` when ranks > 0); output to LOG. Returns the exit code and the output."""
+def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900, launcher: list | None = None) -> tuple[int, str]:
+    """trident ARGS (under `mpirun -np RANKS` when ranks > 0, or after LAUNCHER); output to LOG. Returns the exit code
+    and the output."""
     command = [str(trident_binary())] + [str(a) for a in args]
     if ranks > 0:
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
+    command = (launcher or []) + command
     env = dict(os.environ, **MPI_ENV)
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -72,6 +75,41 @@ def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900) -> tuple[in
         code, output = 124, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
     log.write_text(" ".join(shlex.quote(c) for c in command) + "\n" + output)
     return code, output
+
+
+class EmulatedCluster:
+    """Ranks on scripts/emucluster.sh's emulated nodes (rate-limited links between them), up for the `with` block and
+    taken down after it, also on failure. Where network namespaces cannot be made (not root, no `ip`), the same
+    number of ranks runs on this machine with no link limit; `where` says which, for the report."""
+
+    def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str):
+        self.cluster = ["--name", f"{name}-{os.getpid()}"]
+        self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node), "--inter-bw", inter_bw]
+        self.ranks = nodes * ranks_per_node
+        self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+        self.where = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} ranks, {inter_bw} between nodes"
+                      if self.emulated else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
+
+    def _emucluster(self, *args) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(ROOT / "scripts" / "emucluster.sh"), *args], cwd=ROOT,
+                              capture_output=True, text=True)
+
+    def __enter__(self):
+        if self.emulated:
+            up = self._emucluster("up", *self.cluster, *self.layout)
+            if up.returncode != 0:
+                raise Failure(f"scripts/emucluster.sh up failed: {up.stderr.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        if self.emulated:
+            self._emucluster("down", *self.cluster)
+
+    def run(self, args: list, log: Path, timeout_s: int = 1200) -> tuple[int, str]:
+        if not self.emulated:
+            return run(args, log, ranks=self.ranks, timeout_s=timeout_s)
+        launcher = ["bash", str(ROOT / "scripts" / "emucluster.sh"), "run", *self.cluster, "--"]
+        return run(args, log, timeout_s=timeout_s, launcher=launcher)
 
 
 def metrics(run_dir: Path) -> list[dict]:

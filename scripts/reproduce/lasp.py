@@ -83,13 +83,15 @@ def train_args(method: str, ranks: int, length: int, steps: int, memory_gb: floa
 def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
     """The longest one-document batch the method's group trains within the budget, by probing (one step each):
     trident refuses a too-long document at start-up and names the per-rank capacity C, so C x group trains. A softmax
-    model's capacity grows as max_seq_len shrinks (its learned positions are parameters), so the search narrows
-    between the longest length known to train and the shortest refused until they are one token apart; a probe
-    whose parameters alone overflow the budget counts as refused. Then one run of the mode's steps at the longest."""
+    model's capacity falls as max_seq_len grows (its learned positions are parameters, a row per position), nearly
+    linearly: two refusals give the line, and where it crosses length / group is the next probe. Otherwise the search
+    halves the gap between the longest length known to train and the shortest refused until they are one token apart
+    (a probe whose parameters alone overflow the budget counts as refused). Then one run of the mode's steps at the
+    longest."""
     g = group_size(method, ranks)
     tag = f"{method.lower().replace('-', '')}_r{ranks}"
     lo, hi, length = 0, None, g * int(1024 * mode["memory_gb"] / 0.01)  # 0.01 GiB holds ~650 tokens
-    probed = set()
+    probed, refusals = set(), []  # refusals: (length, the capacity named there)
     for _ in range(40):
         probed.add(length)
         log = out / "runs" / f"{tag}_probe_n{length}.log"
@@ -102,14 +104,24 @@ def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
         elif code == 2 and (capacity is not None or "no room for activations" in output):
             hi, named = length, (capacity or 0) * g
             lo = max(lo, named)
+            if capacity:
+                refusals.append((length, capacity))
         else:
             raise common.Failure(f"{method} on {ranks} rank(s) at {length} tokens: exit {code}, see {log}")
         if hi is None:
             length *= 4
-        elif hi - lo <= 1:
+            continue
+        if hi - lo <= 1:
             break
-        else:  # one token past the named length first: refused there unless the capacity grew
-            length = lo + 1 if named == lo > 0 and lo + 1 not in probed else (lo + hi) // 2
+        crossing = None
+        if len(refusals) >= 2 and refusals[-1][0] != refusals[-2][0]:  # capacity = a - b length, length = g capacity
+            (n1, c1), (n2, c2) = refusals[-2:]
+            b = (c1 - c2) / (n2 - n1)
+            crossing = int(g * (c1 + b * n1) / (1 + g * b))
+        # the crossing and one past it, then one past the named length (refused unless the capacity grew), else
+        # the middle of the gap
+        candidates = ([crossing, crossing + 1] if crossing else []) + ([lo + 1] if named == lo > 0 else [])
+        length = next((n for n in candidates if lo < n < hi and n not in probed), (lo + hi) // 2)
     else:
         raise common.Failure(f"{method} on {ranks} rank(s): no longest length after 40 probes, see {out}/runs")
     if lo == 0:

@@ -52,10 +52,33 @@ print(f"lasp.md: {len(rows)} table rows; 4 figures")
 PY
 checks=$((checks + 1))
 
+/usr/bin/python3 - "$tmp/results/flexsp" <<'PY' || fail "the FlexSP results are malformed"
+import sys
+from pathlib import Path
+import matplotlib.image
+out = Path(sys.argv[1])
+md = (out / "flexsp.md").read_text()
+for heading in ("## Measured here", "## At paper scale", "### Beside the paper"):
+    assert heading in md, f"flexsp.md lacks '{heading}'"
+rows = [[c.strip() for c in l.strip("|").split("|")] for l in md.splitlines() if l.startswith("| ")]
+measured = [r for r in rows if r[0] == "wikipedia" and r[2] in ("flexsp", "batchada", "static")]
+assert len(measured) == 3 and all(float(r[3].replace(",", "")) > 0 and r[5].endswith("%") for r in measured), measured
+assert all(r[4].endswith("x**") for r in measured if r[2] != "flexsp"), measured
+paper = [r for r in rows if r[0].startswith("GPT-")]
+assert len(paper) == 18 and all(r[4].startswith("**") and r[5].endswith("x") for r in paper), paper
+for name in ("measured_speedup", "paper_speedup"):
+    image = matplotlib.image.imread(out / f"{name}.png")
+    assert image.shape[0] > 100 and image.shape[1] > 100, (name, image.shape)
+print(f"flexsp.md: {len(measured)} measured runs, {len(paper)} paper-scale settings; 2 figures")
+PY
+checks=$((checks + 1))
+
 script 2 "$repo/scripts/reproduce_all.sh" --fast
 stderr_line "reproduce_all.sh: unknown argument '--fast'"
 script 2 "$repo/scripts/reproduce_lasp.sh" --smoke --quick
 grep -q "not allowed with argument" "$tmp/err" || fail "--smoke --quick is not refused"
+script 2 "$repo/scripts/reproduce_flexsp.sh" --out
+grep -q "expected one argument" "$tmp/err" || fail "--out without a folder is not refused"
 TRIDENT="$tmp/none" script 1 "$repo/scripts/reproduce_lasp.sh" --smoke --out "$tmp/never"
 stderr_line "reproduce: no trident binary at '$tmp/none'"
 [[ ! -e $tmp/never ]] || fail "a failed start wrote a results folder"
