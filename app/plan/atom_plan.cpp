@@ -1,6 +1,7 @@
 #include "app/plan/atom_plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -9,11 +10,68 @@
 #include "parallel/atom/placement.h"
 #include "parallel/cost/profile.h"
 #include "parallel/cost/swap_plan.h"
+#include "parallel/pipeline/estimate.h"
+#include "parallel/select/configure.h"
 
 namespace trident::app::plan {
 
 namespace {
+
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// ATOM's peers against GPipe over the same devices of the profile's cluster (papers.md §4.4-4.5), for one global
+// batch of train.batch_tokens.
+struct PeersComparison {
+  int peers = 1;              // 1: no peers to compare
+  cost::Link link;            // the link a group of every device talks over
+  double peer_step_s = 0;     // a peer's swapped step on its share of the batch
+  double round_s = 0;         // averaging the fp32 parameters over all peers (an all-reduce)
+  double atom_step_s = 0;     // the slower of the step and a round spread over parallel.atom.average_every steps
+  int64_t hiding_every = 0;   // the fewest steps a round hides under (an interval as large keeps it off the path)
+  cost::StepEstimate pipeline;
+  int64_t micro_batches = 0;
+  double stage_state_gib = 0;  // a pipeline stage's own weights, gradients and AdamW state
+};
+
+// A batch of `tokens` tokens in documents of `max_len` (the last one shorter), as training packs long documents.
+Batch packed_batch(int64_t tokens, int64_t max_len) {
+  Batch b;
+  for (int64_t left = tokens; left > 0; left -= max_len)
+    b.append_sequence(std::vector<int32_t>(static_cast<std::size_t>(std::min(left, max_len)) + 1, 0));
+  return b;
+}
+
+// ATOM: every average_every steps a round averages the parameters on a thread of its own, hidden unless it takes
+// longer than those steps; average_every 0 (exact peers) sums the gradients on every step's path instead. GPipe: one
+// stage a device, train.micro_batches micro-batches; a stage is taken to hold its own layers' state and a
+// micro-batch's activations, as a pipeline built for memory does (Trident's own pipeline keeps every parameter), and
+// runs max(train.micro_batches, 4 a stage) micro-batches, at most one a document.
+PeersComparison compare_peers(const Config& config, const cost::Profile& profile, double peer_step_s) {
+  const cost::ClusterSection& cluster = *profile.cluster;
+  PeersComparison c;
+  c.peers = static_cast<int>(cluster.nodes * cluster.devices_per_node);
+  const cost::RunShape shape = run_shape(config, c.peers, cluster.nodes, cluster.devices_per_node);
+  const cost::StepCostModel cost = cost::StepCostModel::from_profile(profile, shape);
+  c.link = cost.link(c.peers);
+  c.peer_step_s = peer_step_s;
+  const int every = static_cast<int>(config.parallel.atom_average_every);
+  c.round_s = cost.allreduce_s(4.0 * static_cast<double>(shape.num_params));
+  c.atom_step_s = every > 0 ? std::max(peer_step_s, c.round_s / every) : peer_step_s + c.round_s;
+  c.hiding_every = static_cast<int64_t>(std::ceil(c.round_s / peer_step_s));
+  if (c.peers > config.model.n_layer)
+    throw_config_error("{}: GPipe over its {} devices, ATOM's baseline, needs at least one layer a stage; "
+                       "model.n_layer is {}", profile.source, c.peers, config.model.n_layer);
+  // GPipe keeps its bubble small with at least 4 micro-batches a stage (as many as the batch has documents)
+  const Batch batch = packed_batch(config.train.batch_tokens, config.model.max_seq_len);
+  const int64_t m = std::max(config.train.micro_batches, std::min<int64_t>(batch.num_sequences(), 4 * c.peers));
+  const std::vector<Batch> micro = split_micro_batches(batch, static_cast<int>(m));
+  c.micro_batches = static_cast<int64_t>(micro.size());
+  c.pipeline = pipeline_estimate(micro, c.peers, config.model.vocab_size,
+                                 activation_value_bytes(precision_named(config.train.precision)), cost);
+  c.stage_state_gib = 16.0 * static_cast<double>(shape.num_params) / c.peers / kGiB;
+  return c;
+}
+
 }  // namespace
 
 void print_atom_plan(const Config& config, const std::string& profile_file, bool json) {
@@ -29,8 +87,12 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const ModelConfig& m = config.model;
   const Precision precision = precision_named(config.train.precision);
   const Device device = device_named(config.device.backend);
-  // What training would do: the same placement (parallel/atom/placement.h).
-  const AtomPlacement placed = place_atom(config, precision, device, &profile);
+  // What training would do: the same placement (parallel/atom/placement.h), for one peer's share of the batch when
+  // the cluster's devices are peers.
+  const int64_t peers = profile.cluster ? profile.cluster->nodes * profile.cluster->devices_per_node : 1;
+  Config peer = config;
+  peer.train.batch_tokens = (config.train.batch_tokens + peers - 1) / peers;
+  const AtomPlacement placed = place_atom(peer, precision, device, &profile);
   const cost::SwapPlan& plan = *placed.predicted;
   const int64_t L = m.n_layer, N = placed.tokens;
   const cost::LayerCost& layer = placed.layers.front();
@@ -45,6 +107,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const auto later_passes = static_cast<double>(placed.passes - 1);
   const double batch_s = plan.step_s() + later_passes * placed.predicted_later->step_s();
   const double batch_exposed_s = plan.exposed_copy_s + later_passes * placed.predicted_later->exposed_copy_s;
+  const PeersComparison vs = peers > 1 ? compare_peers(config, profile, batch_s) : PeersComparison{};
+  const auto tokens_per_s = [&](double seconds) { return static_cast<double>(config.train.batch_tokens) / seconds; };
   if (json) {
     nlohmann::ordered_json j = {{"layers", L},
                                 {"sub_models", plan.sub_models()},
@@ -64,6 +128,19 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"budget_bytes", placed.device.budget_bytes},
                                 {"host_store_bytes", placed.host_bytes},
                                 {"overlap_threshold_tokens", threshold}};
+    if (vs.peers > 1)
+      j["peers"] = {{"count", vs.peers},
+                    {"link_gb_per_s", vs.link.bandwidth_gb_per_s},
+                    {"average_every", config.parallel.atom_average_every},
+                    {"atom", {{"peer_step_s", vs.peer_step_s}, {"round_s", vs.round_s}, {"step_s", vs.atom_step_s},
+                              {"tokens_per_s", tokens_per_s(vs.atom_step_s)}, {"hiding_every", vs.hiding_every},
+                              {"hidden_tokens_per_s", tokens_per_s(vs.peer_step_s)}}},
+                    {"pipeline", {{"stages", vs.peers}, {"micro_batches", vs.micro_batches},
+                                  {"step_s", vs.pipeline.seconds}, {"compute_s", vs.pipeline.compute_s},
+                                  {"comm_s", vs.pipeline.comm_s}, {"stage_state_gib", vs.stage_state_gib},
+                                  {"tokens_per_s", tokens_per_s(vs.pipeline.seconds)}}},
+                    {"atom_over_pipeline", vs.pipeline.seconds / vs.atom_step_s},
+                    {"hidden_atom_over_pipeline", vs.pipeline.seconds / vs.peer_step_s}};
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -86,13 +163,29 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   if (placed.passes > 1)
     fmt::print("  a batch of {} tokens takes {} passes: {:.3f} s, {:.3f} s of copies exposed (the later passes also "
                "load the gradients accumulated so far)\n",
-               config.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
+               peer.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib);
   fmt::print("  device memory {:.3f} of {:.3f} GiB; loads hide under compute from about {:.0f} tokens a pass "
              "(overlap rule, {:.1f} TFLOP/s implied by the profile)\n",
              static_cast<double>(placed.device_bytes) / kGiB, static_cast<double>(placed.device.budget_bytes) / kGiB,
              threshold, flops_per_s / 1e12);
+  if (vs.peers == 1) return;
+  fmt::print("{} peers over {} GB/s (the link of all {} devices), a global batch of {} tokens:\n", vs.peers,
+             vs.link.bandwidth_gb_per_s, vs.peers, config.train.batch_tokens);
+  fmt::print("  ATOM     {:>10.0f} tokens/s: a peer's step {:.3f} s; averaging the parameters takes {:.3f} s, {}\n",
+             tokens_per_s(vs.atom_step_s), vs.peer_step_s, vs.round_s,
+             config.parallel.atom_average_every > 0
+                 ? fmt::format("one round every {} steps on its own thread{}", config.parallel.atom_average_every,
+                               vs.atom_step_s > vs.peer_step_s ? ", longer than those steps: it paces them" : "")
+                 : std::string("on every step's path (parallel.atom.average_every: 0)"));
+  fmt::print("  pipeline {:>10.0f} tokens/s: GPipe over {} stages, {} micro-batches, {:.3f} s a step ({:.3f} s compute "
+             "on the slowest path, {:.3f} s more from the links); a stage's own layers take {:.1f} GiB of state\n",
+             tokens_per_s(vs.pipeline.seconds), vs.peers, vs.micro_batches, vs.pipeline.seconds,
+             vs.pipeline.compute_s, vs.pipeline.comm_s, vs.stage_state_gib);
+  fmt::print("  ATOM / pipeline: {:.2f}x; averaging every {} steps or more keeps the round off the step's path: "
+             "{:.0f} tokens/s, {:.2f}x\n", vs.pipeline.seconds / vs.atom_step_s, vs.hiding_every,
+             tokens_per_s(vs.peer_step_s), vs.pipeline.seconds / vs.peer_step_s);
 }
 
 }  // namespace trident::app::plan

@@ -1,7 +1,9 @@
 #pragma once
 // `trident plan` for parallel.strategy: atom: the swap planner (parallel/cost/swap_plan.h) on this model and a
 // described device: the partition of the layers into sub-models, the predicted step, the copy time left exposed,
-// and the overlap rule's tokens-per-pass threshold (papers.md §4.3). Times are the cost model's, not measurements.
+// and the overlap rule's tokens-per-pass threshold (papers.md §4.3); on a cluster of several devices, each a peer
+// with its share of the batch, ATOM's peers (their step and parameter averaging over the cluster's link) beside GPipe
+// over the same devices (parallel/pipeline/estimate.h). Times are the cost model's, not measurements.
 #include <string>
 
 #include "core/config/config.h"
@@ -9,7 +11,8 @@
 namespace trident::app::plan {
 
 // profile_file: needs its compute section and network.host_to_device (network.device_to_host defaults to it); the
-// device budget is device.memory_gb, a pass is train.batch_tokens tokens in documents of model.max_seq_len.
+// device budget is device.memory_gb, a pass holds a peer's share of train.batch_tokens in documents of
+// model.max_seq_len; comparing peers also needs the network's links.
 void print_atom_plan(const Config& config, const std::string& profile_file, bool json);
 
 }  // namespace trident::app::plan

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "kernels/common/error.h"
+#include "parallel/pipeline/estimate.h"
 #include "parallel/static_sp/group_batch.h"
 
 namespace trident {
@@ -57,28 +58,7 @@ Feasibility PipelineStrategy::feasible(const Batch& batch) const {
 }
 
 cost::StepEstimate PipelineStrategy::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
-  const cost::RunShape& run = cost.run();
-  const auto widest = static_cast<double>((run.n_layer + stages_ - 1) / stages_);
-  const double share = widest / static_cast<double>(run.n_layer);  // the slowest stage's part of the model
-  cost::StepEstimate e;
-  double slowest_s = 0, largest_bytes = 0;
-  for (const Batch& micro : micro_batches(batch)) {
-    const double stage_s = cost.compute_s(micro.sequence_lengths(), 1) * share * (1.0 + 1.0 / 3.0);  // + recompute
-    e.compute_s += stage_s;
-    slowest_s = std::max(slowest_s, stage_s);
-    const double bytes = static_cast<double>(micro.num_tokens() * run.n_embd * value_bytes_);
-    largest_bytes = std::max(largest_bytes, bytes);
-    if (stages_ > 1) e.comm_bytes += static_cast<int64_t>(2 * bytes);  // output forward, input gradient backward
-  }
-  e.compute_s += static_cast<double>(stages_ - 1) * slowest_s;  // filling and draining the pipeline
-  if (stages_ > 1) {
-    const double tied_bytes = 4.0 * static_cast<double>(config_.model.vocab_size * run.n_embd);
-    e.comm_s = 2.0 * static_cast<double>(stages_ - 1) * cost.transfer_s(largest_bytes, run.world) +
-               cost.transfer_s(tied_bytes, run.world);
-    e.comm_bytes += static_cast<int64_t>(tied_bytes);
-  }
-  e.seconds = e.compute_s + e.comm_s;
-  return e;
+  return pipeline_estimate(micro_batches(batch), stages_, config_.model.vocab_size, value_bytes_, cost);
 }
 
 StepSums PipelineStrategy::train(GPT& model, const Batch& batch, float loss_weight) {

@@ -31,9 +31,7 @@ class PipelineStrategy final : public Strategy {
   int sp_size() const override { return 1; }
   // Every document fits the tokens a stage's activations hold.
   Feasibility feasible(const Batch& batch) const override;
-  // GPipe's schedule: every micro-batch through the slowest stage, plus the fill and drain of the others, a third
-  // more compute for the recompute; the boundaries' transfers on the fill and drain path and the tied embedding's
-  // exchange.
+  // GPipe's schedule over this run's stages (parallel/pipeline/estimate.h).
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;

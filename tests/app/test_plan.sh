@@ -161,6 +161,37 @@ assert short["exposed_copy_s"] / short["step_s"] > 0.2 > 0.05 > long["exposed_co
 # a fixed count: balanced, and a pass holds what fits (fewer tokens than the batch here)
 assert twelve["partition"] == list(range(0, 24, 2)) and twelve["tokens_per_pass"] < 8192, twelve
 PY
+# Peers: 8 RTX 4090s, each swapping its share of GPT-3 6.7B, against GPipe over the same GPUs. A slower link slows
+# the pipeline's step (activations on its path) and the parameter round, not a peer's own step; the interval that
+# hides the round grows as the link slows.
+peers="$clusters/../experiments/atom/paper_gpt6.7b.yaml"
+run 0 plan "$peers" --cluster "$clusters/rtx4090-8x1-gpt6.7b.yaml"
+stdout_has "8 peers over 1.25 GB/s" "ATOM " "pipeline " "GPipe over 8 stages, 32 micro-batches" "ATOM / pipeline: "
+for bw in 1.25 0.0125; do
+  sed "s/inter_node: {bandwidth_gb_per_s: 1.25/inter_node: {bandwidth_gb_per_s: $bw/" \
+    "$clusters/rtx4090-8x1-gpt6.7b.yaml" >"$tmp/peers_$bw.yaml"
+  run 0 plan "$peers" --cluster "$tmp/peers_$bw.yaml" --json
+  cp "$tmp/out" "$tmp/peers_$bw.json"
+done
+/usr/bin/python3 - "$tmp/peers_1.25.json" "$tmp/peers_0.0125.json" <<'PY' || fail "the peers' comparison is wrong"
+import json, sys
+fast, slow = (json.loads(open(p).read())["peers"] for p in sys.argv[1:3])
+for p in (fast, slow):
+    a, g = p["atom"], p["pipeline"]
+    assert p["count"] == 8 and g["stages"] == 8 and g["micro_batches"] == 32, p
+    assert a["step_s"] == max(a["peer_step_s"], a["round_s"] / p["average_every"]), a
+    assert a["hiding_every"] * a["peer_step_s"] >= a["round_s"] > (a["hiding_every"] - 1) * a["peer_step_s"], a
+    assert abs(p["atom_over_pipeline"] - g["step_s"] / a["step_s"]) < 1e-9, p
+    assert abs(g["step_s"] - (g["compute_s"] + g["comm_s"])) < 1e-9, g
+assert fast["atom"]["peer_step_s"] == slow["atom"]["peer_step_s"], (fast, slow)
+assert abs(slow["atom"]["round_s"] / fast["atom"]["round_s"] - 100) < 1, (fast, slow)
+assert slow["pipeline"]["step_s"] > 10 * fast["pipeline"]["step_s"] and \
+    slow["pipeline"]["compute_s"] == fast["pipeline"]["compute_s"], (fast, slow)
+assert slow["hidden_atom_over_pipeline"] > 10 * fast["hidden_atom_over_pipeline"], (fast, slow)
+PY
+sed 's/nodes: 8/nodes: 33/' "$clusters/rtx4090-8x1-gpt6.7b.yaml" >"$tmp/peers_33.yaml"
+run 2 plan "$peers" --cluster "$tmp/peers_33.yaml"
+stderr_line "trident: config error:" "peers_33.yaml" "GPipe over its 33 devices" "model.n_layer is 32"
 # auto with a model that does not fit the device resident: ATOM's placement, as training would run it
 run 0 plan "$configs/tiny_train.yaml" --cluster "$gpu" --set model.n_layer=8 --set model.n_embd=192 \
   --set train.batch_tokens=256 --set device.memory_gb=0.013

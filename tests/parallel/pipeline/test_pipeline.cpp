@@ -8,8 +8,11 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
 #include "app/train/step.h"
+#include "parallel/cost/profile.h"
+#include "parallel/pipeline/estimate.h"
 #include "parallel/pipeline/stages.h"
 #include "parallel/pipeline/strategy.h"
 #include "support/assert_close.h"
@@ -75,6 +78,51 @@ TEST_CASE("pipeline stages split the layers evenly and own every parameter once"
   Config cuda = c;
   cuda.device.backend = "cuda";
   CHECK_THROWS_WITH(check_pipeline(cuda, 2), Catch::Contains("cpu backend only"));
+}
+
+TEST_CASE("the pipeline estimate: compute, fill and drain, and links that pace the micro-batches", "[pipeline]") {
+  // 4 nodes x 1 rank, 8 layers of width 64; compute 1e-5 s a token for the whole model, no quadratic term
+  auto cost_at = [](double gb_per_s) {
+    const cost::Profile profile = cost::parse_profile(fmt::format(R"(
+cluster: {{name: test, nodes: 4, devices_per_node: 1, device_memory_gb: 1}}
+network:
+  intra_node: {{bandwidth_gb_per_s: 10, latency_us: 0}}
+  inter_node: {{bandwidth_gb_per_s: {}, latency_us: 0}}
+compute: {{alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-5, beta1_s: 0}}
+)", gb_per_s), "test profile");
+    return cost::StepCostModel::from_profile(
+        profile, {.world = 4, .nodes = 4, .ranks_per_node = 1, .n_layer = 8, .n_embd = 64, .num_params = 1000,
+                  .bytes_per_value = 4});
+  };
+  Batch doc;  // one micro-batch of 100 tokens
+  doc.append_sequence(std::vector<int32_t>(101, 0));
+  const std::vector<Batch> micro(6, doc);
+  const double stage_s = 100 * 1e-5 / 4;   // a quarter of the layers
+  const double hop_bytes = 100.0 * 64 * 4;  // a micro-batch's activations
+  const double tied_bytes = 4.0 * 50 * 64;  // vocab 50
+
+  // A fast link: every micro-batch's forward, recompute and backward, the fill and drain, each boundary crossed twice
+  // on the fill path, the tied embedding once.
+  const cost::StepCostModel fast = cost_at(1000.0);
+  const cost::StepEstimate e = pipeline_estimate(micro, 4, 50, 4, fast);
+  const double compute_s = (6 + 3) * stage_s * 4 / 3;
+  CHECK(e.compute_s == Approx(compute_s));
+  CHECK(e.seconds == Approx(compute_s + 2 * 3 * hop_bytes / 1e12 + tied_bytes / 1e12));
+  CHECK(e.comm_bytes == static_cast<int64_t>(6 * 2 * hop_bytes + tied_bytes));
+
+  // A link slower than a stage: each micro-batch waits for its message both ways.
+  const cost::StepCostModel slow = cost_at(0.001);
+  const double hop_s = hop_bytes / 1e6;
+  REQUIRE(hop_s > stage_s);
+  const cost::StepEstimate paced = pipeline_estimate(micro, 4, 50, 4, slow);
+  CHECK(paced.compute_s == Approx(compute_s));
+  CHECK(paced.seconds == Approx(6 * 2 * hop_s + 3 * stage_s * 4 / 3 + 2 * 3 * hop_s + tied_bytes / 1e6));
+  CHECK(paced.comm_s == Approx(paced.seconds - paced.compute_s));
+
+  // One stage: no links at all.
+  const cost::StepEstimate alone = pipeline_estimate(micro, 1, 50, 4, slow);
+  CHECK(alone.seconds == Approx(6 * 4 * stage_s * 4 / 3));
+  CHECK(alone.comm_bytes == 0);
 }
 
 TEST_CASE("a model split into stages computes the whole model's loss and gradients", "[pipeline]") {
