@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots; README "Results").
-# Today that is LASP and FlexSP (scripts/reproduce_lasp.sh, reproduce_flexsp.sh); ATOM's reproduction is not written
-# yet (scripts/bench_atom.sh and bench_atom_swap.sh measure its pieces).
+# scripts/reproduce_lasp.sh, reproduce_flexsp.sh and reproduce_atom.sh in turn, each measured here and at paper scale.
 #   bash scripts/reproduce_all.sh [--smoke | --quick | --full] [--out DIR]
-# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~2 minutes); --quick (default):
-# the README's figures (~10 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
+# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~3 minutes); --quick (default):
+# the README's figures (~15 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
 # DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +18,7 @@ while (($#)); do
   esac
 done
 start=$SECONDS
-for paper in lasp flexsp; do
+for paper in lasp flexsp atom; do
   echo "reproduce_all.sh: $paper ($mode) -> $out/$paper" >&2
   bash "scripts/reproduce_$paper.sh" "$mode" --out "$out/$paper"
 done

@@ -87,7 +87,7 @@ class EmulatedCluster:
         self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node), "--inter-bw", inter_bw]
         self.ranks = nodes * ranks_per_node
         self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
-        self.where = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} ranks, {inter_bw} between nodes"
+        self.where = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} rank(s), {inter_bw} between nodes"
                       if self.emulated else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
 
     def _emucluster(self, *args) -> subprocess.CompletedProcess:

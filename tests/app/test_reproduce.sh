@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/reproduce_all.sh --smoke: every paper reproduction that exists runs end to end at tiny sizes and writes its
-# results folder: the markdown report with each of its tables filled for every method, rank count and GPU count, and
+# scripts/reproduce_all.sh --smoke: the LASP, FlexSP and ATOM reproductions run end to end at tiny sizes and each writes
+# its results folder: the markdown report with each of its tables filled for every method, rank count and GPU count, and
 # PNG figures matplotlib can read back. Their values are not checked (they are measurements); their shape is. An
 # existing results folder is moved aside, never overwritten; bad arguments are one-line errors with exit 2.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_reproduce.sh
@@ -70,6 +70,30 @@ for name in ("measured_speedup", "paper_speedup"):
     image = matplotlib.image.imread(out / f"{name}.png")
     assert image.shape[0] > 100 and image.shape[1] > 100, (name, image.shape)
 print(f"flexsp.md: {len(measured)} measured runs, {len(paper)} paper-scale settings; 2 figures")
+PY
+checks=$((checks + 1))
+
+/usr/bin/python3 - "$tmp/results/atom" <<'PY' || fail "the ATOM results are malformed"
+import sys
+from pathlib import Path
+import matplotlib.image
+out = Path(sys.argv[1])
+md = (out / "atom.md").read_text()
+for heading in ("## Measured here: peers against the pipeline", "## Measured here: a peer swapping",
+                "## At paper scale"):
+    assert heading in md, f"atom.md lacks '{heading}'"
+rows = [[c.strip() for c in l.strip("|").split("|")] for l in md.splitlines() if l.startswith("| ")]
+links = [r for r in rows if r[0] == "1gbit" and r[1] in ("atom", "pipeline", "dp")]
+assert len(links) == 3 and all(float(r[3].replace(",", "")) > 0 for r in links), links
+assert all(r[4].endswith("x**") for r in links if r[1] != "atom"), links
+swaps = [r for r in rows if r[0] in ("resident", "1/2")]
+assert len(swaps) == 2 and swaps[1][1] != "1" and swaps[1][3].endswith("x**"), swaps
+paper = [r for r in rows if r[0] in ("10gbit", "1gbit", "100mbit") and len(r) == 8]
+assert len(paper) == 3 and all(r[5].endswith("x**") and int(r[3]) >= 1 for r in paper), paper
+for name in ("measured_throughput", "paper_throughput"):
+    image = matplotlib.image.imread(out / f"{name}.png")
+    assert image.shape[0] > 100 and image.shape[1] > 100, (name, image.shape)
+print(f"atom.md: {len(links)} measured runs, {len(swaps)} swap runs, {len(paper)} paper-scale links; 2 figures")
 PY
 checks=$((checks + 1))
 
