@@ -17,7 +17,6 @@ import json
 import re
 import statistics
 import sys
-import time
 
 import common
 
@@ -98,7 +97,7 @@ def swapped_vs_resident(mode: dict, out) -> dict:
     return results
 
 
-def paper_scale(out) -> dict:
+def paper_scale(mode: dict, out) -> dict:
     base = (common.ROOT / CLUSTER).read_text()
     found = {}
     for name, gb_per_s in PAPER_LINKS.items():
@@ -112,7 +111,7 @@ def paper_scale(out) -> dict:
     return found
 
 
-def report(args, mode: dict, links: dict, swaps: dict, paper: dict, wall_s: float) -> None:
+def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: float) -> None:
     out = args.out
     md = common.header("ATOM reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: peers against the pipeline over slow links", "",
@@ -170,7 +169,7 @@ def report(args, mode: dict, links: dict, swaps: dict, paper: dict, wall_s: floa
     print("\n".join(md))
 
     xs = [mbit(bw) for bw in mode["bandwidths"]]
-    plot.lines(out / "measured_throughput.png", f"Tokens/s against bandwidth (measured here, 2 nodes x 1 rank)",
+    plot.lines(out / "measured_throughput.png", "Tokens/s against bandwidth (measured here, 2 nodes x 1 rank)",
                "bandwidth between the nodes (Mbit/s)", "tokens/s",
                [{"label": s, "x": xs, "y": [links[(bw, s)]["tokens_per_s"] for bw in mode["bandwidths"]]}
                 for s in STRATEGIES], logx=10)
@@ -187,18 +186,7 @@ def report(args, mode: dict, links: dict, swaps: dict, paper: dict, wall_s: floa
 
 
 def main() -> None:
-    args = common.parse_args("atom", __doc__)
-    mode = MODES[args.mode]
-    common.trident_binary()
-    args.out = common.fresh_folder(args.out)
-    start = time.monotonic()
-    try:
-        paper = paper_scale(args.out)
-        swaps = swapped_vs_resident(mode, args.out)
-        links = peers_over_links(mode, args.out)
-    except common.Failure as e:
-        sys.exit(f"reproduce_atom: {e}")
-    report(args, mode, links, swaps, paper, time.monotonic() - start)
+    common.drive("atom", __doc__, MODES, [paper_scale, swapped_vs_resident, peers_over_links], report)
 
 
 if __name__ == "__main__":

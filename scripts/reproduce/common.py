@@ -40,6 +40,21 @@ def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Na
     return args
 
 
+def drive(paper: str, doc: str, modes: dict, halves: list, report) -> None:
+    """A driver's main: its command line, a fresh results folder, each half(mode, out) in turn, then
+    report(args, mode, *their results, wall seconds). A Failure stops it with its message (exit 1)."""
+    args = parse_args(paper, doc)
+    mode = modes[args.mode]
+    trident_binary()
+    args.out = fresh_folder(args.out)
+    start = time.monotonic()
+    try:
+        results = [half(mode, args.out) for half in halves]
+    except Failure as e:
+        sys.exit(f"reproduce_{paper}: {e}")
+    report(args, mode, *results, time.monotonic() - start)
+
+
 def trident_binary() -> Path:
     binary = Path(os.environ.get("TRIDENT", ROOT / "build" / "trident")).resolve()
     if not os.access(binary, os.X_OK):

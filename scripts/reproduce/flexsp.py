@@ -15,7 +15,6 @@ FlexSP's estimated speedup over static SP and over BatchAda, beside the paper's 
 import json
 import statistics
 import sys
-import time
 from collections import Counter
 
 import common
@@ -102,7 +101,7 @@ def paper_scale(mode: dict, out) -> dict:
     return estimates
 
 
-def report(args, mode: dict, runs: dict, paper: dict, wall_s: float) -> None:
+def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     out = args.out
     md = common.header("FlexSP reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: FlexSP against BatchAda and static SP", "",
@@ -173,17 +172,7 @@ def report(args, mode: dict, runs: dict, paper: dict, wall_s: float) -> None:
 
 
 def main() -> None:
-    args = common.parse_args("flexsp", __doc__)
-    mode = MODES[args.mode]
-    common.trident_binary()
-    args.out = common.fresh_folder(args.out)
-    start = time.monotonic()
-    try:
-        paper = paper_scale(mode, args.out)
-        runs = measured(mode, args.out)
-    except common.Failure as e:
-        sys.exit(f"reproduce_flexsp: {e}")
-    report(args, mode, runs, paper, time.monotonic() - start)
+    common.drive("flexsp", __doc__, MODES, [paper_scale, measured], report)
 
 
 if __name__ == "__main__":

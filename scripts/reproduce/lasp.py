@@ -14,7 +14,6 @@ tokens/s, beside the paper's published numbers (papers.md §2.4).
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import common
@@ -152,7 +151,7 @@ def measured(mode: dict, out: Path) -> list[dict]:
     return results
 
 
-def paper_scale(out: Path) -> dict:
+def paper_scale(mode: dict, out: Path) -> dict:
     """Per GPU count: for each method, the longest power-of-two length one of its layouts fits, the exact longest
     (capacity times its largest group), and the estimate of its fastest layout there; LASP-1 vs LASP-2 at 64 GPUs."""
     lengths = out / "runs" / "paper_lengths.txt"
@@ -294,17 +293,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
 
 
 def main() -> None:
-    args = common.parse_args("lasp", __doc__)
-    mode = MODES[args.mode]
-    common.trident_binary()
-    args.out = common.fresh_folder(args.out)
-    start = time.monotonic()
-    try:
-        runs = measured(mode, args.out)
-        paper = paper_scale(args.out)
-    except common.Failure as e:
-        sys.exit(f"reproduce_lasp: {e}")
-    report(args, mode, runs, paper, time.monotonic() - start)
+    common.drive("lasp", __doc__, MODES, [measured, paper_scale], report)
 
 
 if __name__ == "__main__":
