@@ -63,7 +63,7 @@ def peers_over_links(mode: dict, out) -> dict:
                                                   "step_ms": common.median(rows, "step_ms"),
                                                   "mb_sent": statistics.mean(r["comm_bytes"] for r in
                                                                              common.steady(rows)) / 1e6}
-        results["where"] = cluster.where
+        results["where"] = cluster.place
     return results
 
 
@@ -115,7 +115,8 @@ def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: floa
     out = args.out
     md = common.header("ATOM reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: peers against the pipeline over slow links", "",
-           f"`{PEERS}` (8 layers, width 256, 6.4M parameters; 4,096 tokens a step) on {links['where']}; "
+           f"`{PEERS}` (8 layers, width 256, 6.4M parameters; 4,096 tokens a step) on {links['where']}, the link "
+           "between the nodes at each rate below; "
            f"{mode['steps']} steps a run, tokens/s over the steps after the first. ATOM: each rank a whole replica on "
            "half the batch, the parameters averaged every 4 steps on a thread of their own; pipeline: GPipe, one "
            "stage a node; dp: the gradients summed every step.", ""]

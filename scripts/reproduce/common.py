@@ -102,8 +102,10 @@ class EmulatedCluster:
         self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node), "--inter-bw", inter_bw]
         self.ranks = nodes * ranks_per_node
         self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
-        self.where = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} rank(s), {inter_bw} between nodes"
-                      if self.emulated else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
+        # where the ranks ran, without and with the link's rate, for the reports
+        self.place = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} rank(s)" if self.emulated
+                      else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
+        self.where = f"{self.place}, {inter_bw} between nodes" if self.emulated else self.place
 
     def _emucluster(self, *args) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(ROOT / "scripts" / "emucluster.sh"), *args], cwd=ROOT,
