@@ -50,7 +50,8 @@ def lines(path: Path, title: str, xlabel: str, ylabel: str, series: list[dict], 
     _finish(fig, ax, path, title, ylabel)
 
 
-def bars(path: Path, title: str, ylabel: str, groups: list[str], series: list[dict], hline: float | None = None) -> None:
+def bars(path: Path, title: str, ylabel: str, groups: list[str], series: list[dict],
+         hline: float | None = None) -> None:
     """Grouped bars: one group per entry of groups, one bar per series {"label", "values"} (None: no bar); hline
     draws a reference level (1.0 for speedups)."""
     fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(groups) * len(series) / 2 + 3), 4.5))

@@ -132,7 +132,8 @@ def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: floa
            "step, a 6.4M-parameter round is 25.8 MB), so ATOM's lead over it grows less with a slower link than at "
            "paper scale, and most against data parallelism, whose every step waits for the gradients.", ""]
     md += ["## Measured here: a peer swapping a model its device budget cannot hold", "",
-           f"`{SWAP}` (16 layers, width 384, {swaps['state_gib'] * 1024:.0f} MiB of weights, gradients and AdamW state) on "
+           f"`{SWAP}` (16 layers, width 384, {swaps['state_gib'] * 1024:.0f} MiB of weights, gradients and AdamW "
+           "state) on "
            f"one rank, {mode['swap_tokens']:,} tokens a step, copies over an emulated {SWAP_LINK_GB_PER_S} GB/s host-"
            f"to-device link; the budget is a fraction of the state; {mode['swap_steps']} steps, medians after the "
            "first.", ""]

@@ -94,7 +94,8 @@ def paper_scale(mode: dict, out) -> dict:
                 plans = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
                 total = {k: sum(p[k]["time_s"] for p in plans) for k in ("flexsp", "static_sp", "batchada")}
                 estimates[(model, context, preset)] = {
-                    "vs_static": total["static_sp"] / total["flexsp"], "vs_batchada": total["batchada"] / total["flexsp"],
+                    "vs_static": total["static_sp"] / total["flexsp"],
+                    "vs_batchada": total["batchada"] / total["flexsp"],
                     "batchada_vs_static": total["static_sp"] / total["batchada"],
                     "static_degree": plans[0]["static_sp"]["degree"],
                     "planning_ms": statistics.mean(p["flexsp"]["planning_ms"] for p in plans)}
@@ -131,7 +132,8 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
 
     md += ["## At paper scale: 8 x 8 A100-40GB, estimated by `trident plan`", "",
            f"`{PAPER}` with `--cluster configs/clusters/a100-8x8-gpt{{7b,13b,30b}}.yaml` (the paper's cost-model "
-           f"coefficients and all-to-all bandwidths), {mode['batches']} global batch(es) of 512 synthetic sequences per "
+           f"coefficients and all-to-all bandwidths), {mode['batches']} global batch(es) of 512 synthetic sequences "
+           "per "
            "setting, documents over the context limit dropped as in the paper. A speedup is the ratio of summed batch "
            "times. Static SP = one degree for every sequence, sized for the context limit (DeepSpeed-Ulysses); "
            "BatchAda = the best single degree per batch.", ""]
@@ -141,7 +143,8 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
             for preset in PRESETS:
                 e = paper[(model, context, preset)]
                 rows.append([f"GPT-{model.upper()}", f"{context // 1024}K", preset, e["static_degree"],
-                             f"**{e['vs_static']:.2f}x**", f"{e['vs_batchada']:.2f}x", f"{e['batchada_vs_static']:.2f}x",
+                             f"**{e['vs_static']:.2f}x**", f"{e['vs_batchada']:.2f}x",
+                             f"{e['batchada_vs_static']:.2f}x",
                              f"{e['planning_ms']:.0f}"])
     md += common.table(["model", "context", "preset", "static SP degree", "FlexSP vs static SP",
                         "FlexSP vs BatchAda", "BatchAda vs static SP", "planning ms"], rows)

@@ -1,5 +1,6 @@
 """Checks the shape of one reproduction's results folder (tests/app/test_reproduce.sh): the report's sections, a
-filled row for every method and scale, whole rows of runs for the settings its mode chose, and figures matplotlib reads back. Not the values.
+filled row for every method and scale, whole rows of runs for the settings its mode chose, and figures matplotlib
+reads back. Not the values.
 
     python3 check_reproduce.py lasp|flexsp|atom RESULTS_DIR
 """
@@ -44,7 +45,8 @@ def lasp(out: Path) -> str:
 def flexsp(out: Path) -> str:
     rows = report(out, "flexsp", ["## Measured here", "## At paper scale", "### Beside the paper"])
     measured = [r for r in rows if len(r) == 7 and r[2] in ("flexsp", "batchada", "static")]
-    assert len(measured) >= 3 and len(measured) % 3 == 0 and all(number(r[3]) > 0 and r[5].endswith("%") for r in measured), measured
+    assert len(measured) >= 3 and len(measured) % 3 == 0, measured
+    assert all(number(r[3]) > 0 and r[5].endswith("%") for r in measured), measured
     assert all(r[4].endswith("x**") for r in measured if r[2] != "flexsp"), measured
     paper = [r for r in rows if r[0].startswith("GPT-")]
     assert len(paper) == 18 and all(number(r[4]) > 0 and r[5].endswith("x") for r in paper), paper
