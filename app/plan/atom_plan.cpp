@@ -43,9 +43,9 @@ Batch packed_batch(int64_t tokens, int64_t max_len) {
 
 // ATOM: every average_every steps a round averages the parameters on a thread of its own, hidden unless it takes
 // longer than those steps; average_every 0 (exact peers) sums the gradients on every step's path instead. GPipe: one
-// stage a device, train.micro_batches micro-batches; a stage is taken to hold its own layers' state and a
-// micro-batch's activations, as a pipeline built for memory does (Trident's own pipeline keeps every parameter), and
-// runs max(train.micro_batches, 4 a stage) micro-batches, at most one a document.
+// stage a device, max(train.micro_batches, 4 a stage) micro-batches of whole documents; a stage is taken to hold its
+// own layers' state and a micro-batch's activations, as a pipeline built for memory does (Trident's own pipeline
+// keeps every parameter).
 PeersComparison compare_peers(const Config& config, const cost::Profile& profile, double peer_step_s) {
   const cost::ClusterSection& cluster = *profile.cluster;
   PeersComparison c;

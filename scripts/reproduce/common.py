@@ -75,10 +75,10 @@ MPI_ENV = {"OMP_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RU
 
 
 def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900, launcher: list | None = None) -> tuple[int, str]:
-    """trident ARGS (under `mpirun -np RANKS` when ranks > 0, or after LAUNCHER); output to LOG. Returns the exit code
-    and the output."""
+    """trident ARGS (under `mpirun -np RANKS` when ranks > 1, or after LAUNCHER; one rank needs no launcher); output
+    to LOG. Returns the exit code and the output."""
     command = [str(trident_binary())] + [str(a) for a in args]
-    if ranks > 0:
+    if ranks > 1:
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
     command = (launcher or []) + command
     env = dict(os.environ, **MPI_ENV)
@@ -115,6 +115,7 @@ class EmulatedCluster:
         if self.emulated:
             up = self._emucluster("up", *self.cluster, *self.layout)
             if up.returncode != 0:
+                self._emucluster("down", *self.cluster)  # what a failed `up` left behind
                 raise Failure(f"scripts/emucluster.sh up failed: {up.stderr.strip()}")
         return self
 
