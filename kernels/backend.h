@@ -79,10 +79,14 @@ class Backend {
                                const float* weight, int64_t N, int C, int OC) = 0;
   virtual void linear_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
                                const bf16* weight, int64_t N, int C, int OC) = 0;
-  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
-  virtual void gelu_forward(bf16* out, const bf16* inp, int64_t n) = 0;
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;
-  virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) = 0;
+  // The MLP's bias and GELU in one pass (kernels/cpu/gelu.h): pre += bias, out = gelu(pre as stored); backward
+  // overwrites dpre and adds dpre's column sums (taken in fp32, before any rounding to bf16) to dbias.
+  virtual void bias_gelu_forward(float* pre, float* out, const float* bias, int64_t N, int OC) = 0;
+  virtual void bias_gelu_forward(bf16* pre, bf16* out, const bf16* bias, int64_t N, int OC) = 0;
+  virtual void bias_gelu_backward(float* dpre, float* dbias, const float* pre, const float* dout, int64_t N,
+                                  int OC) = 0;
+  virtual void bias_gelu_backward(bf16* dpre, float* dbias, const bf16* pre, const bf16* dout, int64_t N,
+                                  int OC) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
   virtual void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) = 0;
   virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;

@@ -212,10 +212,14 @@ std::vector<KernelBench> layer_kernel_benches() {
     return err;
   };
   auto check_gelu = [] {
-    auto x = randn(999, 19, 2.0);
-    std::vector<float> y(x.size());
-    cpu::gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
-    return normalised_error(y, reference::gelu(to_double(x)));
+    const int64_t n = 9;
+    const int oc = 111;
+    auto pre = randn(n * oc, 19, 2.0), bias = randn(oc, 21, 1.0);
+    std::vector<float> h(pre), y(pre.size());
+    cpu::bias_gelu_forward(h.data(), y.data(), bias.data(), n, oc);
+    std::vector<double> biased = to_double(pre);
+    for (std::size_t i = 0; i < biased.size(); ++i) biased[i] += bias[i % oc];
+    return normalised_error(y, reference::gelu(biased));
   };
   auto check_crossentropy = [] {
     const int v = 301;
@@ -316,12 +320,15 @@ std::vector<KernelBench> layer_kernel_benches() {
                      },
                      4.0 * N * C * 4 * C, 0});
   const std::string wide = fmt::format("n={}", N * 4 * C);
-  benches.push_back({"gelu fwd", wide, check_gelu,
-                     [buf] { cpu::gelu_forward(buf->dwide.data(), buf->wide.data(), N * 4 * C); }, 0,
-                     2.0 * N * 4 * C * f});
-  benches.push_back({"gelu bwd", wide, check_gelu,
-                     [buf] { cpu::gelu_backward(buf->dwide.data(), buf->wide.data(), buf->wide.data(), N * 4 * C); },
-                     0, 4.0 * N * 4 * C * f});
+  benches.push_back({"bias + gelu fwd (mlp.c_fc)", wide, check_gelu,
+                     [buf] { cpu::bias_gelu_forward(buf->wide.data(), buf->dwide.data(), buf->db.data(), N, 4 * C); },
+                     0, 3.0 * N * 4 * C * f});
+  benches.push_back({"bias + gelu bwd (mlp.c_fc)", wide, check_gelu,
+                     [buf] {
+                       cpu::bias_gelu_backward(buf->dwide.data(), buf->db.data(), buf->wide.data(), buf->wide.data(),
+                                               N, 4 * C);
+                     },
+                     0, 3.0 * N * 4 * C * f});
   benches.push_back({"residual fwd", nc, exact,
                      [buf] { cpu::residual_forward(buf->y.data(), buf->x.data(), buf->dy.data(), NC); }, 0,
                      3 * NC * f});

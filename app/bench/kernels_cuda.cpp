@@ -234,15 +234,19 @@ double check_layernorm() {
 
 template <class T>
 double check_gelu() {
-  const int64_t n = 999;
-  auto x = rounded<T>(random_vector(n, 19, 4.0f)), dy = rounded<T>(random_vector(n, 20));
-  std::vector<float> y(n), dx(n);
-  cpu::gelu_forward(y.data(), x.data(), n);
-  cpu::gelu_backward(dx.data(), x.data(), dy.data(), n);
-  DeviceBuffer<T> x_d(to_storage<T>(x)), dy_d(to_storage<T>(dy)), y_d(y.size()), dx_d(dx.size());
-  cuda::gelu_forward(y_d.get(), x_d.get(), n, nullptr);
-  cuda::gelu_backward(dx_d.get(), x_d.get(), dy_d.get(), n, nullptr);
-  return std::max(error(y_d, y), error(dx_d, dx));
+  const int64_t n = 9;
+  const int oc = 111;
+  auto pre = rounded<T>(random_vector(n * oc, 19, 4.0f)), bias = rounded<T>(random_vector(oc, 21));
+  auto dy = rounded<T>(random_vector(n * oc, 20));
+  std::vector<float> h(pre), y(n * oc), dx(n * oc), db(oc, 0.0f);
+  cpu::bias_gelu_forward(h.data(), y.data(), bias.data(), n, oc);
+  cpu::bias_gelu_backward(dx.data(), db.data(), h.data(), dy.data(), n, oc);
+  DeviceBuffer<T> h_d(to_storage<T>(pre)), bias_d(to_storage<T>(bias)), dy_d(to_storage<T>(dy)), y_d(y.size()),
+      dx_d(dx.size());
+  DeviceBuffer<float> db_d(std::vector<float>(oc, 0.0f));
+  cuda::bias_gelu_forward(h_d.get(), y_d.get(), bias_d.get(), n, oc, nullptr);
+  cuda::bias_gelu_backward(dx_d.get(), db_d.get(), h_d.get(), dy_d.get(), n, oc, nullptr);
+  return std::max({error(h_d, h), error(y_d, y), error(dx_d, dx), error(db_d, db)});
 }
 
 template <class T>
@@ -539,14 +543,17 @@ std::vector<CudaBench> layer_benches() {
                        },
                        2 * flops, 0});
   }
-  benches.push_back({"gelu fwd", nw, check_gelu<T>, tolerance<T>(false),
-                     [buf](cudaStream_t s) { cuda::gelu_forward(buf->b.get(), buf->a.get(), kWide, s); }, 0,
-                     2 * kWide * e});
-  benches.push_back({"gelu bwd", nw, check_gelu<T>, tolerance<T>(false),
+  benches.push_back({"bias + gelu fwd (mlp.c_fc)", nw, check_gelu<T>, tolerance<T>(false),
                      [buf](cudaStream_t s) {
-                       cuda::gelu_backward(buf->c.get(), buf->a.get(), buf->b.get(), kWide, s);
+                       cuda::bias_gelu_forward(buf->a.get(), buf->b.get(), buf->bias.get(), kN, 4 * kC, s);
                      },
-                     0, 4 * kWide * e});
+                     0, 3 * kWide * e});
+  benches.push_back({"bias + gelu bwd (mlp.c_fc)", nw, check_gelu<T>, tolerance<T>(false),
+                     [buf](cudaStream_t s) {
+                       cuda::bias_gelu_backward(buf->c.get(), buf->dbias.get(), buf->a.get(), buf->b.get(), kN,
+                                                4 * kC, s);
+                     },
+                     0, 3 * kWide * e});
   benches.push_back({"residual fwd", nc, check_residual<T>, tolerance<T>(false),
                      [buf](cudaStream_t s) {
                        cuda::residual_forward(buf->c.get(), buf->a.get(), buf->b.get(), kNC, s);

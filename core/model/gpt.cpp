@@ -253,8 +253,8 @@ void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBat
   backend_->residual_forward(a.res2, a.res2, x, N * C);
   // + mlp(ln_2(.))
   backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.param(o.ln2_w), w.param(o.ln2_b), N, C);
-  backend_->linear_forward(a.fc, a.ln2, w.matmul<T>(o.fc_w), w.matmul<T>(o.fc_b), N, C, 4 * C);
-  backend_->gelu_forward(a.gelu, a.fc, N * 4 * C);
+  backend_->linear_forward(a.fc, a.ln2, w.matmul<T>(o.fc_w), nullptr, N, C, 4 * C);  // its bias comes with the GELU
+  backend_->bias_gelu_forward(a.fc, a.gelu, w.matmul<T>(o.fc_b), N, 4 * C);
   backend_->linear_forward(a.res3, a.gelu, w.matmul<T>(o.fcproj_w), w.matmul<T>(o.fcproj_b), N, 4 * C, C);
   backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
 }
@@ -287,10 +287,9 @@ void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBa
   backend_->fill(dwide1, N * 4 * C, 0.0f);
   backend_->linear_backward(dwide1, w.grad(o.fcproj_w), w.grad(o.fcproj_b), dres, a.gelu, w.matmul<T>(o.fcproj_w), N,
                             4 * C, C);
-  backend_->fill(dwide2, N * 4 * C, 0.0f);
-  backend_->gelu_backward(dwide2, a.fc, dwide1, N * 4 * C);
+  backend_->bias_gelu_backward(dwide2, w.grad(o.fc_b), a.fc, dwide1, N, 4 * C);
   backend_->fill(dnarrow, N * C, 0.0f);
-  backend_->linear_backward(dnarrow, w.grad(o.fc_w), w.grad(o.fc_b), dwide2, a.ln2, w.matmul<T>(o.fc_w), N, C, 4 * C);
+  backend_->linear_backward(dnarrow, w.grad(o.fc_w), nullptr, dwide2, a.ln2, w.matmul<T>(o.fc_w), N, C, 4 * C);
   backend_->layernorm_backward(dres, w.grad(o.ln2_w), w.grad(o.ln2_b), dnarrow, a.res2, w.param(o.ln2_w), a.ln2_mean,
                                a.ln2_rstd, N, C);
   // res2 = x + c_proj(attn(c_attn(ln_1(x)), c_gate(ln_1(x))))

@@ -38,21 +38,25 @@ std::string trimmed(const char* s) {
   return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
 }
 
-void* open_library(const std::string& path) {
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define TRIDENT_BLAS_NO_DEEPBIND
+#define TRIDENT_BLAS_ASAN
 #endif
 #endif
-#if defined(__SANITIZE_ADDRESS__) || defined(TRIDENT_BLAS_NO_DEEPBIND)
-  throw_runtime_error("{}: not loaded in a sanitizer build (its runtime refuses RTLD_DEEPBIND)", path);
+#if defined(__SANITIZE_ADDRESS__) || defined(TRIDENT_BLAS_ASAN)
+constexpr bool kAddressSanitizer = true;
 #else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+void* open_library(const std::string& path) {
+  if (kAddressSanitizer)
+    throw_runtime_error("{}: not loaded in a sanitizer build (its runtime refuses RTLD_DEEPBIND)", path);
   // RTLD_DEEPBIND: the library's calls to its own symbols (BLIS's cblas_sgemm calls its sgemm_) stay inside it
   // instead of binding to the same names in the OpenBLAS linked into the binary.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (handle == nullptr) throw_runtime_error("cannot load {}: {}", path, dlerror());
   return handle;
-#endif
 }
 
 template <class F>
@@ -213,6 +217,8 @@ const BlasLibrary& use_blas(std::string_view name) {
   }
   return use_one("openblas");
 }
+
+bool blas_loading_supported() { return !kAddressSanitizer; }
 
 const BlasLibrary& current_blas() {
   if (active.info.name.empty()) active = load_debian();

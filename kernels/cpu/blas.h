@@ -35,6 +35,10 @@ const std::vector<std::string>& blas_names();
 // and why. Not thread-safe: call it before GEMMs run (start-up, a benchmark between measurements).
 const BlasLibrary& use_blas(std::string_view name);
 
+// Whether this build can load the libraries other than openblas-debian: not in an address-sanitizer build, whose
+// runtime refuses dlopen's RTLD_DEEPBIND (use_blas then refuses them, saying so).
+bool blas_loading_supported();
+
 // The library cpu::gemm calls now (openblas-debian until use_blas picks another).
 const BlasLibrary& current_blas();
 

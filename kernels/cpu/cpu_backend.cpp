@@ -81,9 +81,12 @@ class CpuBackend final : public Backend {
                        const float* weight, int64_t N, int C, int OC) override {
     cpu::linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  void gelu_forward(float* out, const float* inp, int64_t n) override { cpu::gelu_forward(out, inp, n); }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override {
-    cpu::gelu_backward(dinp, inp, dout, n);
+  void bias_gelu_forward(float* pre, float* out, const float* bias, int64_t N, int OC) override {
+    cpu::bias_gelu_forward(pre, out, bias, N, OC);
+  }
+  void bias_gelu_backward(float* dpre, float* dbias, const float* pre, const float* dout, int64_t N,
+                          int OC) override {
+    cpu::bias_gelu_backward(dpre, dbias, pre, dout, N, OC);
   }
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
     cpu::residual_forward(out, a, b, n);
@@ -217,13 +220,19 @@ class CpuBackend final : public Backend {
     cpu::linear_backward(di, dweight, dbias, Widened(dout, N * OC), Widened(inp, N * C),
                          Widened(weight, int64_t{C} * OC), N, C, OC);
   }
-  void gelu_forward(bf16* out, const bf16* inp, int64_t n) override {
-    Narrowed o(out, n, Narrowed::overwrite);
-    cpu::gelu_forward(o, Widened(inp, n), n);
+  void bias_gelu_forward(bf16* pre, bf16* out, const bf16* bias, int64_t N, int OC) override {
+    if (bias != nullptr) {  // pre is stored in bf16 before the activation reads it, as the CUDA kernel does
+      const Widened wb(bias, OC);
+      for (int64_t i = 0; i < N * OC; ++i) pre[i] = float_to_bf16(bf16_to_float(pre[i]) + wb[i % OC]);
+    }
+    Narrowed p(pre, N * OC, Narrowed::accumulate);  // bf16 values: written back unchanged
+    Narrowed o(out, N * OC, Narrowed::overwrite);
+    cpu::bias_gelu_forward(p, o, nullptr, N, OC);
   }
-  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) override {
-    Narrowed di(dinp, n, Narrowed::accumulate);
-    cpu::gelu_backward(di, Widened(inp, n), Widened(dout, n), n);
+  void bias_gelu_backward(bf16* dpre, float* dbias, const bf16* pre, const bf16* dout, int64_t N,
+                          int OC) override {
+    Narrowed d(dpre, N * OC, Narrowed::overwrite);
+    cpu::bias_gelu_backward(d, dbias, Widened(pre, N * OC), Widened(dout, N * OC), N, OC);
   }
   void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) override {
     const Widened wa(a, n), wb(b, n);  // widened before `out` (which may alias them) is written

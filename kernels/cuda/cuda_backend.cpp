@@ -77,11 +77,12 @@ class CudaBackend final : public Backend {
                        const float* weight, int64_t N, int C, int OC) override {
     cuda::linear_backward<float>(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
   }
-  void gelu_forward(float* out, const float* inp, int64_t n) override {
-    cuda::gelu_forward<float>(out, inp, n, stream());
+  void bias_gelu_forward(float* pre, float* out, const float* bias, int64_t N, int OC) override {
+    cuda::bias_gelu_forward<float>(pre, out, bias, N, OC, stream());
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override {
-    cuda::gelu_backward<float>(dinp, inp, dout, n, stream());
+  void bias_gelu_backward(float* dpre, float* dbias, const float* pre, const float* dout, int64_t N,
+                          int OC) override {
+    cuda::bias_gelu_backward<float>(dpre, dbias, pre, dout, N, OC, stream());
   }
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
     cuda::residual_forward<float>(out, a, b, n, stream());
@@ -205,9 +206,11 @@ class CudaBackend final : public Backend {
                        const bf16* weight, int64_t N, int C, int OC) override {
     cuda::linear_backward<bf16>(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
   }
-  void gelu_forward(bf16* out, const bf16* inp, int64_t n) override { cuda::gelu_forward<bf16>(out, inp, n, stream()); }
-  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t n) override {
-    cuda::gelu_backward<bf16>(dinp, inp, dout, n, stream());
+  void bias_gelu_forward(bf16* pre, bf16* out, const bf16* bias, int64_t N, int OC) override {
+    cuda::bias_gelu_forward<bf16>(pre, out, bias, N, OC, stream());
+  }
+  void bias_gelu_backward(bf16* dpre, float* dbias, const bf16* pre, const bf16* dout, int64_t N, int OC) override {
+    cuda::bias_gelu_backward<bf16>(dpre, dbias, pre, dout, N, OC, stream());
   }
   void residual_forward(bf16* out, const bf16* a, const bf16* b, int64_t n) override {
     cuda::residual_forward<bf16>(out, a, b, n, stream());

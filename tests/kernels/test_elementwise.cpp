@@ -12,24 +12,37 @@
 using namespace trident;
 using namespace trident::test;
 
-TEST_CASE("gelu forward and backward match the double reference and finite differences", "[kernels][gelu]") {
-  const int64_t n = 1237;  // odd, not a multiple of any vector width
-  auto x = random_normal<float>(n, 1, 2.0);
-  auto dout = random_normal<float>(n, 2);
+TEST_CASE("bias + gelu forward and backward match the double reference and finite differences", "[kernels][gelu]") {
+  const int64_t N = 13;
+  const int OC = 97;  // odd, not a multiple of any vector width
+  auto pre = random_normal<float>(N * OC, 1, 2.0), bias = random_normal<float>(OC, 3);
+  auto dout = random_normal<float>(N * OC, 2);
+  auto pre_d = cast<double>(pre), bias_d = cast<double>(bias), w = cast<double>(dout);
+  auto biased = [&] {
+    std::vector<double> x(pre_d);
+    for (int64_t i = 0; i < N * OC; ++i) x[i] += bias_d[i % OC];
+    return x;
+  };
 
-  std::vector<float> y(n);
-  cpu::gelu_forward(y.data(), x.data(), n);
-  auto xd = cast<double>(x);
-  check_close("gelu forward", y, reference::gelu(xd), 1e-6);
+  std::vector<float> h(pre), y(N * OC);
+  cpu::bias_gelu_forward(h.data(), y.data(), bias.data(), N, OC);
+  check_close("pre-activation with its bias", h, biased(), 1e-6);
+  check_close("gelu forward", y, reference::gelu(biased()), 1e-6);
+  std::vector<float> y_alone(N * OC), h_alone(pre);
+  cpu::bias_gelu_forward(h_alone.data(), y_alone.data(), nullptr, N, OC);
+  CHECK(h_alone == pre);
+  check_close("gelu forward without a bias", y_alone, reference::gelu(pre_d), 1e-6);
 
-  std::vector<float> dx(n, 0.25f);  // backward accumulates
-  cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
-  for (auto& v : dx) v -= 0.25f;
-
-  // analytic gradient of sum(dout * gelu(x)) via the reference, checked by finite differences
-  auto w = cast<double>(dout);
-  std::vector<double> numeric = numeric_gradient([&] { return weighted_sum(reference::gelu(xd), w); }, xd);
-  check_close("gelu backward vs finite differences", dx, numeric, 1e-5);
+  // analytic gradients of sum(dout * gelu(pre + bias)) checked by finite differences, in pre and in bias
+  std::vector<float> dpre(N * OC, 7.0f), dbias(OC, 0.25f);  // dpre is overwritten, dbias accumulates
+  cpu::bias_gelu_backward(dpre.data(), dbias.data(), h.data(), dout.data(), N, OC);
+  for (auto& v : dbias) v -= 0.25f;
+  auto loss = [&] { return weighted_sum(reference::gelu(biased()), w); };
+  check_close("gelu backward vs finite differences", dpre, numeric_gradient(loss, pre_d), 1e-5);
+  check_close("bias gradient vs finite differences", dbias, numeric_gradient(loss, bias_d), 1e-4);
+  std::vector<float> dpre_alone(N * OC, 7.0f);
+  cpu::bias_gelu_backward(dpre_alone.data(), nullptr, h.data(), dout.data(), N, OC);
+  CHECK(dpre_alone == dpre);
 }
 
 TEST_CASE("residual forward adds and backward feeds both branches", "[kernels][residual]") {

@@ -1,6 +1,7 @@
 // CUDA element-wise kernels against the CPU backend: fp32 to rounding, bf16 to bf16's precision.
 #include <catch2/catch.hpp>
 
+#include "kernels/backend.h"
 #include "kernels/cpu/decay_rows.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/strided_rows.h"
@@ -17,27 +18,41 @@
 using namespace trident;
 using namespace trident::test;
 
-TEST_CASE("cuda gelu forward and backward equal the CPU kernel (fp32 and bf16)", "[cuda][gelu]") {
-  const int64_t n = 100003;  // odd, several grid-stride rounds
-  auto x = random_normal<float>(n, 1, 2.0);
-  auto dout = random_normal<float>(n, 2);
-  std::vector<float> y(n), dx(n, 0.25f);
-  cpu::gelu_forward(y.data(), x.data(), n);
-  cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
+TEST_CASE("cuda bias + gelu forward and backward equal the CPU kernel (fp32 and bf16)", "[cuda][gelu]") {
+  const int64_t N = 1031;  // with OC, several grid-stride rounds and a partial row block and column tile
+  const int OC = 97;
+  const int64_t n = N * OC;
+  auto pre = random_normal<float>(n, 1, 2.0), bias = random_normal<float>(OC, 3), dout = random_normal<float>(n, 2);
+  std::vector<float> h(pre), y(n), dpre(n), dbias(OC, 0.25f);
+  cpu::bias_gelu_forward(h.data(), y.data(), bias.data(), N, OC);
+  cpu::bias_gelu_backward(dpre.data(), dbias.data(), h.data(), dout.data(), N, OC);
 
-  DeviceVector<float> x_d(x), dout_d(dout), y_d(n), dx_d(n, 0.25f);
-  cuda::gelu_forward(y_d.data(), x_d.data(), n, nullptr);
-  cuda::gelu_backward(dx_d.data(), x_d.data(), dout_d.data(), n, nullptr);
+  DeviceVector<float> h_d(pre), bias_d(bias), dout_d(dout), y_d(n), dpre_d(n, 7.0f), dbias_d(OC, 0.25f);
+  cuda::bias_gelu_forward(h_d.data(), y_d.data(), bias_d.data(), N, OC, nullptr);
+  cuda::bias_gelu_backward(dpre_d.data(), dbias_d.data(), h_d.data(), dout_d.data(), N, OC, nullptr);
+  check_close("pre-activation fp32", h_d.to_host(), h, 1e-6);
   check_close("gelu forward fp32", y_d.to_host(), y, 1e-6);  // device expf vs the host polynomial: a few ulp
-  check_close("gelu backward fp32", dx_d.to_host(), dx, 1e-6);
+  check_close("gelu backward fp32", dpre_d.to_host(), dpre, 1e-6);
+  check_close("bias gradient fp32", dbias_d.to_host(), dbias, 1e-5);  // another summation order than the CPU's
+  DeviceVector<float> dpre_alone_d(n, 7.0f);
+  cuda::bias_gelu_backward(dpre_alone_d.data(), static_cast<float*>(nullptr), h_d.data(), dout_d.data(), N, OC,
+                           nullptr);
+  check_close("gelu backward fp32 without a bias", dpre_alone_d.to_host(), dpre, 1e-6);
 
-  // bf16 storage: inputs rounded to bf16 first, so the comparison measures only the output rounding (2^-8)
-  auto xb = to_f32(to_bf16(x));
-  std::vector<float> yb(n);
-  cpu::gelu_forward(yb.data(), xb.data(), n);
-  DeviceVector<bf16> xb_d(to_bf16(x)), yb_d(n);
-  cuda::gelu_forward(yb_d.data(), xb_d.data(), n, nullptr);
-  check_close("gelu forward bf16", to_f32(yb_d.to_host()), yb, 4e-3);
+  // bf16 storage: the CPU backend's emulation is the contract (pre rounded, then the activation of what is stored)
+  std::vector<bf16> hb = to_bf16(pre), yb(n), dpreb(n);
+  const std::vector<bf16> biasb = to_bf16(bias), doutb = to_bf16(dout);
+  std::vector<float> dbiasb(OC, 0.0f);
+  cpu_backend().bias_gelu_forward(hb.data(), yb.data(), biasb.data(), N, OC);
+  cpu_backend().bias_gelu_backward(dpreb.data(), dbiasb.data(), hb.data(), doutb.data(), N, OC);
+  DeviceVector<bf16> hb_d(to_bf16(pre)), biasb_d(biasb), doutb_d(doutb), yb_d(n), dpreb_d(n);
+  DeviceVector<float> dbiasb_d(OC, 0.0f);
+  cuda::bias_gelu_forward(hb_d.data(), yb_d.data(), biasb_d.data(), N, OC, nullptr);
+  cuda::bias_gelu_backward(dpreb_d.data(), dbiasb_d.data(), hb_d.data(), doutb_d.data(), N, OC, nullptr);
+  check_close("pre-activation bf16", to_f32(hb_d.to_host()), to_f32(hb), 0.0);  // one rounding of the same sum
+  check_close("gelu forward bf16", to_f32(yb_d.to_host()), to_f32(yb), 4e-3);
+  check_close("gelu backward bf16", to_f32(dpreb_d.to_host()), to_f32(dpreb), 4e-3);
+  check_close("bias gradient bf16", dbiasb_d.to_host(), dbiasb, 1e-4);
 }
 
 TEST_CASE("cuda decay_rows and fill/convert equal the CPU", "[cuda][decay_rows]") {

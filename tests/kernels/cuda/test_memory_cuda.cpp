@@ -64,7 +64,8 @@ TEST_CASE("cuda streams: copy in, compute and copy out overlap-ready, ordered by
                                      streams.copy_in.get()));
   streams.copy_in.record(copied_in);
   streams.compute.wait(copied_in);
-  cuda::gelu_forward(out_dev.data<float>(), in_dev.data<float>(), n, streams.compute.get());
+  cuda::bias_gelu_forward(in_dev.data<float>(), out_dev.data<float>(), static_cast<const float*>(nullptr), n, 1,
+                          streams.compute.get());
   streams.compute.record(computed);
   streams.copy_out.wait(computed);
   TRIDENT_CUDA_CHECK(cudaMemcpyAsync(out_host.raw(), out_dev.raw(), out_dev.nbytes(), cudaMemcpyDeviceToHost,
@@ -74,6 +75,6 @@ TEST_CASE("cuda streams: copy in, compute and copy out overlap-ready, ordered by
   CHECK(copied_out.done());
 
   std::vector<float> expect(n);
-  cpu::gelu_forward(expect.data(), x.data(), n);
+  cpu::bias_gelu_forward(x.data(), expect.data(), nullptr, n, 1);
   check_close("gelu through three streams", out_host.data<float>(), expect.data(), n, 1e-6);
 }
