@@ -50,7 +50,8 @@ __global__ void partial_kernel(float* partial, Value value, int64_t N, int OC) {
   }
 }
 
-// dbias[c] += sum over row blocks b, in block order, of partial[b, c].
+// dbias[c] += sum over row blocks b, in block order, of partial[b, c]. A template only so that every unit including
+// this header may define it (a plain kernel here would be defined once per unit).
 template <class Unused = void>
 __global__ void finish_kernel(float* dbias, const float* partial, int64_t blocks, int OC) {
   TRIDENT_GRID_STRIDE_LOOP(c, OC) {
