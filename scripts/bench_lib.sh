@@ -4,7 +4,7 @@
 
 bench_trident() {
   local binary
-  binary=$(realpath "${TRIDENT:-build/trident}")
+  binary=$(realpath -m "${TRIDENT:-build/trident}")
   [[ -x $binary ]] || die "no trident binary at '$binary' (build it, or set TRIDENT)"
   echo "$binary"
 }

@@ -3,24 +3,29 @@
 # nodes, shared memory inside them) with a workload that mixes batches of short documents and batches of one long
 # document (configs/select_mixed.yaml). Runs auto first (it measures a profile at start-up and writes
 # RUN_DIR/profile.yaml), then each fixed layout with that profile as parallel.select.profile so its metrics carry the
-# same estimates; a layout that cannot hold some batch stops with the reason. Prints a markdown table: tokens/s of each
-# run, auto's speedup over it, which strategies each ran, and the estimate error (median |estimate - measured| /
-# measured over the steps after the first: the cost model's estimate, and the prediction corrected by the steps
-# measured before it), per run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN/...}. About 4
-# minutes on 2 cores; needs root.
-# Usage: bash scripts/bench_select.sh [--steps 24] [--inter-bw 1gbit]
+# same estimates; a layout that cannot hold some batch stops with the reason. With --rounds N, N interleaved rounds of
+# every run (each round's auto measures its own profile), so the machine's drift falls on all of them alike. Prints a
+# markdown table: tokens/s of each run (median over the rounds, and the range), auto's speedup over it (the ratio of
+# the medians), which strategies each ran, and the estimate error (median |estimate - measured| / measured over the
+# steps after the first: the cost model's estimate, and the prediction corrected by the steps measured before it), per
+# run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
+# needs root.
+# Usage: bash scripts/bench_select.sh [--steps 24] [--inter-bw 1gbit] [--rounds 3]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_select.sh: $*" >&2; exit 2; }
-steps=24 inter_bw=1gbit
+steps=24 inter_bw=1gbit rounds=3
 while [[ $# -gt 0 ]]; do
   case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
     --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE)" ;;
+    --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
+    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --rounds N)" ;;
   esac
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive whole number"
+[[ $inter_bw =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--inter-bw: '$inter_bw' is not a rate like 100mbit or 1gbit"
 source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
@@ -59,57 +64,70 @@ train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a 
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$(realpath configs/select_mixed.yaml)" "${common[@]}" \
     --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_select: $name stopped (see $out/$name.log)" >&2
 }
-train auto
-profile=(--set parallel.select.profile="$out/auto/profile.yaml")
-train dp --set parallel.strategy=dp "${profile[@]}"
-train flexsp --set parallel.strategy=flexsp "${profile[@]}"
-for size in 2 4; do
-  for method in ulysses ring; do
-    train "${method}_sp$size" --set parallel.strategy=sp --set parallel.sp.method=$method \
-      --set parallel.sp.size=$size "${profile[@]}"
+for round in $(seq "$rounds"); do
+  train "auto.$round"
+  profile=(--set parallel.select.profile="$out/auto.$round/profile.yaml")
+  train "dp.$round" --set parallel.strategy=dp "${profile[@]}"
+  train "flexsp.$round" --set parallel.strategy=flexsp "${profile[@]}"
+  for size in 2 4; do
+    for method in ulysses ring; do
+      train "${method}_sp$size.$round" --set parallel.strategy=sp --set parallel.sp.method=$method \
+        --set parallel.sp.size=$size "${profile[@]}"
+    done
   done
 done
 
-/usr/bin/python3 - "$out" "$steps" "$inter_bw" <<'PY' | tee "$out/select.md"
+/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$rounds" <<'PY' | tee "$out/select.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-out, steps, inter_bw = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def rows(name):
-    p = out / name / "metrics.jsonl"
+out, steps, inter_bw, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+def rows(run):
+    p = out / run / "metrics.jsonl"
     return [json.loads(l) for l in open(p)] if p.exists() else []
 def tokens_per_s(r):  # over the steps after the first (which allocates), whole-run throughput
     r = r[1:]
     return sum(x["tokens"] for x in r) / sum(x["step_ms"] for x in r) * 1e3 if r else None
-def error(r, key):
-    e = [abs(x[key] - x["step_ms"]) / x["step_ms"] for x in r[1:] if x.get(key)]
+def error(done, key):  # over every round's steps after its first
+    e = [abs(x[key] - x["step_ms"]) / x["step_ms"] for r in done for x in r[1:] if x.get(key)]
     return statistics.median(e) if e else None
-def reason(name):
-    lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
+def reason(run):
+    lines = [l for l in open(out / f"{run}.log") if l.startswith("trident:") and "error" in l]
     return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
-auto = rows("auto")
-auto_tps = tokens_per_s(auto)
-print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps\n")
-print("| run | steps done | tokens/s | auto's speedup | strategies run (steps) | estimate error (median) |")
-print("|---|---|---|---|---|---|")
-names = ["auto", "dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
-for name in names:
-    r = rows(name)
+def layout(x):
+    return f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]  # flexsp: sp_size 0
+def runs(name):  # every round's rows
+    return [rows(f"{name}.{k}") for k in range(1, rounds + 1)]
+def median_tps(name):
+    t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
+    return (statistics.median(t), min(t), max(t)) if t else None
+auto_tps = median_tps("auto")[0]
+print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps, "
+      f"{rounds} interleaved round(s)\n")
+print("| run | tokens/s, median (range) | auto's speedup | strategies run (steps, every round) | estimate error "
+      "(median) |")
+print("|---|---|---|---|---|")
+for name in ["auto", "dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]:
+    done = runs(name)
     ran = defaultdict(int)
-    for x in r:
-        ran[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]] += 1  # flexsp: sp_size 0
+    for r in done:
+        for x in r:
+            ran[layout(x)] += 1
     ran_text = ", ".join(f"{k} ({v})" for k, v in ran.items())
-    if len(r) < steps:
-        print(f"| {name} | {len(r)} | cannot run the workload: {reason(name)} | | {ran_text} | |")
+    if any(len(r) < steps for r in done):
+        short = next(k for k, r in enumerate(done, 1) if len(r) < steps)
+        print(f"| {name} | cannot run the workload: {reason(f'{name}.{short}')} | | {ran_text} | |")
         continue
-    tps = tokens_per_s(r)
-    err, corrected = error(r, "estimate_ms"), error(r, "predicted_ms")
+    tps, low, high = median_tps(name)
+    err, corrected = error(done, "estimate_ms"), error(done, "predicted_ms")
     err_text = f"cost model {err:.0%}, corrected {corrected:.0%}" if err is not None else "n/a"
-    print(f"| {name} | {len(r)} | {tps:.0f} | {auto_tps / tps:.2f}x | {ran_text} | {err_text} |")
-print("\nauto's estimate error per strategy it ran (median over its steps after the first; cost model / corrected):\n")
+    print(f"| {name} | {tps:.0f} ({low:.0f}-{high:.0f}) | {auto_tps / tps:.2f}x | {ran_text} | {err_text} |")
+print("\nauto's estimate error per strategy it ran (median over its steps after the first, every round; cost model / "
+      "corrected):\n")
 by = defaultdict(list)
-for x in auto[1:]:
-    by[f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]].append(x)
+for r in runs("auto"):
+    for x in r[1:]:
+        by[layout(x)].append(x)
 for k, xs in by.items():
     e = statistics.median(abs(x["estimate_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)

@@ -1,6 +1,7 @@
 #include "parallel/select/selector.h"
 
 #include <fmt/core.h>
+#include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
 
@@ -40,22 +41,36 @@ Selector::Selector(std::vector<std::unique_ptr<Strategy>> strategies, std::optio
   for (const auto& s : strategies_) candidates_.push_back(s.get());
 }
 
+int64_t Selector::shape_of(const Batch& batch) {
+  int64_t bound = 1;
+  while (bound < batch.longest_sequence()) bound *= 2;
+  return bound;
+}
+
+double Selector::correction(const std::string& name, int64_t shape) const {
+  if (mode_ != Mode::measured) return 1;
+  if (const auto it = history_.find(name); it != history_.end())
+    if (const auto known = it->second.by_shape.find(shape); known != it->second.by_shape.end())
+      return known->second.ratio;
+  // Not measured on this shape: the mean over the candidates that were, else over every shape measured.
+  double same_shape = 0, everything = 0;
+  int same_count = 0, count = 0;
+  for (const auto& [other, history] : history_)
+    for (const auto& [s, c] : history.by_shape) {
+      everything += c.ratio, ++count;
+      if (s == shape) same_shape += c.ratio, ++same_count;
+    }
+  if (same_count > 0) return same_shape / same_count;
+  return count > 0 ? everything / count : 1.0;
+}
+
 Selector::Choice Selector::choose(const Batch& batch) {
   Choice choice;
   int32_t index = -1;
   if (world_.rank() == 0) {
-    // A candidate not yet measured takes the mean correction of those that were: the cost model tends to be off by
-    // the same factor for all of them on one machine.
-    double sum = 0, measured = 0;
-    for (const auto& [name, c] : corrections_)
-      if (c.steps > 1) sum += c.ratio, ++measured;
-    const double prior = mode_ == Mode::measured && measured > 0 ? sum / measured : 1.0;
+    choice.shape = shape_of(batch);
     std::vector<double> corrections;
-    for (const Candidate* c : candidates_) {
-      const auto it = corrections_.find(c->name());
-      const bool known = mode_ == Mode::measured && it != corrections_.end() && it->second.steps > 1;
-      corrections.push_back(known ? it->second.ratio : prior);
-    }
+    for (const Candidate* c : candidates_) corrections.push_back(correction(c->name(), choice.shape));
     choice.comparison = compare(candidates_, batch, cost_ ? &*cost_ : nullptr, corrections);
     index = choice.comparison.cheapest;
   }
@@ -78,31 +93,60 @@ void Selector::prepare(const Batch& next) {
 void Selector::observe(const Choice& choice, double seconds) {
   if (world_.rank() != 0 || mode_ != Mode::measured || !cost_ || choice.comparison.options.empty()) return;
   const Option& o = choice.comparison.options[choice.index];
-  Correction& c = corrections_[o.candidate->name()];
-  if (++c.steps == 1 || !o.estimate || o.estimate->seconds <= 0) return;  // the first step allocates buffers
+  History& h = history_[o.candidate->name()];
+  if (++h.runs == 1 || !o.estimate || o.estimate->seconds <= 0) return;  // the first step allocates buffers
   const double ratio = seconds / o.estimate->seconds;
-  c.ratio = c.steps == 2 ? ratio : 0.5 * c.ratio + 0.5 * ratio;
+  Correction& c = h.by_shape[choice.shape];
+  c.ratio = c.steps == 0 ? ratio : 0.5 * c.ratio + 0.5 * ratio;
+  ++c.steps;
 }
 
 nlohmann::json Selector::state() const {
   nlohmann::json corrections = nlohmann::json::object();
-  for (const auto& [name, c] : corrections_) corrections[name] = {{"ratio", c.ratio}, {"steps", c.steps}};
+  for (const auto& [name, h] : history_) {
+    nlohmann::json by_longest = nlohmann::json::object();
+    for (const auto& [shape, c] : h.by_shape)
+      by_longest[std::to_string(shape)] = {{"ratio", c.ratio}, {"steps", c.steps}};
+    corrections[name] = {{"runs", h.runs}, {"by_longest", by_longest}};
+  }
   return {{"mode", mode_ == Mode::model ? "model" : "measured"}, {"corrections", corrections}};
 }
 
 void Selector::restore(const nlohmann::json& state) {
   if (state.is_null()) return;
   const auto bad = [](const std::string& what) { throw_runtime_error("selector state: {}", what); };
+  const auto count = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() >= 0;
+  };
   if (!state.is_object() || !state.contains("corrections") || !state["corrections"].is_object())
     bad("no 'corrections' object");
-  std::map<std::string, Correction> restored;
-  for (const auto& [name, c] : state["corrections"].items()) {
-    if (!c.is_object() || !c.contains("ratio") || !c["ratio"].is_number() || !c.contains("steps") ||
-        !c["steps"].is_number_integer() || c["ratio"].get<double>() <= 0 || c["steps"].get<int64_t>() < 0)
-      bad(fmt::format("corrections.{}: needs a positive 'ratio' and a non-negative integer 'steps'", name));
-    restored[name] = {c["ratio"].get<double>(), c["steps"].get<int64_t>()};
+  std::map<std::string, History> restored;
+  for (const auto& [name, h] : state["corrections"].items()) {
+    if (h.is_object() && h.contains("ratio") && !h.contains("by_longest")) {  // one correction per candidate
+      spdlog::info("selector state: corrections.{} holds one correction for every batch shape: it starts over", name);
+      continue;
+    }
+    if (!h.is_object() || !count(h, "runs") || !h.contains("by_longest") || !h["by_longest"].is_object())
+      bad(fmt::format("corrections.{}: needs a non-negative integer 'runs' and a 'by_longest' object", name));
+    History& history = restored[name];
+    history.runs = h["runs"].get<int64_t>();
+    for (const auto& [shape, c] : h["by_longest"].items()) {
+      const std::string field = fmt::format("corrections.{}.by_longest.{}", name, shape);
+      int64_t bound = 0;
+      try {
+        std::size_t used = 0;
+        bound = std::stoll(shape, &used);
+        if (used != shape.size()) bound = 0;
+      } catch (const std::exception&) {
+      }
+      if (bound <= 0 || (bound & (bound - 1)) != 0) bad(field + ": the key is not a power of two");
+      if (!c.is_object() || !c.contains("ratio") || !c["ratio"].is_number() || c["ratio"].get<double>() <= 0 ||
+          !count(c, "steps"))
+        bad(field + ": needs a positive 'ratio' and a non-negative integer 'steps'");
+      history.by_shape[bound] = {c["ratio"].get<double>(), c["steps"].get<int64_t>()};
+    }
   }
-  corrections_ = std::move(restored);
+  history_ = std::move(restored);
 }
 
 }  // namespace trident

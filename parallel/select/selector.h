@@ -5,12 +5,16 @@
 // decides and broadcasts its choice, so ranks never disagree; with one candidate every rank asks its feasibility
 // (a pure function of the batch) and nothing is broadcast, so a step may make no collective call at all.
 //
-// Corrections (parallel.select.mode: measured): after each step, the ratio measured / estimated of the candidate
-// that ran becomes its correction (its first measured step) or moves it halfway toward the new ratio; a candidate not yet measured takes the mean
-// correction of those that were (the cost model's error on one machine is mostly shared), so it is tried when the
-// model puts it ahead by more than that. A candidate's first step is not counted: it allocates its buffers. The corrections are saved in checkpoints and restored on resume. Mode `model` keeps every correction at 1:
-// the choice is then a pure function of the batch and the profile, and a resumed run chooses what the
-// uninterrupted run chose.
+// Corrections (parallel.select.mode: measured): the cost model's error depends on the batch's shape (a long softmax
+// document is bound by attention, a batch of short ones by GEMMs and per-call overheads), so the ratio measured /
+// estimated is kept per candidate and per shape: the longest document, rounded up to a power of two. After each step
+// the ratio of the candidate that ran becomes its correction for that shape (the first such step) or moves it halfway
+// toward the new ratio. A candidate not yet measured on a shape takes the mean correction of those that were (the
+// cost model tends to be off by the same factor for every layout of one batch), or, on a shape nothing ran yet, the
+// mean of every correction, so it is tried when the model puts it ahead by more than that. A candidate's first step
+// ever is not counted: it allocates its buffers (and NCCL connects its communicators). The corrections are saved in
+// checkpoints and restored on resume. Mode `model` keeps every correction at 1: the choice is then a pure function
+// of the batch and the profile, and a resumed run chooses what the uninterrupted run chose.
 //
 // Switching costs nothing to model here: every candidate holds the whole model and the same gradient layout, and
 // the communicators of every group are made at start-up, so no step moves weights because the previous one ran
@@ -61,6 +65,7 @@ class Selector {
     Strategy* strategy = nullptr;  // nullptr when no candidate can run the batch (on every rank)
     int index = -1;
     Comparison comparison;  // rank 0 only (the others receive the index)
+    int64_t shape = 0;      // the batch's shape for the corrections (rank 0 only): its longest document's bound
     std::string why_none;   // when strategy is nullptr: every candidate's reason, on every rank
   };
   // Collective.
@@ -73,24 +78,35 @@ class Selector {
   const std::vector<std::unique_ptr<Strategy>>& strategies() const { return strategies_; }
   bool has_cost_model() const { return cost_.has_value(); }
 
-  // The corrections, for checkpoints: {"mode": ..., "corrections": {name: {"ratio": r, "steps": n}}}.
+  // The corrections, for checkpoints: {"mode": ..., "corrections": {name: {"runs": n, "by_longest": {"512":
+  // {"ratio": r, "steps": n}, ...}}}}, keyed by the longest document's power-of-two bound.
   nlohmann::json state() const;
-  // Restores state() of an earlier run. Names this run does not have are ignored; a malformed value is a
-  // RuntimeError naming the field.
+  // Restores state() of an earlier run. Names this run does not have are ignored, and so is the state of a version
+  // that kept one correction per candidate (its corrections start over); a malformed value is a RuntimeError naming
+  // the field.
   void restore(const nlohmann::json& state);
+
+  // The shape a batch's corrections are kept under: its longest document rounded up to a power of two (1 if empty).
+  static int64_t shape_of(const Batch& batch);
 
  private:
   struct Correction {
     double ratio = 1;
-    int64_t steps = 0;  // steps observed, the first (buffer allocation) included
+    int64_t steps = 0;  // steps that set it
   };
+  struct History {
+    int64_t runs = 0;                        // steps this candidate ran, the first (buffer allocation) included
+    std::map<int64_t, Correction> by_shape;  // key: shape_of the batch
+  };
+  // Candidate c's correction on `shape` (mode measured), by the rules above.
+  double correction(const std::string& name, int64_t shape) const;
 
   std::vector<std::unique_ptr<Strategy>> strategies_;
   std::vector<const Candidate*> candidates_;
   std::optional<cost::StepCostModel> cost_;
   Mode mode_;
   Communicator& world_;
-  std::map<std::string, Correction> corrections_;
+  std::map<std::string, History> history_;
 };
 
 }  // namespace trident

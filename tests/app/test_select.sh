@@ -183,7 +183,8 @@ runs = [json.loads(l) for l in open(sys.argv[2])]
 assert len(runs) == 12 and all(abs(a - r["loss"]) <= 1e-5 * a for a, r in zip(single, runs)), (single, runs)
 assert all(r["estimate_ms"] > 0 and r["predicted_ms"] > 0 for r in runs)
 corrections = json.load(open(sys.argv[3]))["selector"]["corrections"]
-assert corrections and all(c["ratio"] > 0 and c["steps"] >= 1 for c in corrections.values()), corrections
+shapes = [s for c in corrections.values() for s in c["by_longest"].values()]
+assert shapes and all(s["ratio"] > 0 and s["steps"] >= 1 for s in shapes), corrections
 PY
 [[ -s "$tmp/measured/profile.yaml" ]] || fail "the measured profile was not written"
 # ... and that profile serves a later run's mode model

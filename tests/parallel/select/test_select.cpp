@@ -220,28 +220,57 @@ TEST_CASE("the selector's corrections: measured steps move them, mode model igno
   Selector selector(std::move(one), cost::StepCostModel::from_profile(profile(1, world().size()),
                                                                       shape(c, world().size(), world().size())),
                     Selector::Mode::measured, world());
-  const Batch b = random_documents({20, 20}, 1);
+  const Batch b = random_documents({20, 20}, 1);      // longest 20: shape 32
+  const Batch other = random_documents({40, 10}, 2);  // longest 40: shape 64
+  CHECK(Selector::shape_of(b) == 32);
+  CHECK(Selector::shape_of(other) == 64);
   const Selector::Choice first = selector.choose(b);
   REQUIRE(first.strategy);
+  const auto ratio = [&](const char* shape) {
+    return selector.state()["corrections"]["dp"]["by_longest"][shape]["ratio"].get<double>();
+  };
   if (world().rank() == 0) {
+    CHECK(first.shape == 32);
     const double estimate = first.comparison.options[0].estimate->seconds;
     selector.observe(first, 100 * estimate);  // the first step allocates: not counted
-    CHECK(selector.state()["corrections"]["dp"]["ratio"] == 1.0);
-    selector.observe(first, 3 * estimate);  // the first measured step sets the correction
-    CHECK(selector.state()["corrections"]["dp"]["ratio"].get<double>() == Approx(3.0));
+    CHECK(selector.state()["corrections"]["dp"]["by_longest"].empty());
+    CHECK(selector.choose(b).comparison.options[0].correction == 1.0);  // nothing measured yet
+    selector.observe(first, 3 * estimate);  // the first measured step of a shape sets its correction
+    CHECK(ratio("32") == Approx(3.0));
     selector.observe(first, estimate);  // later ones move it halfway
-    CHECK(selector.state()["corrections"]["dp"]["ratio"].get<double>() == Approx(2.0));
-    CHECK(selector.state()["corrections"]["dp"]["steps"] == 3);
+    CHECK(ratio("32") == Approx(2.0));
+    CHECK(selector.state()["corrections"]["dp"]["runs"] == 3);
+    CHECK(selector.state()["corrections"]["dp"]["by_longest"]["32"]["steps"] == 2);
     CHECK(selector.choose(b).comparison.options[0].predicted_s == Approx(2 * estimate));
-  } else {
-    selector.choose(b);
-  }
+    // Another shape, not measured yet, takes the mean of what was; once measured, its own ratio.
+    const Selector::Choice second = selector.choose(other);
+    CHECK(second.comparison.options[0].correction == Approx(2.0));
+    const double other_estimate = second.comparison.options[0].estimate->seconds;
+    selector.observe(second, 0.5 * other_estimate);
+    CHECK(ratio("64") == Approx(0.5));
+    CHECK(ratio("32") == Approx(2.0));
+    CHECK(selector.choose(other).comparison.options[0].correction == Approx(0.5));
+    CHECK(selector.choose(b).comparison.options[0].correction == Approx(2.0));
+  }  // one candidate: choose() is local, the other ranks need not follow
   const nlohmann::json saved = selector.state();
   selector.restore(nlohmann::json{{"mode", "measured"}, {"corrections", nlohmann::json::object()}});
   selector.restore(saved);
   CHECK(selector.state() == saved);
-  CHECK_THROWS_WITH(selector.restore(nlohmann::json{{"corrections", {{"dp", {{"ratio", -1}, {"steps", 1}}}}}}),
-                    Catch::Contains("corrections.dp"));
+  // A checkpoint of the version that kept one correction per candidate: its corrections start over.
+  selector.restore(nlohmann::json{{"corrections", {{"dp", {{"ratio", 2.0}, {"steps", 3}}}}}});
+  CHECK(selector.state()["corrections"].empty());
+  const auto with = [](nlohmann::json by_longest) {
+    return nlohmann::json{{"corrections", {{"dp", {{"runs", 3}, {"by_longest", by_longest}}}}}};
+  };
+  CHECK_THROWS_WITH(selector.restore(with({{"32", {{"ratio", -1}, {"steps", 1}}}})),
+                    Catch::Contains("corrections.dp.by_longest.32"));
+  CHECK_THROWS_WITH(selector.restore(with({{"48", {{"ratio", 1}, {"steps", 1}}}})),
+                    Catch::Contains("corrections.dp.by_longest.48: the key is not a power of two"));
+  CHECK_THROWS_WITH(selector.restore(with({{"x", {{"ratio", 1}, {"steps", 1}}}})),
+                    Catch::Contains("not a power of two"));
+  const nlohmann::json no_runs{{"corrections", {{"dp", {{"by_longest", nlohmann::json::object()}}}}}};
+  CHECK_THROWS_WITH(selector.restore(no_runs),
+                    Catch::Contains("corrections.dp: needs a non-negative integer 'runs'"));
   CHECK_THROWS_WITH(selector.restore(nlohmann::json::array()), Catch::Contains("corrections"));
 }
 
