@@ -18,24 +18,14 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_atom.sh: $*" >&2; exit 2; }
 bandwidths="10gbit 1gbit 100mbit" steps=16 average_every=4 sets=()
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --bandwidths) bandwidths=${2:?--bandwidths needs a list}; shift 2 ;;
-    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
-    --average-every) average_every=${2:?--average-every needs a value}; shift 2 ;;
-    --set) [[ ${2:-} == *=* ]] || die "--set needs key=value"; sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (allowed: --bandwidths, --steps, --average-every, --set)" ;;
-  esac
-done
-[[ $steps =~ ^[1-9][0-9]*$ && $steps -ge 2 ]] || die "--steps: '$steps' is not a whole number of at least 2"
-[[ $average_every =~ ^[1-9][0-9]*$ ]] || die "--average-every: '$average_every' is not a positive whole number"
+source scripts/bench_lib.sh
+bench_options bandwidths:words steps:count average-every:count set:sets -- "$@"
+((steps >= 2)) || die "--steps: '$steps' is below 2 (the first step is not measured)"
 read -r -a bandwidth_list <<<"$bandwidths"
 ((${#bandwidth_list[@]})) || die "--bandwidths: empty list"
 for bw in "${bandwidth_list[@]}"; do
   [[ $bw =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--bandwidths: '$bw' is not a rate like 100mbit or 1gbit"
 done
-source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom)
 config=$(realpath configs/experiments/atom/atom_peers_cpu.yaml)

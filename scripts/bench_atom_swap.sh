@@ -10,24 +10,14 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_atom_swap.sh: $*" >&2; exit 2; }
-steps=6 link=1.0 tokens_list="256 1024 2048" budgets="2 4 8"
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
-    --link-gb-per-s) link=${2:?--link-gb-per-s needs a value}; shift 2 ;;
-    --tokens) tokens_list=${2:?--tokens needs a value}; shift 2 ;;
-    --budgets) budgets=${2:?--budgets needs a value}; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --steps N, --link-gb-per-s X, --tokens \"N...\", --budgets \"K...\")" ;;
-  esac
-done
-[[ $steps =~ ^[1-9][0-9]*$ && $steps -ge 2 ]] || die "--steps: '$steps' is not a whole number >= 2"
-[[ $link =~ ^[0-9]*\.?[0-9]+$ ]] && /usr/bin/python3 -c "import sys; sys.exit(float('$link') <= 0)" \
-  || die "--link-gb-per-s: '$link' is not a positive number"
-for t in $tokens_list; do  # a batch holds at least one whole document of the config's model.max_seq_len (256)
+steps=6 link_gb_per_s=1.0 tokens="256 1024 2048" budgets="2 4 8"
+source scripts/bench_lib.sh
+bench_options steps:count link-gb-per-s:number tokens:words budgets:words -- "$@"
+((steps >= 2)) || die "--steps: '$steps' is below 2 (the first step is not measured)"
+for t in $tokens; do  # a batch holds at least one whole document of the config's model.max_seq_len (256)
   [[ $t =~ ^[1-9][0-9]*$ && $t -ge 256 ]] || die "--tokens: '$t' is not a whole number >= 256 (model.max_seq_len)"
 done
 for k in $budgets; do [[ $k =~ ^[1-9][0-9]*$ ]] || die "--budgets: '$k' is not a positive whole number"; done
-source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom_swap)
 config=$(realpath configs/experiments/atom/atom_swap_cpu.yaml)
@@ -39,12 +29,12 @@ cluster: {name: this-cpu, nodes: 1, devices_per_node: 1, device_memory_gb: 0}
 network:
   intra_node: {bandwidth_gb_per_s: 10, latency_us: 1}
   inter_node: {bandwidth_gb_per_s: 10, latency_us: 1}
-  host_to_device: {bandwidth_gb_per_s: $link, latency_us: 0}
-  device_to_host: {bandwidth_gb_per_s: $link, latency_us: 0}
+  host_to_device: {bandwidth_gb_per_s: $link_gb_per_s, latency_us: 0}
+  device_to_host: {bandwidth_gb_per_s: $link_gb_per_s, latency_us: 0}
 YAML
 "$trident" bench profile "$config" --out "$out/profile.yaml" >"$out/profile.log" 2>&1 \
   || die "trident bench profile failed (see $out/profile.log)"
-common=(--set train.steps="$steps" --set parallel.atom.emulate_copy_gb_per_s="$link"
+common=(--set train.steps="$steps" --set parallel.atom.emulate_copy_gb_per_s="$link_gb_per_s"
         --set parallel.select.profile="$out/profile.yaml")
 
 # 16 bytes a parameter: the store, and what "the model" means for the budgets
@@ -52,25 +42,25 @@ params=$("$trident" plan "$config" "${common[@]}" --json | /usr/bin/python3 -c \
   'import json, sys; print(json.load(sys.stdin)["host_store_bytes"] // 16)')
 model_gib=$(/usr/bin/python3 -c "print(16 * $params / 2**30)")
 echo "bench_atom_swap: $params parameters, $(/usr/bin/python3 -c "print(round(16 * $params / 2**20, 1))") MiB of" \
-     "weights, gradients and AdamW state; link $link GB/s" >&2
+     "weights, gradients and AdamW state; link $link_gb_per_s GB/s" >&2
 
-for tokens in $tokens_list; do
-  name="resident_$tokens"
+for batch in $tokens; do
+  name="resident_$batch"
   echo "bench_atom_swap: $name" >&2
-  "$trident" train "$config" "${common[@]}" --set train.batch_tokens="$tokens" --set parallel.strategy=dp \
+  "$trident" train "$config" "${common[@]}" --set train.batch_tokens="$batch" --set parallel.strategy=dp \
     --set run.dir="$out/$name" >"$out/$name.log" 2>&1 || die "the resident run failed (see $out/$name.log)"
   for k in $budgets; do
     gib=$(/usr/bin/python3 -c "print($model_gib / $k)")
-    name="swap_${k}_$tokens"
+    name="swap_${k}_$batch"
     echo "bench_atom_swap: $name (device.memory_gb = $gib)" >&2
-    set_budget=(--set train.batch_tokens="$tokens" --set device.memory_gb="$gib")
+    set_budget=(--set train.batch_tokens="$batch" --set device.memory_gb="$gib")
     if "$trident" plan "$config" "${common[@]}" "${set_budget[@]}" --json >"$out/$name.plan.json" 2>"$out/$name.plan.err" \
       && "$trident" train "$config" "${common[@]}" "${set_budget[@]}" --set run.dir="$out/$name" >"$out/$name.log" 2>&1
     then :; else echo "bench_atom_swap: $name did not run (see $out/$name.plan.err, $out/$name.log)" >&2; fi
   done
 done
 
-/usr/bin/python3 - "$out" "$tokens_list" "$budgets" "$link" <<'PY' | tee "$out/atom_swap.md"
+/usr/bin/python3 - "$out" "$tokens" "$budgets" "$link_gb_per_s" <<'PY' | tee "$out/atom_swap.md"
 import json, statistics, sys
 from pathlib import Path
 out, tokens_list, budgets, link = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]

@@ -12,22 +12,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/bench_lib.sh
 
 die() { echo "bench_cpu.sh: $*" >&2; exit 2; }
-rounds=3
-threads=$(nproc)
-out=runs/bench_cpu
-quick=0
-while (($#)); do
-  case $1 in
-    --rounds) (($# >= 2)) || die "--rounds needs a number"; rounds=$2; shift 2 ;;
-    --threads) (($# >= 2)) || die "--threads needs a number"; threads=$2; shift 2 ;;
-    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
-    --quick) quick=1; rounds=2; shift ;;
-    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
-  esac
-done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive whole number"
-[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: '$threads' is not a positive whole number"
+rounds="" threads=$(nproc) out=runs/bench_cpu quick=0
+bench_options rounds:count threads:count out:words quick:flag -- "$@"
+: "${rounds:=$((quick ? 2 : 3))}"
 /usr/bin/python3 -c "import torch" 2>/dev/null || die "PyTorch is missing (scripts/install-deps.sh installs it)"
 trident=$(bench_trident)
 out=$(bench_out "$out")

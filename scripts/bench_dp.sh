@@ -25,30 +25,13 @@ children_cpu() {
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-config=""
-ranks="1 2 4"
-steps=20
-warmup=3
-out=runs/bench_dp
-sets=()
-while (($#)); do
-  case $1 in
-    --config) (($# >= 2)) || die "--config needs a file"; config=$2; shift 2 ;;
-    --ranks) (($# >= 2)) || die "--ranks needs a list, e.g. --ranks \"1 2 4\""; ranks=$2; shift 2 ;;
-    --steps) (($# >= 2)) || die "--steps needs a number"; steps=$2; shift 2 ;;
-    --warmup) (($# >= 2)) || die "--warmup needs a number"; warmup=$2; shift 2 ;;
-    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
-    --set) (($# >= 2)) || die "--set needs key=value"; [[ $2 == *=* ]] || die "--set '$2': expected key=value"
-           sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
-  esac
-done
+source scripts/bench_lib.sh
+config="" ranks="1 2 4" steps=20 warmup=3 out=runs/bench_dp sets=()
+bench_options config:words ranks:words steps:count warmup:words out:words set:sets -- "$@"
 
 read -r -a rank_list <<<"$ranks"
 ((${#rank_list[@]})) || die "--ranks: empty list"
 for r in "${rank_list[@]}"; do is_count "$r" || die "--ranks: '$r' is not a positive whole number"; done
-is_count "$steps" || die "--steps: '$steps' is not a positive whole number"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup: '$warmup' is not a whole number"
 ((warmup < steps)) || die "--warmup ($warmup) must be below --steps ($steps): no step would be measured"
 if [[ -n ${THREADS_PER_RANK:-} ]] && ! is_count "$THREADS_PER_RANK"; then

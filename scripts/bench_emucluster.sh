@@ -12,14 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_emucluster.sh: $*" >&2; exit 2; }
 rates=50mbit,100mbit,1gbit max_bytes=4194304
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --rates) rates=${2:?--rates needs a value}; shift 2 ;;
-    --max-bytes) max_bytes=${2:?--max-bytes needs a value}; shift 2 ;;
-    *) die "unknown argument '$1' (usage: $0 [--rates R1,R2,...] [--max-bytes N])" ;;
-  esac
-done
-[[ $max_bytes =~ ^[1-9][0-9]*$ ]] || die "--max-bytes: '$max_bytes' is not a positive whole number"
+source scripts/bench_lib.sh
+bench_options rates:words max-bytes:count -- "$@"
 trident=${TRIDENT:-build/trident}
 [[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
 emu=(bash scripts/emucluster.sh)

@@ -24,22 +24,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
 steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
-    --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
-    --presets) presets=${2:?--presets needs a value}; shift 2 ;;
-    --attention) attention=${2:?--attention needs a value}; shift 2 ;;
-    --max-len) max_len=${2:?--max-len needs a value}; shift 2 ;;
-    --memory-gb) memory_gb=${2:?--memory-gb needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (allowed: --steps, --inter-bw, --presets, --attention, --max-len, --memory-gb)" ;;
-  esac
-done
-[[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
-[[ $attention == softmax || $attention == linear ]] || die "--attention: '$attention' is not softmax or linear"
-[[ $max_len =~ ^[1-9][0-9]*$ ]] || die "--max-len: '$max_len' is not a positive whole number"
-[[ $memory_gb =~ ^[0-9]*\.?[0-9]+$ ]] || die "--memory-gb: '$memory_gb' is not a number of GiB"
+source scripts/bench_lib.sh
+bench_options steps:count inter-bw:rate presets:words attention:one-of-softmax,linear max-len:count memory-gb:number \
+  -- "$@"
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
@@ -47,7 +34,6 @@ for p in "${preset_list[@]}"; do
   [[ $p == wikipedia || $p == commoncrawl || $p == github ]] ||
     die "--presets: unknown preset '$p' (allowed: wikipedia, commoncrawl, github)"
 done
-source scripts/bench_lib.sh
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)

@@ -14,27 +14,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 die() { echo "bench_flexsp_plan.sh: $*" >&2; exit 2; }
-is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
-is_positive() { [[ $1 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && [[ ! $1 =~ ^[0.]+$ ]]; }
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-batches=5
-time_limit=2
-out=runs/bench_flexsp_plan
-while (($#)); do
-  case $1 in
-    --batches) (($# >= 2)) || die "--batches needs a number"; batches=$2; shift 2 ;;
-    --time-limit) (($# >= 2)) || die "--time-limit needs seconds"; time_limit=$2; shift 2 ;;
-    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
-  esac
-done
-is_count "$batches" || die "--batches: '$batches' is not a positive whole number"
-is_positive "$time_limit" || die "--time-limit: '$time_limit' is not a positive number of seconds"
-trident=${TRIDENT:-build/trident}
-[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+source scripts/bench_lib.sh
+batches=5 time_limit=2 out=runs/bench_flexsp_plan
+bench_options batches:count time-limit:number out:words -- "$@"
+trident=$(bench_trident)
 config=configs/experiments/flexsp/flexsp_plan_gpt7b.yaml
 mkdir -p "$out"
 

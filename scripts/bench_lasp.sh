@@ -15,34 +15,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 die() { echo "bench_lasp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
-is_positive() { [[ $1 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && [[ ! $1 =~ ^[0.]+$ ]]; }
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-ranks=8
-lengths=1024,2048,4096,8192,16384,32768,65536
-budget=1
-max_case=2
-out=runs/bench_lasp
-while (($#)); do
-  case $1 in
-    --ranks) (($# >= 2)) || die "--ranks needs a number"; ranks=$2; shift 2 ;;
-    --lengths) (($# >= 2)) || die "--lengths needs a list, e.g. --lengths 4096,16384"; lengths=$2; shift 2 ;;
-    --budget) (($# >= 2)) || die "--budget needs GiB per rank"; budget=$2; shift 2 ;;
-    --max-case-seconds) (($# >= 2)) || die "--max-case-seconds needs seconds"; max_case=$2; shift 2 ;;
-    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
-  esac
-done
-is_count "$ranks" || die "--ranks: '$ranks' is not a positive whole number"
+source scripts/bench_lib.sh
+ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp
+bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words -- "$@"
 [[ $lengths =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths: '$lengths' is not a comma-separated list of positive whole numbers"
-is_positive "$budget" || die "--budget: '$budget' is not a positive number of GiB"
-is_positive "$max_case" || die "--max-case-seconds: '$max_case' is not a positive number of seconds"
 timeout_s=${TIMEOUT_S:-600}
 is_count "$timeout_s" || die "TIMEOUT_S: '$timeout_s' is not a positive whole number of seconds"
-trident=${TRIDENT:-build/trident}
-[[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
+trident=$(bench_trident)
 command -v mpirun >/dev/null || die "mpirun not found (scripts/install-deps.sh installs Open MPI)"
 mkdir -p "$out"
 cores=$(nproc)  # before OMP_NUM_THREADS=1: GNU nproc honours it
@@ -65,7 +47,7 @@ run() {
   grep '^{' "$out/$name.out" >"$out/$name.jsonl" || true
 }
 start=$EPOCHREALTIME
-run timing --lengths "$lengths" --max-case-seconds "$max_case"
+run timing --lengths "$lengths" --max-case-seconds "$max_case_seconds"
 run max_length --max-length-budget "$budget"
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 

@@ -1,4 +1,5 @@
-# Sourced by the bench scripts (which define die): the trident binary to run and a fresh report folder.
+# Sourced by the bench scripts (which define die): their options, the trident binary to run and a fresh report
+# folder.
 #   trident=$(bench_trident)          TRIDENT, else build/trident; must be executable
 #   out=$(bench_out runs/bench_NAME)  created empty; an earlier report there is moved aside, never deleted
 
@@ -14,4 +15,51 @@ bench_out() {
   if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi
   mkdir -p "$out"
   realpath "$out"
+}
+
+# bench_options OPTION... -- "$@": the script's arguments. OPTION is NAME:KIND; `--NAME VALUE` sets the variable NAME
+# (dashes as underscores; the script sets its default first) once VALUE is of its KIND:
+#   count   a positive whole number            number  a positive decimal number
+#   rate    a link rate such as 100mbit, 1gbit  words   any non-empty text (a list the script checks itself)
+#   one-of-A,B,C  one of those words            sets    key=value, appended as `--NAME key=value` to the array sets
+#   flag    takes no value: sets NAME=1
+# -h/--help prints the script's header comment; anything else is an error naming the options, through die (exit 2).
+bench_options() {
+  local -A kinds=()
+  local allowed="" name kind var
+  while [[ $1 != -- ]]; do
+    kinds[${1%%:*}]=${1#*:} allowed+="${allowed:+, }--${1%%:*}"
+    shift
+  done
+  shift
+  while [[ $# -gt 0 ]]; do
+    if [[ $1 == -h || $1 == --help ]]; then
+      sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$0"
+      exit 0
+    fi
+    name=${1#--}
+    [[ $1 == --* && -n ${kinds[$name]+x} ]] || die "unknown argument '$1' (allowed: $allowed)"
+    kind=${kinds[$name]} var=${name//-/_}
+    if [[ $kind == flag ]]; then
+      printf -v "$var" 1
+      shift
+      continue
+    fi
+    [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value"
+    case $kind in
+      count) [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive whole number" ;;
+      number) [[ $2 =~ ^[0-9]*\.?[0-9]+$ && ! $2 =~ ^[0.]+$ ]] || die "$1: '$2' is not a positive number" ;;
+      rate) [[ $2 =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "$1: '$2' is not a rate like 100mbit or 1gbit" ;;
+      words) ;;
+      one-of-*) [[ ",${kind#one-of-}," == *",$2,"* ]] || die "$1: '$2' is not one of ${kind#one-of-}" ;;
+      sets) [[ $2 == ?*=* ]] || die "$1 needs key=value, not '$2'" ;;
+      *) die "bench_options: option $name has an unknown kind '$kind'" ;;
+    esac
+    if [[ $kind == sets ]]; then
+      sets+=("$1" "$2")
+    else
+      printf -v "$var" '%s' "$2"
+    fi
+    shift 2
+  done
 }

@@ -9,13 +9,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 steps=200
 agreement_steps=30
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
-    --agreement-steps) agreement_steps=${2:?--agreement-steps needs a value}; shift 2 ;;
-    *) echo "bench_linear_block.sh: unknown argument '$1' (allowed: --steps N, --agreement-steps N)" >&2; exit 2 ;;
-  esac
-done
+die() { echo "bench_linear_block.sh: $*" >&2; exit 2; }
+source scripts/bench_lib.sh
+bench_options steps:count agreement-steps:count -- "$@"
 trident=${TRIDENT:-build/trident}
 [[ -x $trident ]] || { echo "bench_linear_block.sh: no trident binary at $trident (build it, or set TRIDENT)" >&2; exit 2; }
 out=runs/bench_linear_block

@@ -15,18 +15,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "bench_select.sh: $*" >&2; exit 2; }
 steps=24 inter_bw=1gbit rounds=3
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --steps) steps=${2:?--steps needs a value}; shift 2 ;;
-    --inter-bw) inter_bw=${2:?--inter-bw needs a value}; shift 2 ;;
-    --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
-    *) die "unknown argument '$1' (allowed: --steps N, --inter-bw RATE, --rounds N)" ;;
-  esac
-done
-[[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps: '$steps' is not a positive whole number"
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive whole number"
-[[ $inter_bw =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--inter-bw: '$inter_bw' is not a rate like 100mbit or 1gbit"
 source scripts/bench_lib.sh
+bench_options steps:count inter-bw:rate rounds:count -- "$@"
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The bench scripts' options (scripts/bench_lib.sh's bench_options): each kind accepts what it should and refuses the
+# rest with one line and exit 2; every bench script answers --help and refuses an unknown option before any work.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+fail() { echo "test_bench_options: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cat >"$tmp/probe.sh" <<PROBE
+#!/usr/bin/env bash
+# A probe of bench_options.
+# Usage: probe.sh [--steps N] ...
+set -euo pipefail
+die() { echo "probe.sh: \$*" >&2; exit 2; }
+source "$root/scripts/bench_lib.sh"
+steps=3 inter_bw=1gbit attention=softmax presets=a,b memory_gb=0.5 quick=0 sets=()
+bench_options steps:count inter-bw:rate attention:one-of-softmax,linear presets:words memory-gb:number quick:flag \\
+  set:sets -- "\$@"
+echo "\$steps \$inter_bw \$attention \$presets \$memory_gb \$quick \${sets[*]}"
+PROBE
+probe() { bash "$tmp/probe.sh" "$@"; }
+refused() {  # MESSAGE ARGS...: exit 2 and MESSAGE on stderr
+  local message=$1 rc=0
+  shift
+  probe "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc == 2 ]] || fail "'$*' exited $rc, expected 2"
+  grep -qF -- "$message" "$tmp/err" || fail "'$*': no '$message' in: $(cat "$tmp/err")"
+}
+[[ $(probe) == "3 1gbit softmax a,b 0.5 0 " ]] || fail "defaults: $(probe)"
+got=$(probe --steps 12 --inter-bw 100mbit --attention linear --presets x,y --memory-gb .02 --quick --set a.b=1 \
+  --set c=d)
+[[ $got == "12 100mbit linear x,y .02 1 --set a.b=1 --set c=d" ]] || fail "values: $got"
+refused "--steps: '0' is not a positive whole number" --steps 0
+refused "--steps: '1.5' is not a positive whole number" --steps 1.5
+refused "--steps needs a value" --steps
+refused "--inter-bw: '1g' is not a rate like 100mbit or 1gbit" --inter-bw 1g
+refused "--attention: 'lin' is not one of softmax,linear" --attention lin
+refused "--memory-gb: '0.0' is not a positive number" --memory-gb 0.0
+refused "--memory-gb: 'x' is not a positive number" --memory-gb x
+refused "--set needs key=value, not 'ab'" --set ab
+refused "unknown argument '--stpes' (allowed: --steps, --inter-bw, --attention, --presets, --memory-gb, --quick, --set)" \
+  --stpes 3
+refused "unknown argument 'extra'" extra
+[[ $(probe --help) == $'A probe of bench_options.\nUsage: probe.sh [--steps N] ...' ]] || fail "--help: $(probe --help)"
+
+# Every bench script: --help prints its header, an unknown option is refused before any work.
+for script in "$root"/scripts/bench_*.sh; do
+  name=$(basename "$script")
+  [[ $name == bench_lib.sh ]] && continue
+  bash "$script" --help >"$tmp/help" 2>&1 || fail "$name --help exited $?"
+  [[ $(wc -l <"$tmp/help") -ge 2 ]] || fail "$name --help printed: $(cat "$tmp/help")"
+  rc=0
+  bash "$script" --no-such-option >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc == 2 ]] || fail "$name --no-such-option exited $rc, expected 2"
+  grep -qF "$name: unknown argument '--no-such-option' (allowed: --" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+done
+echo "test_bench_options: passed"
