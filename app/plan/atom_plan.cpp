@@ -94,7 +94,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   peer.train.batch_tokens = (config.train.batch_tokens + peers - 1) / peers;
   const AtomPlacement placed = place_atom(peer, precision, device, &profile);
   const cost::SwapPlan& plan = *placed.predicted;
-  const int64_t L = m.n_layer, N = placed.tokens;
+  const int64_t L = m.n_layer, N = placed.pass_tokens;
   const cost::LayerCost& layer = placed.layers.front();
   const double host_gib = static_cast<double>(host_budget_bytes(config)) / kGiB;
   // The overlap rule: a layer's load hides under its forward once a pass has n >= b R / (2 BW) tokens, R the FLOP/s
@@ -114,6 +114,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"sub_models", plan.sub_models()},
                                 {"partition", plan.starts},
                                 {"tokens_per_pass", N},
+                                {"pass_capacity_tokens", placed.tokens},
                                 {"passes", placed.passes},
                                 {"batch_step_s", batch_s},
                                 {"batch_exposed_copy_s", batch_exposed_s},
@@ -147,9 +148,10 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double model_gib =
       static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer.activation_bytes)) / kGiB;
   fmt::print("ATOM swap plan: {} layers ({:.3f} GiB of weights, gradients and activations) on {} GiB of device memory; "
-             "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens\n",
+             "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens{}\n",
              L, model_gib, config.device.memory_gb, placed.device.h2d_bytes_per_s / 1e9,
-             placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N);
+             placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N,
+             placed.tokens > N ? fmt::format(" (activations for {}; passes hold whole documents)", placed.tokens) : "");
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
              cost::describe_swaps(plan.starts, static_cast<int>(L)), std::min(placed.slots, plan.sub_models()));
   fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "

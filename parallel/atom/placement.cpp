@@ -216,11 +216,14 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     tokens = lo;
   }
   placed.tokens = tokens;
-  placed.passes = std::max(config.train.micro_batches, (N + tokens - 1) / tokens);
+  // A pass holds whole documents: of the longest there can be, tokens / max_seq_len a pass.
+  const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
+  placed.passes = std::max(config.train.micro_batches, (N + whole - 1) / whole);
+  placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
   placed.device_bytes = bytes(placed.segment_starts, placed.recomputed, tokens);
   if (plans_with(profile)) {
-    planner_inputs(config, precision, device, *profile, tokens, below(placed.segment_starts, placed.recomputed),
-                   placed);
+    planner_inputs(config, precision, device, *profile, placed.pass_tokens,
+                   below(placed.segment_starts, placed.recomputed), placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
     cost::SwapDevice later = placed.device;
     later.accumulating = true;

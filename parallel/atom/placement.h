@@ -16,7 +16,10 @@ struct AtomPlacement {
   std::vector<int> segment_starts;  // sub-model i is layers [starts[i], starts[i + 1])
   int slots = 2;                    // parallel.atom.prefetch + 1 (the swapper uses at most one a sub-model)
   int64_t tokens = 0;               // tokens one pass holds (the model's activations)
-  int64_t passes = 1;               // passes a batch of train.batch_tokens takes: at least train.micro_batches
+  // Passes a batch of train.batch_tokens takes: at least train.micro_batches, and as many as whole documents of
+  // model.max_seq_len need (a pass holds whole documents, so one of `tokens` holds tokens / max_seq_len of them).
+  int64_t passes = 1;
+  int64_t pass_tokens = 0;          // the tokens a pass carries in the prediction: the batch over its passes
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v

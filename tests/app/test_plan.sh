@@ -160,6 +160,8 @@ assert short["tokens_per_pass"] < short["overlap_threshold_tokens"] < long["toke
 assert short["exposed_copy_s"] / short["step_s"] > 0.2 > 0.05 > long["exposed_copy_s"] / long["step_s"], (short, long)
 # a fixed count: balanced, and a pass holds what fits (fewer tokens than the batch here)
 assert twelve["partition"] == list(range(0, 24, 2)) and twelve["tokens_per_pass"] < 8192, twelve
+assert twelve["tokens_per_pass"] <= twelve["pass_capacity_tokens"] < 8192, twelve
+assert twelve["passes"] * twelve["tokens_per_pass"] >= 8192, twelve
 PY
 # Peers: 8 RTX 4090s, each swapping its share of GPT-3 6.7B, against GPipe over the same GPUs. A slower link slows
 # the pipeline's step (activations on its path) and the parameter round, not a peer's own step; the interval that

@@ -8,6 +8,7 @@
 
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
+#include "kernels/common/error.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
 #include "support/token_batch.h"
@@ -143,4 +144,39 @@ TEST_CASE("sub-models are balanced with the larger ones last", "[atom]") {
   CHECK(balanced_starts(12, 4) == std::vector<int>{0, 3, 6, 9});
   CHECK(balanced_starts(5, 5) == std::vector<int>{0, 1, 2, 3, 4});
   CHECK(balanced_starts(7, 1) == std::vector<int>{0});
+}
+
+TEST_CASE("a pass holds whole documents: the placement counts the passes a batch takes", "[atom]") {
+  Config c;
+  c.model = swap_model("softmax");  // documents of up to 64 tokens
+  c.parallel.strategy = "atom";
+  c.train.batch_tokens = 1024;
+  c.train.micro_batches = 1;
+  // Budgets from too small for one token to a whole batch: where a pass holds more than one document but not a whole
+  // number of them, the batch takes the passes its whole documents need, not batch / capacity.
+  bool between = false;
+  for (double gb = 0.001; gb < 0.1; gb *= 1.03) {
+    c.device.memory_gb = gb;
+    AtomPlacement p;
+    try {
+      p = place_atom(c, Precision::fp32, Device::cpu);
+    } catch (const ConfigError&) {
+      continue;  // below one layer and its buffers
+    }
+    if (p.tokens >= c.train.batch_tokens) break;
+    CHECK(p.pass_tokens <= p.tokens);
+    CHECK(p.pass_tokens == (c.train.batch_tokens + p.passes - 1) / p.passes);
+    if (p.tokens < 64 || p.tokens % 64 == 0) continue;
+    const int64_t per_pass = p.tokens / 64 * 64;
+    CHECK(p.passes == (c.train.batch_tokens + per_pass - 1) / per_pass);
+    between = true;
+  }
+  CHECK(between);
+  // The whole batch fits a pass: train.micro_batches passes, each a share of the batch.
+  c.device.memory_gb = 1;
+  c.train.micro_batches = 4;
+  const AtomPlacement whole = place_atom(c, Precision::fp32, Device::cpu);
+  CHECK(whole.tokens == 1024);
+  CHECK(whole.passes == 4);
+  CHECK(whole.pass_tokens == 256);
 }
