@@ -34,7 +34,9 @@ bench_options() {
   shift
   while [[ $# -gt 0 ]]; do
     if [[ $1 == -h || $1 == --help ]]; then
-      sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$0"
+      local script=$0  # as invoked: relative to where it was run from, before the script's cd
+      [[ $script == /* || -f $script ]] || script=$OLDPWD/$script
+      sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$script"
       exit 0
     fi
     name=${1#--}

@@ -44,6 +44,10 @@ refused "unknown argument '--stpes' (allowed: --steps, --inter-bw, --attention, 
 refused "unknown argument 'extra'" extra
 [[ $(probe --help) == $'A probe of bench_options.\nUsage: probe.sh [--steps N] ...' ]] || fail "--help: $(probe --help)"
 
+# --help finds its script wherever it is run from (the scripts cd to the repository first).
+(cd "$root/scripts" && bash bench_dp.sh --help | grep -q "Data-parallel strong scaling") || fail "--help from scripts/"
+(cd "$root/tests" && bash ../scripts/bench_cpu.sh --help | grep -q "PyTorch") || fail "--help from tests/"
+
 # Every bench script: --help prints its header, an unknown option is refused before any work.
 for script in "$root"/scripts/bench_*.sh; do
   name=$(basename "$script")
