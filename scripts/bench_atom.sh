@@ -24,7 +24,7 @@ bench_options bandwidths:words steps:count average-every:count set:sets -- "$@"
 read -r -a bandwidth_list <<<"$bandwidths"
 ((${#bandwidth_list[@]})) || die "--bandwidths: empty list"
 for bw in "${bandwidth_list[@]}"; do
-  [[ $bw =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "--bandwidths: '$bw' is not a rate like 100mbit or 1gbit"
+  bench_is_rate "$bw" || die "--bandwidths: '$bw' is not a rate like 100mbit or 1gbit"
 done
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom)

@@ -17,6 +17,9 @@ bench_out() {
   realpath "$out"
 }
 
+# bench_is_rate RATE: whether RATE is a link rate the emulated cluster takes (100mbit, 1gbit, 2.5gbit).
+bench_is_rate() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]]; }
+
 # bench_options OPTION... -- "$@": the script's arguments. OPTION is NAME:KIND; `--NAME VALUE` sets the variable NAME
 # (dashes as underscores; the script sets its default first) once VALUE is of its KIND:
 #   count   a positive whole number            number  a positive decimal number
@@ -51,7 +54,7 @@ bench_options() {
     case $kind in
       count) [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive whole number" ;;
       number) [[ $2 =~ ^[0-9]*\.?[0-9]+$ && ! $2 =~ ^[0.]+$ ]] || die "$1: '$2' is not a positive number" ;;
-      rate) [[ $2 =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]] || die "$1: '$2' is not a rate like 100mbit or 1gbit" ;;
+      rate) bench_is_rate "$2" || die "$1: '$2' is not a rate like 100mbit or 1gbit" ;;
       words) ;;
       one-of-*) [[ ",${kind#one-of-}," == *",$2,"* ]] || die "$1: '$2' is not one of ${kind#one-of-}" ;;
       sets) [[ $2 == ?*=* ]] || die "$1 needs key=value, not '$2'" ;;

@@ -151,7 +151,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens{}\n",
              L, model_gib, config.device.memory_gb, placed.device.h2d_bytes_per_s / 1e9,
              placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N,
-             placed.tokens > N ? fmt::format(" (activations for {}; passes hold whole documents)", placed.tokens) : "");
+             placed.tokens > N ? fmt::format(" (activations for up to {})", placed.tokens) : "");
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
              cost::describe_swaps(plan.starts, static_cast<int>(L)), std::min(placed.slots, plan.sub_models()));
   fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "
