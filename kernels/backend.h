@@ -17,9 +17,11 @@
 // complete by construction.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/common/memory_resource.h"
+#include "kernels/copy_queue.h"
 #include "kernels/shared/adamw.h"
 #include "kernels/shared/bf16.h"
 #include "kernels/shared/feature_map.h"
@@ -44,6 +46,10 @@ class Backend {
   // dst = src widened to fp32 (exact): bf16 activations entering an fp32 sequence-parallel op.
   virtual void convert(float* dst, const bf16* src, int64_t n) = 0;
   virtual void synchronize() = 0;
+  // Host memory the backend copies to and from asynchronously: page-locked on cuda, plain on cpu (ATOM's host store).
+  virtual MemoryResource& staging_memory() = 0;
+  // A queue of copies beside the compute (kernels/copy_queue.h).
+  virtual std::unique_ptr<CopyQueue> make_copy_queue() = 0;
 
   // ---- GEMM (kernels/cpu/gemm.h) ----
   virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

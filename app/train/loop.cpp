@@ -220,7 +220,9 @@ void run_training(const Config& config) {
                        .budget_bytes = gib_to_bytes(config.device.memory_gb),
                        .resource = &backend.memory()});
   // A swapped model's weights, gradients and AdamW state live in the host store, counted against its own budget.
-  Allocator host_store({.name = "host store", .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config))});
+  Allocator host_store({.name = "host store",
+                         .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config)),
+                         .resource = &backend.staging_memory()});  // pinned on cuda: the copies run asynchronously
   const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
                           .store = &host_store,
                           .recomputed = placement ? placement->recomputed : 0};

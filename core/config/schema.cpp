@@ -194,7 +194,7 @@ const std::vector<Key>& schema() {
       {"parallel.atom.emulate_copy_gb_per_s",
        FloatField{.member = member(&C::parallel, &ParallelConfig::atom_emulate_copy_gb_per_s), .min = 0},
        "ATOM on the cpu backend: each copy between the host store and device memory lasts at least bytes / this "
-       "rate (GB/s), an emulated PCIe link; 0 = as fast as memcpy"},
+       "rate (GB/s), an emulated PCIe link; 0 = as fast as memcpy (the only value on the cuda backend)"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},

@@ -78,11 +78,9 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   end_layer_ = span.end;
   if (!stage) check_segments(starts_, config.n_layer, recomputed_);
   shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, recomputed_ + 1));
-  if (swapping) {
+  if (swapping)
     TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
                   "a swapped model's store is host memory");
-    TRIDENT_CHECK(backend.device() == Device::cpu, "swapping runs on the cpu backend only");
-  }
   Allocator& store = swapping ? *swapping->store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});

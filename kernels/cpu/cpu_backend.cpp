@@ -8,6 +8,7 @@
 #include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/attention_linear.h"
 #include "kernels/cpu/bf16_emulation.h"
+#include "kernels/cpu/copy_queue.h"
 #include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/decay_rows.h"
@@ -51,6 +52,8 @@ class CpuBackend final : public Backend {
     for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
   }
   void synchronize() override {}
+  MemoryResource& staging_memory() override { return host_memory(); }
+  std::unique_ptr<CopyQueue> make_copy_queue() override { return cpu::make_copy_queue(); }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) override {

@@ -6,6 +6,7 @@
 #include "kernels/cuda/attention_linear.h"
 #include "kernels/cuda/attention_softmax.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/copy_queue.h"
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/cuda/decay_rows.h"
 #include "kernels/cuda/embedding.h"
@@ -28,7 +29,7 @@ namespace {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : memory_(device, stream()) {}
+  explicit CudaBackend(int device) : device_(device), memory_(device, stream()) {}
 
   const char* name() const override { return "cuda"; }
   MemoryResource& memory() override { return memory_; }
@@ -47,6 +48,8 @@ class CudaBackend final : public Backend {
   void convert(bf16* dst, const float* src, int64_t n) override { cuda::convert(dst, src, n, stream()); }
   void convert(float* dst, const bf16* src, int64_t n) override { cuda::convert(dst, src, n, stream()); }
   void synchronize() override { streams_.compute.synchronize(); }
+  MemoryResource& staging_memory() override { return pinned_; }
+  std::unique_ptr<CopyQueue> make_copy_queue() override { return cuda::make_copy_queue(device_, stream()); }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) override {
@@ -269,8 +272,10 @@ class CudaBackend final : public Backend {
  private:
   cudaStream_t stream() const { return streams_.compute.get(); }
 
+  int device_;
   DeviceStreams streams_;  // before memory_: the pool orders its frees on the compute stream
   DeviceMemory memory_;
+  PinnedHostMemory pinned_;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA backend: the Backend table (kernels/backend.h) over the .cu kernels and cuBLAS of this folder, fp32 and
-// bf16, on one device and one compute stream (copy streams for overlap are in streams.h). Device memory from the
+// bf16, on one device and one compute stream (copies beside it: copy_queue.h). Device memory from the
 // device's pool (memory.h). Everything is asynchronous on the compute stream except download(), squared_norm() and the
 // cross-entropy launchers, which wait for it.
 #include <memory>

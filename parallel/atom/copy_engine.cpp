@@ -4,8 +4,8 @@
 
 namespace trident {
 
-CopyEngine::CopyEngine(double bytes_per_s)
-    : bytes_per_s_(bytes_per_s), epoch_(std::chrono::steady_clock::now()), thread_([this] { run(); }) {}
+CopyEngine::CopyEngine(std::unique_ptr<CopyQueue> copies, double bytes_per_s)
+    : copies_(std::move(copies)), bytes_per_s_(bytes_per_s), epoch_(std::chrono::steady_clock::now()), thread_([this] { run(); }) {}
 
 CopyEngine::~CopyEngine() {
   {
@@ -20,12 +20,13 @@ double CopyEngine::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
-CopyEngine::Ticket CopyEngine::submit(std::string label, int64_t bytes, std::function<void()> work) {
+CopyEngine::Ticket CopyEngine::submit(std::string label, int64_t bytes, Work work) {
+  const int64_t after = copies_->mark_compute();
   Ticket ticket;
   {
     std::lock_guard lock(mutex_);
     ticket = ++submitted_;
-    queue_.push_back({ticket, std::move(label), bytes, std::move(work), now()});
+    jobs_.push_back({ticket, std::move(label), bytes, std::move(work), after, now()});
   }
   changed_.notify_all();
   return ticket;
@@ -60,15 +61,17 @@ void CopyEngine::run() {
     Job job;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
     }
     const double start = now();
     std::exception_ptr failure;
     try {
-      job.work();
+      copies_->after_compute(job.after);
+      job.work(*copies_);
+      copies_->finish();
     } catch (...) {
       failure = std::current_exception();
     }

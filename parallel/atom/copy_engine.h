@@ -1,8 +1,11 @@
 #pragma once
-// The CPU backend's copy engine: one thread that runs copy jobs in the order they were submitted, beside the compute
-// thread, so a sub-model's load overlaps the compute of the one before it. FIFO order is what the swapper relies on:
-// a slot's gradients drain before the next load into that slot starts. Each job is timed (queued, started, ended),
-// which is how the overlap is shown without asserting on wall-clock bounds.
+// ATOM's copy engine: one thread that runs copy jobs in the order they were submitted, beside the compute thread, so
+// a sub-model's load overlaps the compute of the one before it. FIFO order is what the swapper relies on: a slot's
+// gradients drain before the next load into that slot starts. A job moves its bytes through the backend's copy queue
+// (kernels/copy_queue.h: memcpy on the CPU, a copy stream on CUDA) and is done when they have arrived; it starts once
+// the compute issued before it was submitted has finished (on CUDA, an event on the compute stream), so it never
+// overwrites a buffer that compute still reads. Each job is timed (queued, started, ended), which is how the overlap
+// is shown without asserting on wall-clock bounds.
 //
 // An emulated link (`bytes_per_s` > 0) makes each job last at least bytes / rate: a host-to-device copy slower than
 // memcpy, to study the overlap on a machine whose "device" memory is host memory.
@@ -11,23 +14,28 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kernels/copy_queue.h"
+
 namespace trident {
 
 class CopyEngine {
  public:
-  explicit CopyEngine(double bytes_per_s = 0);
+  explicit CopyEngine(std::unique_ptr<CopyQueue> copies, double bytes_per_s = 0);
   ~CopyEngine();  // finishes the queued jobs
   CopyEngine(const CopyEngine&) = delete;
   CopyEngine& operator=(const CopyEngine&) = delete;
 
   using Ticket = int64_t;
-  // Queues `work` (which moves `bytes`); `label` names it in the timeline.
-  Ticket submit(std::string label, int64_t bytes, std::function<void()> work);
+  // Queues `work` (which moves `bytes` through the queue it is given); `label` names it in the timeline. Called on the
+  // thread that issues the compute.
+  using Work = std::function<void(CopyQueue&)>;
+  Ticket submit(std::string label, int64_t bytes, Work work);
   // Blocks until job `ticket` is done; returns the seconds this call waited.
   double wait(Ticket ticket);
   double wait_all();
@@ -46,16 +54,18 @@ class CopyEngine {
     Ticket ticket;
     std::string label;
     int64_t bytes;
-    std::function<void()> work;
+    Work work;
+    int64_t after;  // the compute mark it waits for
     double queued;
   };
   void run();
 
+  std::unique_ptr<CopyQueue> copies_;
   double bytes_per_s_;
   std::chrono::steady_clock::time_point epoch_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<Job> queue_;
+  std::deque<Job> jobs_;
   std::vector<Span> spans_;
   Ticket submitted_ = 0, done_ = 0;  // jobs run in ticket order: `done_` is the last finished
   bool stopping_ = false;

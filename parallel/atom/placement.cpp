@@ -37,9 +37,10 @@ bool swaps(const Config& config) {
   const std::string why = strategy == "atom" ? "parallel.strategy: atom"
                                              : "parallel.strategy: auto (the model does not fit device.memory_gb "
                                                "resident, so it swaps)";
-  if (config.device.backend != "cpu")
-    throw_config_error("{}: swapping runs on the cpu backend so far (device.backend: '{}'); the CUDA copy engine "
-                       "(pinned host memory, copy streams) is not available yet", why, config.device.backend);
+  if (config.device.backend != "cpu" && config.parallel.atom_emulate_copy_gb_per_s > 0)
+    throw_config_error("{}: parallel.atom.emulate_copy_gb_per_s = {} emulates a host <-> device link on the cpu "
+                       "backend; device.backend '{}' copies over its real one (remove the key)",
+                       why, config.parallel.atom_emulate_copy_gb_per_s, config.device.backend);
   return true;
 }
 

@@ -1,7 +1,6 @@
 #include "parallel/atom/swapper.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/core.h>
 
@@ -39,7 +38,7 @@ int64_t LayerSwapper::device_bytes(const ModelConfig& config, const std::vector<
 
 LayerSwapper::LayerSwapper(GPT& model, Allocator& device, SwapOptions options)
     : model_(model), options_(options), bf16_(model.precision() == Precision::bf16),
-      engine_(options.copy_bytes_per_s) {
+      engine_(model.backend().make_copy_queue(), options.copy_bytes_per_s) {
   TRIDENT_CHECK(model.swapped(), "the layer swapper needs a swapped model");
   TRIDENT_CHECK(options.slots >= 2, "swapping needs at least 2 device slots (one computing, one loading)");
   const ModelLayout& layout = model.layout();
@@ -84,16 +83,15 @@ CopyEngine::Ticket LayerSwapper::load(std::string label, Range range, std::size_
   }
   if (with_grads && !zero) bytes += 4 * n;
   stats_.h2d_bytes += bytes;
-  return engine_.submit(std::move(label), bytes, [=] {
+  return engine_.submit(std::move(label), bytes, [=](CopyQueue& copies) {
     const auto size = sizeof(float) * static_cast<std::size_t>(n);
     if (with_params) {
-      std::memcpy(params, store_params, size);
-      if (params16)  // rounded as the resident model's per-pass conversion rounds
-        for (int64_t i = 0; i < n; ++i) params16[i] = float_to_bf16(params[i]);
+      copies.upload(params, store_params, size);
+      if (params16) copies.round_to_bf16(params16, params, n);  // as the resident model's per-pass conversion rounds
     }
     if (with_grads) {
-      if (zero) std::memset(grads, 0, size);
-      else std::memcpy(grads, store_grads, size);
+      if (zero) copies.zero(grads, n);
+      else copies.upload(grads, store_grads, size);
     }
   });
 }
@@ -150,9 +148,9 @@ void LayerSwapper::end_pass(bool train) {
     float* store_tail = model_.grads() + final_norm_.begin;
     const int64_t split = embeddings_.end - embeddings_.begin;
     stats_.d2h_bytes += 4 * n;
-    engine_.submit("drain embeddings, final norm", 4 * n, [=] {
-      std::memcpy(store_head, device, sizeof(float) * static_cast<std::size_t>(split));
-      std::memcpy(store_tail, device + split, sizeof(float) * static_cast<std::size_t>(n - split));
+    engine_.submit("drain embeddings, final norm", 4 * n, [=](CopyQueue& copies) {
+      copies.download(store_head, device, sizeof(float) * static_cast<std::size_t>(split));
+      copies.download(store_tail, device + split, sizeof(float) * static_cast<std::size_t>(n - split));
     });
     store_grads_zero_.back() = false;
   }
@@ -232,7 +230,7 @@ void LayerSwapper::release(int segment, bool backward) {
     const float* device = slot->grads.data<float>();
     stats_.d2h_bytes += 4 * n;
     engine_.submit(fmt::format("drain {}", segment), 4 * n,
-                   [=] { std::memcpy(store, device, sizeof(float) * static_cast<std::size_t>(n)); });
+                   [=](CopyQueue& copies) { copies.download(store, device, sizeof(float) * static_cast<std::size_t>(n)); });
     store_grads_zero_[static_cast<std::size_t>(segment)] = false;
     slot->grads_ready = false;
   }

@@ -47,15 +47,19 @@ double time_document(GPT& model, Communicator& world, int64_t s) {
   return seconds;
 }
 
-// An all-to-all of `per_rank` floats from each rank (per_rank / size to each peer): latency and bandwidth from a
-// small and a large one.
-cost::Link measure_link(Communicator& comm) {
-  const int64_t d = comm.size();
-  auto alltoall_s = [&](int64_t per_peer) {
-    std::vector<float> in(static_cast<std::size_t>(per_peer * d), 1.0f), out(in.size());
-    return fastest_round(comm, 5, [&] { comm.alltoall(in.data(), out.data(), per_peer, CommType::f32); });
-  };
+// An all-to-all of `per_rank` floats from each rank (per_rank / size to each peer) on `data`, the communicator
+// the step's activations travel on (NCCL on the GPU, with buffers in the backend's memory; MPI on the CPU), each
+// round started by a barrier on `host`: latency and bandwidth from a small and a large one.
+cost::Link measure_link(Communicator& host, Communicator& data, Backend& backend) {
+  const int64_t d = data.size();
   const int64_t large_per_peer = (4 << 20) / 4 / d;  // 4 MiB a rank: beyond a token bucket's burst
+  const std::vector<float> ones(static_cast<std::size_t>(large_per_peer * d), 1.0f);
+  BackendArray<float> in(backend), out(backend);
+  in.upload(ones.data(), large_per_peer * d);
+  float* out_data = out.data(large_per_peer * d);
+  auto alltoall_s = [&](int64_t per_peer) {  // a blocking all-to-all has finished on the device when it returns
+    return fastest_round(host, 5, [&] { data.alltoall(in.data(), out_data, per_peer, CommType::f32); });
+  };
   const double small = alltoall_s(1), large = alltoall_s(large_per_peer);
   const double bytes = static_cast<double>(large_per_peer * d * 4);
   return {bytes / std::max(large - small, 1e-9) / 1e9, small * 1e6};
@@ -86,9 +90,11 @@ cost::Profile measure_run_profile(GPT& model, RunGroups& groups, const Config& c
   if (std::find(degrees.begin(), degrees.end(), world.size()) == degrees.end()) degrees.push_back(world.size());
   for (int d : degrees) {
     if (d < 2) continue;
-    Communicator& comm = d == world.size() ? world : *groups.group(d).host;
+    const bool whole = d == world.size();
+    Communicator& host = whole ? world : *groups.group(d).host;
+    Communicator& data = whole ? groups.gradients() : *groups.group(d).device;
     const int64_t nodes = (d + per_node - 1) / per_node;
-    const cost::Link link = measure_link(comm);
+    const cost::Link link = measure_link(host, data, model.backend());
     network.alltoall.push_back({d, nodes, link});
     (nodes == 1 ? intra : inter) = link;  // degrees ascend: the largest of each kind stays
   }

@@ -5,8 +5,9 @@
 //            capacity), on the run's own model, every rank at once as in training; alpha1, alpha2 and beta1 fitted
 //            by least squares (parallel/cost/fit.h)
 //   network  for each group size the run uses and for the whole world: all-to-alls of a small and a large message
-//            on the group's host communicator (latency, and bandwidth from the difference); intra_node is the largest
-//            group on one node, inter_node the largest spanning nodes (each the other when there is none)
+//            on the communicator the group's activations travel on (NCCL over device buffers on the GPU, MPI on the
+//            CPU): latency, and bandwidth from the difference; intra_node is the largest group on one node,
+//            inter_node the largest spanning nodes (each the other when there is none)
 //   cluster  the run's nodes and ranks per node; device_memory_gb from device.memory_gb
 //   model    the model's shape
 // The numbers are rank 0's, which decides. Collective over the world.

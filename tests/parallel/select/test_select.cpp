@@ -204,8 +204,10 @@ TEST_CASE("the candidates of each parallel.strategy, and the layouts a model can
   c.parallel.strategy = "atom";  // alone: every rank a peer with its own swapped replica
   CHECK(names(c, 1) == "atom1 ");
   CHECK(names(c, 4) == "atom1 ");
-  c.device.backend = "cuda";
-  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("swapping runs on the cpu backend so far"));
+  c.device.backend = "cuda";  // pinned host store, a copy stream beside the compute
+  CHECK(names(c, 4) == "atom1 ");
+  c.parallel.atom_emulate_copy_gb_per_s = 1;
+  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.atom.emulate_copy_gb_per_s = 1"));
 }
 
 TEST_CASE("the selector's corrections: measured steps move them, mode model ignores them, state round-trips",

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <ucontext.h>
@@ -75,6 +76,9 @@ struct Block {
 };
 
 inline Block* current = nullptr;  // the emulation runs on one host thread at a time
+// Launches from several host threads (ATOM's copy engine converts on a stream of its own) take turns: the grid and
+// block dimensions, the running block and the __shared__ statics are the emulation's one device.
+inline std::mutex launches;
 
 inline void* shared_memory() { return current->shared.data(); }
 
@@ -139,6 +143,7 @@ inline void run_block(Block& b, const std::function<void()>& body) {
 
 template <class Body>
 void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const Body& body) {
+  const std::lock_guard<std::mutex> one_at_a_time(launches);
   gridDim = grid;
   blockDim = block;
   const std::function<void()> run = body;
