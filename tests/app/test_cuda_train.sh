@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
 # (gradients over NCCL) give the CPU's losses in fp32, and so do LASP, Ulysses and Ring Attention at sp = 2; bf16
-# (also with sequence parallelism) follows the fp32 curve; MFU is written; a resumed run continues bit for bit.
+# (also with sequence parallelism) follows the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed
+# run continues bit for bit.
 # Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
@@ -59,6 +60,22 @@ grep -q "ring sp=2: 1 replica(s) x sequence-parallel groups of 2 ranks" "$tmp/ri
 mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
 close "$tmp/cpu" "$tmp/ring_bf16" 2e-3
+
+# ATOM on the GPU: a model whose weights, gradients and AdamW state are several times device.memory_gb trains
+# swapped (the store pinned on the host, sub-models copied on a stream of their own beside the compute) with the
+# losses of the same model resident on the GPU; AdamW runs on the host there, so within 1e-5, not bit for bit.
+atom_model=(--set model.n_layer=8 --set model.n_embd=192 --set train.batch_tokens=256 --set train.steps=6
+            --set train.eval_every=3 --set device.backend=cuda)
+mpi 1 0 train "$tiny" "${atom_model[@]}" --set parallel.strategy=dp --set run.dir="$tmp/atom_resident"
+mpi 1 0 train "$tiny" "${atom_model[@]}" --set parallel.strategy=atom --set device.memory_gb=0.02 \
+  --set run.dir="$tmp/atom_swapped"
+close "$tmp/atom_resident" "$tmp/atom_swapped" 1e-5
+/usr/bin/python3 - "$tmp/atom_swapped/metrics.jsonl" <<'PY' || fail "the swapped GPU run's metrics are wrong"
+import json, sys
+for r in map(json.loads, open(sys.argv[1])):
+    assert r["strategy"] == "atom" and r["sub_models"] > 1 and r["peak_mem_bytes"] <= 0.02 * 2**30, r
+    assert r["h2d_bytes"] > 0 and r["d2h_bytes"] > 0 and r["exposed_copy_ms"] >= 0, r
+PY
 
 # 20 steps straight vs 10 + resume for 10 on the GPU: bit-identical.
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set checkpoint.every=10 --set run.dir="$tmp/straight"
