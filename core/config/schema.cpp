@@ -205,8 +205,8 @@ const std::vector<Key>& schema() {
        "OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores (more threads than cores oversubscribe them)"},
       {"device.blas",
        StringField{member(&C::device, &DeviceConfig::blas), {"auto", "openblas-debian", "blis", "openblas"}},
-       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, blis, openblas that loads "
-       "and computes correct products"},
+       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, openblas, blis that loads, "
+       "computes correct products and runs kernels made for this processor (not a generic fallback)"},
 
       {"checkpoint.every", IntField{member(&C::checkpoint, &CheckpointConfig::every), 0},
        "steps between checkpoints; 0 = only at the end"},

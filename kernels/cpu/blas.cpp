@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/common/error.h"
 #include "kernels/cpu/gemm.h"
@@ -208,15 +209,22 @@ const BlasLibrary& use_blas(std::string_view name) {
     throw_config_error("device.blas: '{}' is not a BLAS library Trident knows (auto, openblas-debian, blis, "
                        "openblas)", name);
   if (name != "auto") return use_one(name);
-  for (const char* candidate : {"openblas-debian", "blis"}) {
+  std::string fallback;  // the first that passed, should every one that passes run generic kernels
+  for (const char* candidate : {"openblas-debian", "openblas", "blis"}) {
     try {
-      return use_one(candidate);
+      if (!generic_kernels(use_one(candidate))) return active.info;
+      if (fallback.empty()) fallback = candidate;
     } catch (const RuntimeError&) {
       // why is in `refused`, for blas_report(); on to the next
     }
   }
-  return use_one("openblas");
+  if (fallback.empty())
+    throw_runtime_error("no BLAS library passes its check on this processor: {}", fmt::join(blas_report(), "; "));
+  return use_one(fallback);
 }
+
+// OpenBLAS's DYNAMIC_ARCH fallback core, and BLIS's reference configuration.
+bool generic_kernels(const BlasLibrary& lib) { return lib.kernels == "Prescott" || lib.kernels == "generic"; }
 
 bool blas_loading_supported() { return !kAddressSanitizer; }
 

@@ -5,9 +5,15 @@
 //   openblas         a current OpenBLAS release (PyPI's scipy-openblas32, which scripts/install-deps.sh installs into
 //                    .deps/python), loaded with dlopen: it knows recent CPUs (Zen 4/5 run its AVX-512 kernels), but
 //                    it is a pthreads build whose thread pool competes with OpenMP's for the cores
-//   auto             the first of these three that loads and passes its check, in that order
-// The order is the measured one (README "CPU: the GEMM library"): the two OpenMP builds share one thread pool with
-// Trident's own loops; the pthreads build ran the GPT-2 step 2x slower with OpenMP's default spinning waits.
+//   auto             openblas-debian, unless it runs its generic kernels (Prescott: OpenBLAS 0.3.21 does not know
+//                    the processor), then openblas, then blis: the first that loads, passes its check and runs
+//                    kernels made for the processor (else the first that passes)
+// The order is the measured one (README "CPU: the GEMM library"): the OpenMP build shares one thread pool with
+// Trident's own loops; the pthreads build ran the GPT-2 step 2x slower with OpenMP's default spinning waits and up to
+// 11% slower with passive ones (Trident's default) where both run the same kernels, and BLIS was slower still or
+// level. Where Debian's library falls back to its generic kernels it is far slower than both (an Intel Emerald
+// Rapids: 37-53 GFLOP/s against the current OpenBLAS's 250-290). The rule reads the kernel set, not a timing, so
+// every rank and every run of a machine takes the same library: a resumed run stays bit-exact.
 // A library is checked before it is used: GEMMs of every transpose combination, odd sizes, strides and a non-zero
 // beta against the double reference. One that fails (a kernel set that computes wrong results on this processor)
 // is refused, and auto passes over it with the reason in blas_report().
@@ -26,6 +32,9 @@ struct BlasLibrary {
   std::string kernels;  // the kernel set it runs on this processor (OpenBLAS core name, BLIS architecture)
   std::string path;     // the shared library
 };
+
+// Whether `lib` runs its library's generic kernels, made for no processor in particular (auto passes over it).
+bool generic_kernels(const BlasLibrary& lib);
 
 // The names device.blas accepts, auto first.
 const std::vector<std::string>& blas_names();
