@@ -11,8 +11,9 @@
 //                                                                    + B_1 + drain_1
 //             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward; a later pass of a
 //             batch in several also loads each sub-model's accumulated gradients with it.
-//   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread), max(a, b) with one
-//   engine per direction (CUDA's H2D and D2H streams).
+//   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread, and so far the CUDA
+//   backend's one copy stream), max(a, b) with one engine per direction (a GPU's H2D and D2H engines, once loads
+//   and drains run on a stream each).
 // Device memory: while sub-model i computes and i + 1 (or i - 1) loads, both sit in their slots (weights and
 // gradients) beside the computing one's activations and the resident bytes:
 //   slot_i + slot_j + max(act_i, act_j) + resident <= budget   for every two neighbours i, j.
