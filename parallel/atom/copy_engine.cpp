@@ -5,7 +5,10 @@
 namespace trident {
 
 CopyEngine::CopyEngine(std::unique_ptr<CopyQueue> copies, double bytes_per_s)
-    : copies_(std::move(copies)), bytes_per_s_(bytes_per_s), epoch_(std::chrono::steady_clock::now()), thread_([this] { run(); }) {}
+    : copies_(std::move(copies)),
+      bytes_per_s_(bytes_per_s),
+      epoch_(std::chrono::steady_clock::now()),
+      thread_([this] { run(); }) {}
 
 CopyEngine::~CopyEngine() {
   {
