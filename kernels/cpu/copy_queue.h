@@ -1,6 +1,6 @@
 #pragma once
 // The CPU backend's copy queue (kernels/copy_queue.h): the compute has finished when its call returns, so there is
-// nothing to wait for, and each copy is a memcpy on the calling thread.
+// nothing to wait for, and each copy is the backend's own (memcpy) on the calling thread.
 #include <memory>
 
 #include "kernels/copy_queue.h"
