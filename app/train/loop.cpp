@@ -405,6 +405,7 @@ void run_training(const Config& config) {
       record["passes"] = swap->passes;  // the step's batch in passes of what the activations hold
       record["h2d_bytes"] = swap->h2d_bytes;
       record["d2h_bytes"] = swap->d2h_bytes;
+      record["activation_bytes"] = swap->activation_bytes;  // of those, offloaded activations both ways
       record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy
       record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
       record["peak_host_bytes"] = host_store.peak();

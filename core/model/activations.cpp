@@ -6,12 +6,36 @@ namespace trident {
 
 namespace {
 
+// Every array a layer saves for its backward, in the order they are carved, with its values a token; arrays the
+// layer's attention does not have are skipped (left nullptr).
+template <class T, class F>
+void for_each_saved_array(LayerActivations<T>& l, const ModelConfig& m, F&& f) {
+  const int64_t C = m.n_embd, H = m.n_head;
+  const bool linear = m.attention == "linear";
+  f(l.ln1, C);
+  f(l.ln1_mean, 1);
+  f(l.ln1_rstd, 1);
+  f(l.qkv, 3 * C);
+  if (linear && m.linear_qk_activation != "none") f(l.qk_pre, 2 * C);
+  if (linear && m.linear_output_gate) f(l.gate, C);
+  f(l.att, C);
+  if (!linear) f(l.lse, H);
+  if (linear) f(l.o, C);
+  if (linear) f(l.rrms, m.linear_output_norm == "head" ? H : 1);
+  f(l.res2, C);
+  f(l.ln2, C);
+  f(l.ln2_mean, 1);
+  f(l.ln2_rstd, 1);
+  f(l.fc, 4 * C);
+  f(l.gelu, 4 * C);
+  f(l.res3, C);
+}
+
 // Hands out the arrays of `a` from `base` (nullptr: only counts) and returns the bytes they take. Every array starts
 // on a 256-byte boundary (what device kernels' vector loads and cuBLAS prefer), whatever the element type before it.
 template <class T>
 int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, char* base) {
-  const int64_t N = max_tokens, C = m.n_embd, H = m.n_head, V = m.vocab_size;
-  const bool linear = m.attention == "linear";
+  const int64_t N = max_tokens, C = m.n_embd, V = m.vocab_size;
   int64_t used = 0;
   auto take = [&]<class E>(E*, int64_t n) {
     used = (used + 255) / 256 * 256;
@@ -23,25 +47,8 @@ int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, char*
   auto stat = [&](int64_t n) { return take(static_cast<float*>(nullptr), n); };
   a.encoded = act(N * C);
   a.layers.assign(m.n_layer, LayerActivations<T>{});
-  for (LayerActivations<T>& l : a.layers) {
-    l.ln1 = act(N * C);
-    l.ln1_mean = stat(N);
-    l.ln1_rstd = stat(N);
-    l.qkv = act(3 * N * C);
-    l.qk_pre = linear && m.linear_qk_activation != "none" ? act(2 * N * C) : nullptr;
-    l.gate = linear && m.linear_output_gate ? act(N * C) : nullptr;
-    l.att = act(N * C);
-    l.lse = linear ? nullptr : stat(H * N);
-    l.o = linear ? act(N * C) : nullptr;
-    l.rrms = linear ? stat(m.linear_output_norm == "head" ? N * H : N) : nullptr;
-    l.res2 = act(N * C);
-    l.ln2 = act(N * C);
-    l.ln2_mean = stat(N);
-    l.ln2_rstd = stat(N);
-    l.fc = act(4 * N * C);
-    l.gelu = act(4 * N * C);
-    l.res3 = act(N * C);
-  }
+  for (LayerActivations<T>& l : a.layers)
+    for_each_saved_array(l, m, [&]<class E>(E*& p, int64_t per_token) { p = take(p, N * per_token); });
   a.lnf = act(N * C);
   a.lnf_mean = stat(N);
   a.lnf_rstd = stat(N);
@@ -71,9 +78,30 @@ Activations<T> allocate_activations(const ModelConfig& config, int64_t max_token
   return a;
 }
 
+template <class T>
+std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config) {
+  LayerActivations<T> l = layer;
+  std::vector<SavedArray> out;
+  for_each_saved_array(l, config, [&]<class E>(E*& p, int64_t per_token) {
+    out.push_back({p, per_token * static_cast<int64_t>(sizeof(E))});
+  });
+  return out;
+}
+
+template <class T>
+int64_t saved_bytes_per_token(const ModelConfig& config) {
+  int64_t bytes = 0;
+  for (const SavedArray& a : saved_arrays(LayerActivations<T>{}, config)) bytes += a.bytes_per_token;
+  return bytes;
+}
+
 template Activations<float> allocate_activations<float>(const ModelConfig&, int64_t, Allocator&);
 template Activations<bf16> allocate_activations<bf16>(const ModelConfig&, int64_t, Allocator&);
 template int64_t activation_bytes<float>(const ModelConfig&, int64_t);
 template int64_t activation_bytes<bf16>(const ModelConfig&, int64_t);
+template std::vector<SavedArray> saved_arrays<float>(const LayerActivations<float>&, const ModelConfig&);
+template std::vector<SavedArray> saved_arrays<bf16>(const LayerActivations<bf16>&, const ModelConfig&);
+template int64_t saved_bytes_per_token<float>(const ModelConfig&);
+template int64_t saved_bytes_per_token<bf16>(const ModelConfig&);
 
 }  // namespace trident

@@ -53,6 +53,18 @@ struct Activations {
 
 constexpr int64_t kHeadChunk = 128;  // tokens per LM-head chunk: logits stay O(chunk x V), not O(N x V)
 
+// An array a layer saved for its backward: a batch of n tokens wrote its first n * bytes_per_token bytes. A swapped
+// model that offloads activations moves these to host memory and back instead of recomputing them.
+struct SavedArray {
+  void* data = nullptr;
+  int64_t bytes_per_token = 0;
+};
+template <class T>
+std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config);
+// The sum of a layer's saved arrays' bytes_per_token.
+template <class T>
+int64_t saved_bytes_per_token(const ModelConfig& config);
+
 template <class T>
 Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
 // The bytes allocate_activations takes from its allocator.

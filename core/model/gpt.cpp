@@ -4,6 +4,8 @@
 #include <random>
 #include <type_traits>
 
+#include <fmt/core.h>
+
 #include "kernels/common/error.h"
 
 namespace trident {
@@ -24,10 +26,13 @@ int64_t widest_segment(const std::vector<int>& starts, int64_t end, int count) {
   return widest;
 }
 
-void check_segments(const std::vector<int>& starts, int64_t n_layer, int recomputed) {
+void check_segments(const std::vector<int>& starts, int64_t n_layer, int recomputed, int offloaded) {
   TRIDENT_CHECK(!starts.empty() && starts[0] == 0, "segments must start at layer 0");
   TRIDENT_CHECK(recomputed >= 0 && recomputed < static_cast<int>(starts.size()),
                 "{} recomputed segments of {}: at most all but the last", recomputed, starts.size());
+  TRIDENT_CHECK(offloaded >= 0 && offloaded < static_cast<int>(starts.size()),
+                "{} offloaded segments of {}: at most all but the last", offloaded, starts.size());
+  TRIDENT_CHECK(recomputed == 0 || offloaded == 0, "segments are either recomputed or offloaded, not both");
   for (std::size_t k = 1; k < starts.size(); ++k)
     TRIDENT_CHECK(starts[k] > starts[k - 1] && starts[k] < n_layer, "segment {} starts at layer {}: not increasing "
                   "below {} layers", k, starts[k], n_layer);
@@ -47,17 +52,37 @@ LayerSpan layer_span(const ModelConfig& config, const Swapping* swapping, const 
   return {{stage->first_layer}, stage->end_layer};
 }
 
-// The activation workspace: as a model with the layers of the widest segment up to `recomputed` and every later one.
-ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int recomputed) {
-  const std::size_t after = static_cast<std::size_t>(recomputed) + 1;
+// Segments 0 .. transient take turns in the shared workspace(s) (Swapping::recomputed or Swapping::offloaded).
+int transient_segments(const Swapping* swapping) {
+  return swapping ? std::max(swapping->recomputed, swapping->offloaded) : 0;
+}
+int workspaces(const Swapping* swapping) { return swapping && swapping->offloaded > 0 ? 2 : 1; }
+
+// The activation workspace: as a model with the layers of the widest segment up to `transient` (twice with two
+// workspaces) and every later one.
+ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int transient, int workspaces) {
+  const std::size_t after = static_cast<std::size_t>(transient) + 1;
   const int64_t later = after < span.starts.size() ? span.end - span.starts[after] : 0;
-  config.n_layer = widest_segment(span.starts, span.end, recomputed + 1) + later;
+  config.n_layer = workspaces * widest_segment(span.starts, span.end, transient + 1) + later;
   return config;
 }
 
-// Values of the boundary checkpoints: the inputs of segments 1 .. recomputed.
-int64_t checkpoint_values(const ModelConfig& config, int recomputed, int64_t max_tokens) {
-  return recomputed * max_tokens * config.n_embd;
+// Values of the boundary checkpoints: the inputs of segments 1 .. transient.
+int64_t checkpoint_values(const ModelConfig& config, int transient, int64_t max_tokens) {
+  return transient * max_tokens * config.n_embd;
+}
+
+template <class T>
+int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens) {
+  return saved_bytes_per_token<T>(config) * max_tokens;
+}
+int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision) {
+  return precision == Precision::bf16 ? host_layer_bytes<bf16>(config, max_tokens)
+                                      : host_layer_bytes<float>(config, max_tokens);
+}
+// The layers whose activations move to the host: those of the offloaded segments but the last.
+int64_t moving_layers(const Swapping& swapping) {
+  return swapping.offloaded > 1 ? swapping.segment_starts[static_cast<std::size_t>(swapping.offloaded - 1)] : 0;
 }
 
 }  // namespace
@@ -70,22 +95,29 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
       max_tokens_(max_tokens),
       precision_(precision),
       swapped_(swapping != nullptr),
-      recomputed_(swapping ? swapping->recomputed : 0) {
+      recomputed_(swapping ? swapping->recomputed : 0),
+      offloaded_(swapping ? swapping->offloaded : 0),
+      transient_(transient_segments(swapping)),
+      workspaces_(workspaces(swapping)) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
   const LayerSpan span = layer_span(config, swapping, stage);
   starts_ = span.starts;
   end_layer_ = span.end;
-  if (!stage) check_segments(starts_, config.n_layer, recomputed_);
-  shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, recomputed_ + 1));
+  if (!stage) check_segments(starts_, config.n_layer, recomputed_, offloaded_);
+  shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, transient_ + 1));
   if (swapping)
     TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
                   "a swapped model's store is host memory");
   Allocator& store = swapping ? *swapping->store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
-  const ModelConfig workspace = workspace_shape(config, span, recomputed_);
-  const int64_t boundary_values = checkpoint_values(config, recomputed_, max_tokens);
+  const ModelConfig workspace = workspace_shape(config, span, transient_, workspaces_);
+  const int64_t boundary_values = checkpoint_values(config, transient_, max_tokens);
+  if (swapping && swapping->offloaded > 1) {
+    host_layer_bytes_ = host_layer_bytes(config, max_tokens, precision);
+    host_acts_ = Tensor::empty(store, {(offload_bytes(config, max_tokens, precision, *swapping) + 3) / 4});
+  }
   if (precision == Precision::bf16) {
     if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
     acts16_ = allocate_activations<bf16>(workspace, max_tokens, allocator);
@@ -105,17 +137,23 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
 int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                           const Swapping* swapping, const PipelineStage* stage) {
   const int64_t P = model_layout(config).num_params;
-  const int recomputed = swapping ? swapping->recomputed : 0;
-  const ModelConfig workspace = workspace_shape(config, layer_span(config, swapping, stage), recomputed);
+  const int transient = transient_segments(swapping);
+  const ModelConfig workspace =
+      workspace_shape(config, layer_span(config, swapping, stage), transient, workspaces(swapping));
   const int64_t value = activation_value_bytes(precision);
   int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
                                         : activation_bytes<float>(workspace, max_tokens);
-  const int64_t boundary_bytes = checkpoint_values(config, recomputed, max_tokens) * value;
+  const int64_t boundary_bytes = checkpoint_values(config, transient, max_tokens) * value;
   bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
   if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
   return bytes;
+}
+
+int64_t GPT::offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
+                           const Swapping& swapping) {
+  return moving_layers(swapping) * host_layer_bytes(config, max_tokens, precision);
 }
 
 void GPT::set_layer_source(LayerSource* source) {
@@ -233,6 +271,22 @@ T* GPT::checkpoint(int segment) {
   return checkpoints_.data<T>() + static_cast<int64_t>(segment - 1) * max_tokens_ * config_.n_embd;
 }
 
+template <class T>
+int64_t GPT::copy_activations(int segment, int64_t n, bool to_host) {
+  std::vector<LayerSource::Copy> copies;
+  auto* host = static_cast<char*>(host_acts_.raw());
+  for (int l = starts_[static_cast<std::size_t>(segment)]; l < segment_end(segment); ++l) {
+    char* at = host + static_cast<int64_t>(l) * host_layer_bytes_;
+    for (const SavedArray& a : saved_arrays(layer_acts<T>(l, segment), config_)) {
+      const auto bytes = static_cast<std::size_t>(n * a.bytes_per_token);
+      copies.push_back(to_host ? LayerSource::Copy{at, a.data, bytes} : LayerSource::Copy{a.data, at, bytes});
+      at += a.bytes_per_token * max_tokens_;
+    }
+  }
+  return source_->copy_activations(fmt::format("{} activations {}", to_host ? "drain" : "load", segment),
+                                   std::move(copies), to_host);
+}
+
 // ---- one layer, forward ---------------------------------------------------------------------------------------------
 // Norms read the fp32 master weights; the matmuls read w.matmul<T> (the same for fp32).
 template <class T>
@@ -263,7 +317,7 @@ template <class T>
 void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recomputing) {
   const int first = starts_[static_cast<std::size_t>(segment)], end = segment_end(segment);
   for (int l = first; l < end; ++l) forward_layer<T>(l, segment, w, b);
-  if (recomputing || segment + 1 > recomputed_) return;
+  if (recomputing || segment + 1 > transient_) return;
   const int64_t C = config_.n_embd;
   backend_->copy_rows(checkpoint<T>(segment + 1), C, layer_acts<T>(end - 1, segment).res3, C, b.num_tokens, C);
 }
@@ -338,9 +392,15 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
                                 layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, N, static_cast<int>(C));
   else
     backend_->copy_rows(acts.encoded, C, static_cast<const T*>(io->input), C, N, C);
+  // Offloading: a segment's activations drain beside the next segment's forward; the one after that, in the same
+  // workspace, waits for them.
+  to_host_.assign(static_cast<std::size_t>(segments()), 0);
+  to_device_.assign(static_cast<std::size_t>(segments()), 0);
   for (int k = 0; k < segments(); ++k) {
     const ParamWindow w = source_ ? source_->acquire(k, false) : resident;
+    if (train && k >= 2 && moves(k - 2)) source_->wait_copies(to_host_[static_cast<std::size_t>(k - 2)]);
     forward_segment<T>(k, w, b, false);
+    if (train && moves(k)) to_host_[static_cast<std::size_t>(k)] = copy_activations<T>(k, N, true);
     if (source_) source_->release(k, false);
   }
   if (io && io->output) backend_->copy_rows(static_cast<T*>(io->output), C, trunk_output<T>(), C, N, C);
@@ -369,11 +429,14 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     for (int k = segments() - 1; k >= 0; --k) {
       const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
       if (k < recomputed_) forward_segment<T>(k, w, b, true);  // from its checkpoint
+      if (moves(k)) source_->wait_copies(to_device_[static_cast<std::size_t>(k)]);
       for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
         backward_layer<T>(l, k, w, b, dres, dnarrow);
         ready(static_cast<std::size_t>(config_.n_layer - l));
       }
       if (source_) source_->release(k, true);
+      // its workspace is free: the activations of the segment two before it (the next to use it) load back
+      if (k >= 2 && moves(k - 2)) to_device_[static_cast<std::size_t>(k - 2)] = copy_activations<T>(k - 2, N, false);
     }
     if (first_stage()) {
       backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dres,

@@ -35,6 +35,11 @@ struct Swapping {
   // device (a boundary checkpoint; the first segment's is the embedding output); the later segments keep every
   // layer's activations. 0: nothing recomputed; all but the last: one segment's activations at a time.
   int recomputed = 0;
+  // Instead of recomputing (recomputed 0): the first `offloaded` segments (at most all but the last) move their
+  // activations to the store after their forward and back before their backward. They and the next one take turns in
+  // two activation workspaces, so a segment's copy out runs beside the next one's forward and its copy back beside
+  // the later one's backward; the last of them is still in its workspace when its backward comes and never moves.
+  int offloaded = 0;
 };
 
 // A pipeline stage (parallel/pipeline/): a model that computes layers [first_layer, end_layer) of the pipeline and
@@ -69,10 +74,13 @@ class GPT {
 
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
   // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
-  // gradients or weight copy; the shared workspace, the later segments' activations and the checkpoints.
-  // With `stage`, the activations of its layers only.
+  // gradients or weight copy; the shared workspace (two with offloading), the later segments' activations and the
+  // checkpoints. With `stage`, the activations of its layers only.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const Swapping* swapping = nullptr, const PipelineStage* stage = nullptr);
+  // The host bytes a swapped model takes from its store beside parameters and gradients: the offloaded activations.
+  static int64_t offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
+                               const Swapping& swapping);
 
   const ModelConfig& config() const { return config_; }
   const ModelLayout& layout() const { return layout_; }
@@ -90,6 +98,8 @@ class GPT {
   bool last_stage() const { return end_layer_ == config_.n_layer; }
   // Layers whose forward backward recomputes (Swapping::recomputed).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
+  // Layers whose activations move to the host and back (Swapping::offloaded: all but the last of those segments).
+  int offloaded_layers() const { return offloaded_ > 1 ? starts_[static_cast<std::size_t>(offloaded_ - 1)] : 0; }
   // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
   void set_layer_source(LayerSource* source);
   // The fp32 master weights. With bf16, every forward first rounds them into the bf16 copy the matmuls read (a pass
@@ -140,20 +150,27 @@ class GPT {
   Activations<T>& acts();
   template <class T>
   T* checkpoint(int segment);  // the input of a segment in the shared workspace (segment >= 1)
-  // Layer l's activations: those of a segment in the shared workspace (segment <= recomputed_) at l - its first
-  // layer, a later one's after the workspace at l - the first of them.
+  // Layer l's activations: those of a segment in a shared workspace (segment <= transient_; with offloading,
+  // segments alternate between two) at l - its first layer, a later one's after the workspaces at l - the first of
+  // them.
   template <class T>
   LayerActivations<T>& layer_acts(int l, int segment) {
-    const int at = segment <= recomputed_ ? l - starts_[static_cast<std::size_t>(segment)]
-                                          : shared_layers_ + l - starts_[static_cast<std::size_t>(recomputed_ + 1)];
+    const int at = segment <= transient_
+                       ? (offloaded_ > 0 ? segment % 2 : 0) * shared_layers_ + l - starts_[static_cast<std::size_t>(segment)]
+                       : workspaces_ * shared_layers_ + l - starts_[static_cast<std::size_t>(transient_ + 1)];
     return acts<T>().layers[static_cast<std::size_t>(at)];
   }
+  // Offloaded activations: whether segment k's move (k < offloaded_ - 1), and the copies of its saved arrays for a
+  // batch of n tokens between its workspace and its place in host_acts_, queued on the layer source.
+  bool moves(int segment) const { return segment < offloaded_ - 1; }
+  template <class T>
+  int64_t copy_activations(int segment, int64_t n, bool to_host);
   template <class T>
   const T* layer_input(int l, int segment) {
     if (l > starts_[static_cast<std::size_t>(segment)]) return layer_acts<T>(l - 1, segment).res3;
     if (segment == 0) return acts<T>().encoded;
     // the segment after the workspace reads the last one in it, untouched until after its own backward
-    return segment <= recomputed_ ? checkpoint<T>(segment) : layer_acts<T>(l - 1, segment - 1).res3;
+    return segment <= transient_ ? checkpoint<T>(segment) : layer_acts<T>(l - 1, segment - 1).res3;
   }
   template <class T>
   const T* trunk_output() {  // the last layer's output, ln_f's input
@@ -182,8 +199,15 @@ class GPT {
   int end_layer_ = 0;        // after the last layer computed here: n_layer, unless a pipeline stage
   bool swapped_ = false;  // params_ and grads_ in a Swapping's store
   int recomputed_ = 0;      // Swapping::recomputed
-  int shared_layers_ = 0;   // layers of the widest segment up to recomputed_: the shared workspace
-  Tensor checkpoints_;  // (segments - 1, max_tokens, C) of the activations' type
+  int offloaded_ = 0;       // Swapping::offloaded
+  int transient_ = 0;       // recomputed_ or offloaded_: the segments before it and itself share the workspace(s)
+  int workspaces_ = 1;      // shared workspaces: 2 when offloading
+  int shared_layers_ = 0;   // layers of the widest segment up to transient_: one shared workspace
+  Tensor checkpoints_;  // (transient_, max_tokens, C) of the activations' type: the inputs of segments 1..transient_
+  // Offloaded activations in the store: each moving layer's saved arrays, max_tokens tokens each, one after another.
+  Tensor host_acts_;
+  int64_t host_layer_bytes_ = 0;
+  std::vector<int64_t> to_host_, to_device_;  // per segment, the tickets of its activations' copies this pass
   LayerSource* source_ = nullptr;
   Activations<float> acts32_;  // one of the two is allocated, by precision
   Activations<bf16> acts16_;

@@ -14,7 +14,12 @@
 //   end_pass(true)                                                    their gradients are back in the store
 // A source may load the next segment while the model computes the current one, and keep a released segment on the
 // device if it is needed again (the last forward segment is the first backward one).
+//
+// A model that offloads activations (Swapping::offloaded) also hands the source copies between its activation
+// workspace and host memory, which the source runs in order with its own loads and drains, beside the compute.
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/shared/bf16.h"
@@ -64,6 +69,18 @@ class LayerSource {
   virtual void release(int segment, bool backward) = 0;
   // The store's gradients were set to zero.
   virtual void grads_zeroed() = 0;
+
+  // Offloaded activations: `copies` queued after every copy queued before and after the compute issued so far (so
+  // nothing it reads or overwrites is still in use); returns a ticket for wait_copies. Device to host, or host to
+  // device.
+  struct Copy {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    std::size_t bytes = 0;
+  };
+  virtual int64_t copy_activations(std::string label, std::vector<Copy> copies, bool to_host) = 0;
+  // Blocks until the copies of `ticket` are done.
+  virtual void wait_copies(int64_t ticket) = 0;
 };
 
 }  // namespace trident

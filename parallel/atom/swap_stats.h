@@ -10,8 +10,9 @@ struct SwapStats {
   int sub_models = 0;
   int64_t passes = 0;          // forward (and backward) passes over the model
   int64_t loads = 0;           // sub-model (and embedding) loads
-  int64_t h2d_bytes = 0;       // weights and, between micro-batches, gradients to the device
-  int64_t d2h_bytes = 0;       // gradients back to the store
+  int64_t h2d_bytes = 0;       // weights, between micro-batches gradients, and offloaded activations to the device
+  int64_t d2h_bytes = 0;       // gradients back to the store, offloaded activations to the host
+  int64_t activation_bytes = 0;  // of those, offloaded activations (both ways)
   double exposed_s = 0;        // time the compute waited for copies
   double copy_s = 0;           // time the copy engine was busy
 };

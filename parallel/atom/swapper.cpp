@@ -238,6 +238,21 @@ void LayerSwapper::release(int segment, bool backward) {
   prefetch();
 }
 
+int64_t LayerSwapper::copy_activations(std::string label, std::vector<Copy> copies, bool to_host) {
+  int64_t bytes = 0;
+  for (const Copy& c : copies) bytes += static_cast<int64_t>(c.bytes);
+  (to_host ? stats_.d2h_bytes : stats_.h2d_bytes) += bytes;
+  stats_.activation_bytes += bytes;
+  return engine_.submit(std::move(label), bytes, [copies = std::move(copies), to_host](CopyQueue& queue) {
+    for (const Copy& c : copies) {
+      if (to_host) queue.download(c.dst, c.src, c.bytes);
+      else queue.upload(c.dst, c.src, c.bytes);
+    }
+  });
+}
+
+void LayerSwapper::wait_copies(int64_t ticket) { stats_.exposed_s += engine_.wait(ticket); }
+
 void LayerSwapper::grads_zeroed() { std::fill(store_grads_zero_.begin(), store_grads_zero_.end(), true); }
 
 void LayerSwapper::collect_copy_spans() {

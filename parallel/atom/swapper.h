@@ -43,6 +43,8 @@ class LayerSwapper final : public LayerSource {
   ParamWindow acquire(int segment, bool backward) override;
   void release(int segment, bool backward) override;
   void grads_zeroed() override;
+  int64_t copy_activations(std::string label, std::vector<Copy> copies, bool to_host) override;
+  void wait_copies(int64_t ticket) override;
 
   SwapStats take_stats();
   const std::vector<int>& segment_starts() const { return model_.segment_starts(); }

@@ -48,17 +48,23 @@ Steps train(GPT& model, AdamW& optimizer, int steps) {
 }  // namespace
 
 TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the resident model", "[atom]") {
-  // recomputed: leading sub-models recomputed in backward (all but the last, none, or some)
-  const auto [attention, precision, starts, slots, recomputed] = GENERATE(
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, 7},
-      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2, 2},
-      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3, 3},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0}, 2, 0},
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 0},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 4}, 3, 0},
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 2},
-      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 1, 3, 5, 7}, 2, 1});
-  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed);
+  // recomputed: leading sub-models recomputed in backward (all but the last, none, or some); offloaded: leading
+  // sub-models whose activations go to the host and back instead
+  const auto [attention, precision, starts, slots, recomputed, offloaded] = GENERATE(
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, 7, 0},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2, 2, 0},
+      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3, 3, 0},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0}, 2, 0, 0},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 0, 0},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 4}, 3, 0, 0},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 2, 0},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 1, 3, 5, 7}, 2, 1, 0},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, 0, 7},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 2, 4, 6}, 3, 0, 3},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 3, 5}, 2, 0, 2},
+      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 1, 3, 5, 7}, 2, 0, 4},
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 2, 0, 1});
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed, offloaded);
   const ModelConfig m = swap_model(attention);
   const int64_t tokens = 64;
 
@@ -70,12 +76,13 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
 
   // The swapped model's device: exactly what its activations, checkpoints, slots and resident part take.
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
-  const Swapping swapping{.segment_starts = starts, .store = &host, .recomputed = recomputed};
+  const Swapping swapping{
+      .segment_starts = starts, .store = &host, .recomputed = recomputed, .offloaded = offloaded};
   const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   const int64_t resident_bytes =
       GPT::memory_bytes(m, tokens, precision, Device::cpu) + AdamW::memory_bytes(resident.num_params());
-  if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model, recomputed: the 4x case
+  if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model: the 4x case
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
   GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
   LayerSwapper swapper(swapped, device, {.slots = slots});
@@ -91,6 +98,13 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   CHECK(stats.passes == 3 * 3);
   CHECK(stats.d2h_bytes > 0);
   CHECK(stats.h2d_bytes > 0);
+  // the activations of the offloaded sub-models but the last go out and back: 3 steps of two training passes of 64
+  // tokens
+  const int64_t moving = offloaded > 1 ? starts[static_cast<std::size_t>(offloaded - 1)] : 0;
+  const int64_t per_token =
+      precision == Precision::bf16 ? saved_bytes_per_token<bf16>(m) : saved_bytes_per_token<float>(m);
+  CHECK(stats.activation_bytes == 3 * 2 * 64 * moving * per_token * 2);
+  CHECK(host.peak() >= static_cast<std::size_t>(GPT::offload_bytes(m, tokens, precision, swapping)));
 }
 
 TEST_CASE("a slow copy overlaps the compute: each load starts before the previous sub-model's compute ends",

@@ -48,12 +48,14 @@ void check_same(const std::string& name, double got, double want) {
 
 TEST_CASE("a swapped model on the cuda backend equals the resident one bit for bit, step after step",
           "[cuda][atom]") {
-  const auto [attention, precision, starts, slots, recomputed] = GENERATE(
-      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3}, 2, 3},
-      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 2, 3}, 2, 0},
-      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2}, 3, 1},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 1, 3}, 2, 2});
-  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed);
+  // recomputed or offloaded: leading sub-models whose activations are recomputed, or go to the host and back
+  const auto [attention, precision, starts, slots, recomputed, offloaded] = GENERATE(
+      std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3}, 2, 3, 0},
+      std::tuple{"linear", Precision::fp32, std::vector<int>{0, 2, 3}, 2, 0, 0},
+      std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2}, 3, 1, 0},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 1, 3}, 2, 2, 0},
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 1, 2, 3}, 2, 0, 3});
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed, offloaded);
   const ModelConfig m{.n_layer = 4, .n_embd = 32, .n_head = 2, .vocab_size = 61, .max_seq_len = 32,
                       .attention = attention, .linear_chunk = 8};  // small: the SIMT emulation is slow
   const int64_t tokens = 64;
@@ -63,7 +65,8 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
   GPT resident(m, tokens, resident_memory, *cuda, precision);
 
   Allocator store({.name = "host store", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->staging_memory()});
-  const Swapping swapping{.segment_starts = starts, .store = &store, .recomputed = recomputed};
+  const Swapping swapping{
+      .segment_starts = starts, .store = &store, .recomputed = recomputed, .offloaded = offloaded};
   const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cuda, &swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget), .resource = &cuda->memory()});
@@ -97,4 +100,5 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
   CHECK(stats.passes == 2 * 3);
   CHECK(stats.h2d_bytes > 0);
   CHECK(stats.d2h_bytes > 0);
+  CHECK((stats.activation_bytes > 0) == (offloaded > 1));  // the last offloaded sub-model's stay on the device
 }
