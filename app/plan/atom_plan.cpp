@@ -119,6 +119,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"batch_step_s", batch_s},
                                 {"batch_exposed_copy_s", batch_exposed_s},
                                 {"recomputed_sub_models", placed.recomputed},
+                                {"offloaded_sub_models", std::max(placed.offloaded - 1, 0)},
                                 {"forward_s", plan.forward_s},
                                 {"backward_s", plan.backward_s},
                                 {"step_s", plan.step_s()},
@@ -159,15 +160,18 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",
              plan.step_s(), plan.forward_s, plan.backward_s,
              placed.recomputed > 0 ? fmt::format(", the first {} sub-model(s) recomputed", placed.recomputed)
-                                   : ", every layer's activations kept",
+             : placed.offloaded > 1
+                 ? fmt::format(", the first {} sub-model(s)' activations offloaded to the host", placed.offloaded - 1)
+                 : ", every layer's activations kept",
              plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
   if (placed.passes > 1)
     fmt::print("  a batch of {} tokens takes {} passes: {:.3f} s, {:.3f} s of copies exposed (the later passes also "
                "load the gradients accumulated so far)\n",
                peer.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
-  fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v)\n",
-             static_cast<double>(placed.host_bytes) / kGiB, host_gib);
+  fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v{})\n",
+             static_cast<double>(placed.host_bytes) / kGiB, host_gib,
+             placed.offloaded > 1 ? ", offloaded activations" : "");
   fmt::print("  device memory {:.3f} of {:.3f} GiB; loads hide under compute from about {:.0f} tokens a pass "
              "(overlap rule, {:.1f} TFLOP/s implied by the profile)\n",
              static_cast<double>(placed.device_bytes) / kGiB, static_cast<double>(placed.device.budget_bytes) / kGiB,

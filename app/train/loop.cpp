@@ -225,7 +225,8 @@ void run_training(const Config& config) {
                          .resource = &backend.staging_memory()});  // pinned on cuda: the copies run asynchronously
   const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
                           .store = &host_store,
-                          .recomputed = placement ? placement->recomputed : 0};
+                          .recomputed = placement ? placement->recomputed : 0,
+                          .offloaded = placement ? placement->offloaded : 0};
   GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr,
             stage ? &*stage : nullptr);
   std::optional<LayerSwapper> swapper;
@@ -245,6 +246,9 @@ void run_training(const Config& config) {
                  std::min<std::size_t>(starts.size(), placement->slots), capacity,
                  placement->recomputed > 0
                      ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
+                 : placement->offloaded > 1
+                     ? fmt::format("offloaded to the host in the first {} sub-model(s) and back for their backward, "
+                                   "kept in the rest", placement->offloaded - 1)
                      : std::string("kept"),
                  format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
                  format_bytes(host_store.in_use()), format_bytes(host_store.budget()));

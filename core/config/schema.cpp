@@ -151,9 +151,12 @@ const std::vector<Key>& schema() {
        "ATOM: host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW m and v, 16 "
        "bytes a parameter; 0 = this machine's physical memory"},
       {"parallel.atom.activations",
-       StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute"}},
+       StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute", "offload"}},
        "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (backward recomputes every "
-       "sub-model's forward but the last one's from its input) or auto (the fewest recomputed that fit a pass)"},
+       "sub-model's forward but the last one's from its input), offload (the fewest leading sub-models that fit a "
+       "pass move their activations to the host after their forward and back before their backward, beside the "
+       "compute) or auto (the fewest recomputed that fit a pass; with a profile that has network.host_to_device, "
+       "that or the fewest offloaded, whichever the swap schedule predicts faster)"},
       {"parallel.atom.average_every", IntField{member(&C::parallel, &ParallelConfig::atom_average_every), 0},
        "ATOM peers (more than one rank): 0 = exact, the peers' gradients summed every step (data parallelism of "
        "replicas); N = each peer updates its own replica and the peers average their parameters every N steps, "

@@ -16,8 +16,8 @@ namespace trident {
 namespace {
 
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
-                     int recomputed, int slots, int64_t tokens) {
-  const Swapping swapping{.segment_starts = starts, .recomputed = recomputed};
+                     int recomputed, int offloaded, int slots, int64_t tokens) {
+  const Swapping swapping{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
   return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
@@ -60,16 +60,19 @@ int64_t host_budget_bytes(const Config& config) {
   return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
-void check_host_store(const Config& config, int64_t num_params, int peers_per_host) {
-  const int64_t store = 16 * num_params, budget = host_budget_bytes(config);
+void check_host_store(const Config& config, int64_t num_params, int peers_per_host, int64_t offload_bytes) {
+  const int64_t store = 16 * num_params + offload_bytes, budget = host_budget_bytes(config);
   if (store * peers_per_host <= budget) return;
   throw_config_error("parallel.atom.host_memory_gb = {}{}: the host store of {} (16 bytes for each of {} parameters: "
-                     "fp32 weights, gradients, AdamW m and v){} does not fit",
+                     "fp32 weights, gradients, AdamW m and v{}){} does not fit",
                      config.parallel.atom_host_memory_gb,
                      config.parallel.atom_host_memory_gb > 0
                          ? ""
                          : fmt::format(" (this machine: {})", format_bytes(static_cast<std::size_t>(budget))),
                      format_bytes(static_cast<std::size_t>(store)), num_params,
+                     offload_bytes > 0 ? fmt::format("; {} of offloaded activations",
+                                                     format_bytes(static_cast<std::size_t>(offload_bytes)))
+                                       : "",
                      peers_per_host > 1 ? fmt::format(", once for each of {} peers on this host", peers_per_host) : "");
 }
 
@@ -81,9 +84,10 @@ int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision
 
 // The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, the pass's
 // forward and backward from the profile's compute fit shared evenly by them (a forward is a third). Layers below
-// `recompute_below` are in recomputed sub-models (-1: every sub-model but the last, wherever the split falls).
+// `recompute_below` are in recomputed sub-models (-1: every sub-model but the last, wherever the split falls), or
+// with `offload` in sub-models that offload their activations.
 void planner_inputs(const Config& config, Precision precision, Device device, const cost::Profile& profile,
-                    int64_t tokens, int recompute_below, AtomPlacement& placed) {
+                    int64_t tokens, int recompute_below, bool offload, AtomPlacement& placed) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, value = activation_value_bytes(precision);
   ModelConfig one = m, two = m;
@@ -118,8 +122,9 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
                         recomputed_layers * tokens * m.n_embd * value,
       .h2d_bytes_per_s = h2d.bandwidth_gb_per_s * 1e9,
       .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
-      .shared_copy_engine = device == Device::cpu,
-      .recompute_below = recompute_below};
+      .shared_copy_engine = true,  // the CPU's copy thread, and the CUDA backend's one copy stream
+      .recompute_below = recompute_below,
+      .offload = offload};
 }
 
 bool plans_with(const cost::Profile* profile) {
@@ -138,93 +143,108 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   const int slots = static_cast<int>(config.parallel.atom_prefetch) + 1;
   check_host_store(config, model_layout(m).num_params, peers_per_host);
   AtomPlacement placed;
-  placed.host_bytes = 16 * model_layout(m).num_params;
   placed.slots = slots;
   const std::string& activations = config.parallel.atom_activations;
-  auto bytes = [&](const std::vector<int>& starts, int recomputed, int64_t tokens) {
-    return placed_bytes(config, precision, device, starts, recomputed, slots, tokens);
+  // The leading sub-models that give up their activations: `count` of them, recomputed or offloaded.
+  struct Stash {
+    int count = 0;
+    bool offload = false;
+    int recomputed() const { return offload ? 0 : count; }
+    int offloaded() const { return offload ? count : 0; }
   };
-  auto below = [](const std::vector<int>& starts, int recomputed) {
-    return recomputed > 0 ? starts[static_cast<std::size_t>(recomputed)] : 0;
+  auto bytes = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
+    return placed_bytes(config, precision, device, starts, stash.recomputed(), stash.offloaded(), slots, tokens);
   };
-  // Every candidate holds a whole batch; the best is the fastest predicted (with a profile), else the one that
-  // recomputes the fewest layers, then has the fewest sub-models.
+  auto below = [](const std::vector<int>& starts, Stash stash) {
+    return stash.count > 0 ? starts[static_cast<std::size_t>(stash.count)] : 0;
+  };
+  // Every candidate holds a whole batch; the best is the fastest predicted (with a profile), else the one that stashes
+  // the fewest layers, then has the fewest sub-models.
   const int64_t N = config.train.batch_tokens;
   double best_score = std::numeric_limits<double>::infinity();
-  auto consider = [&](const std::vector<int>& starts, int recomputed) {
-    if (bytes(starts, recomputed, N) > budget) return false;
-    double score = static_cast<double>(below(starts, recomputed) * (L + 1) + static_cast<int64_t>(starts.size()));
+  Stash chosen;
+  auto consider = [&](const std::vector<int>& starts, Stash stash) {
+    if (bytes(starts, stash, N) > budget) return;
+    double score = static_cast<double>(below(starts, stash) * (L + 1) + static_cast<int64_t>(starts.size()));
     if (plans_with(profile)) {
-      planner_inputs(config, precision, device, *profile, N, below(starts, recomputed), placed);
+      planner_inputs(config, precision, device, *profile, N, below(starts, stash), stash.offload, placed);
       score = cost::evaluate_swaps(placed.layers, placed.device, starts).step_s();
     }
     if (score < best_score) {
       best_score = score;
       placed.segment_starts = starts;
-      placed.recomputed = recomputed;
+      chosen = stash;
     }
-    return true;
+  };
+  // The fewest stashed sub-models that fit (device bytes need not fall with each one more when offloading: the two
+  // workspaces hold the widest of them twice), if any do.
+  auto fewest = [&](const std::vector<int>& starts, bool offload) {
+    for (int count = 0; count < static_cast<int>(starts.size()); ++count)
+      if (bytes(starts, {count, offload}, N) <= budget) return consider(starts, {count, offload});
   };
   for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count) {
     const std::vector<int> starts = balanced_starts(L, count);
     const int all_but_last = static_cast<int>(count) - 1;
-    if (activations == "keep") consider(starts, 0);
-    else if (activations == "recompute") consider(starts, all_but_last);
-    else if (bytes(starts, all_but_last, N) <= budget) {  // auto: the fewest recomputed sub-models that fit
-      int lo = 0, hi = all_but_last;  // bytes fall as more sub-models recompute; hi fits
-      while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (bytes(starts, mid, N) <= budget) hi = mid;
-        else lo = mid + 1;
-      }
-      consider(starts, lo);
+    if (activations == "keep") consider(starts, {});
+    else if (activations == "recompute") consider(starts, {all_but_last, false});
+    else if (activations == "offload") fewest(starts, true);
+    else {  // auto: the fewest recomputed that fit; with a profile, also the fewest offloaded, the faster predicted
+      fewest(starts, false);
+      if (plans_with(profile)) fewest(starts, true);
     }
   }
-  if (plans_with(profile) && activations != "keep") {  // the planner's own split, recomputing all but the last
-    planner_inputs(config, precision, device, *profile, N, -1, placed);
+  if (plans_with(profile) && (activations == "auto" || activations == "recompute")) {
+    // the planner's own split, recomputing all but the last
+    planner_inputs(config, precision, device, *profile, N, -1, false, placed);
     if (const std::optional<cost::SwapPlan> plan =
             cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked)))
-      consider(plan->starts, plan->sub_models() - 1);
+      consider(plan->starts, {plan->sub_models() - 1, false});
   }
   if (placed.segment_starts.empty() && activations == "keep")
     throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
-                       "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto or "
-                       "recompute, or lower train.batch_tokens",
+                       "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto, "
+                       "recompute or offload, or lower train.batch_tokens",
                        N, std::min<int64_t>(slots, asked > 0 ? asked : L), config.device.memory_gb);
   int64_t tokens = N;
   if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
-    const int recomputed = static_cast<int>(count) - 1;
-    if (bytes(starts, recomputed, 1) > budget)
+    const Stash stash{static_cast<int>(count) - 1, activations == "offload"};
+    if (bytes(starts, stash, 1) > budget)
       throw_config_error("device.memory_gb = {}{}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
                          "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
                          "there; raise device.memory_gb{}",
                          config.device.memory_gb,
                          asked > 0 ? fmt::format(" with parallel.atom.sub_models = {}", asked) : "", count,
-                         (L + count - 1) / count, format_bytes(static_cast<std::size_t>(bytes(starts, recomputed, 1))),
+                         (L + count - 1) / count, format_bytes(static_cast<std::size_t>(bytes(starts, stash, 1))),
                          std::min<int64_t>(slots, count), format_bytes(static_cast<std::size_t>(budget)),
                          count < L    ? " or parallel.atom.sub_models"
                          : slots > 2  ? " or lower parallel.atom.prefetch"
                                       : "");
-    int64_t lo = 1, hi = N;  // bytes(starts, recomputed, lo) fits throughout
+    int64_t lo = 1, hi = N;  // bytes(starts, stash, lo) fits throughout
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
-      (bytes(starts, recomputed, mid) <= budget ? lo : hi) = mid;
+      (bytes(starts, stash, mid) <= budget ? lo : hi) = mid;
     }
     placed.segment_starts = starts;
-    placed.recomputed = recomputed;
+    chosen = stash;
     tokens = lo;
   }
+  placed.recomputed = chosen.recomputed();
+  placed.offloaded = chosen.offloaded();
   placed.tokens = tokens;
+  const Swapping swapping{.segment_starts = placed.segment_starts, .offloaded = placed.offloaded};
+  const int64_t offload_bytes = GPT::offload_bytes(m, tokens, precision, swapping);
+  check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
+  placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
   // A pass holds whole documents: of the longest there can be, tokens / max_seq_len a pass.
   const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
   placed.passes = std::max(config.train.micro_batches, (N + whole - 1) / whole);
   placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
-  placed.device_bytes = bytes(placed.segment_starts, placed.recomputed, tokens);
+  placed.device_bytes = bytes(placed.segment_starts, chosen, tokens);
   if (plans_with(profile)) {
-    planner_inputs(config, precision, device, *profile, placed.pass_tokens,
-                   below(placed.segment_starts, placed.recomputed), placed);
+    planner_inputs(config, precision, device, *profile, placed.pass_tokens, below(placed.segment_starts, chosen),
+                   chosen.offload, placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
     cost::SwapDevice later = placed.device;
     later.accumulating = true;

@@ -21,8 +21,9 @@ struct AtomPlacement {
   int64_t passes = 1;
   int64_t pass_tokens = 0;          // the tokens a pass carries in the prediction: the batch over its passes
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
+  int offloaded = 0;                // Swapping::offloaded: leading sub-models whose activations go to the host
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
-  int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v
+  int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v, offloaded activations
   // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
   // costs and device it was made from.
   std::optional<cost::SwapPlan> predicted;
@@ -38,11 +39,12 @@ bool swaps(const Config& config);
 
 // The placement: among the partitions into parallel.atom.sub_models sub-models (0: any count), balanced with the
 // larger ones last, each with the fewest leading sub-models recomputed that fits (parallel.atom.activations: auto;
-// keep recomputes none, recompute all but the last), and with a profile that has a compute section and
-// network.host_to_device also the swap planner's own split, the one whose exact device bytes fit a pass of
-// train.batch_tokens tokens and that is fastest by the swap schedule (with a profile), else recomputes the fewest
-// layers, then has the fewest sub-models. When none holds a batch, the finest split recomputing all but its last
-// sub-model, with the most tokens a pass that fit. A ConfigError naming device.memory_gb, parallel.atom.sub_models,
+// keep recomputes none, recompute all but the last, offload offloads the fewest that fit instead), with a profile
+// that has a compute section and network.host_to_device also (auto) each with the fewest offloaded that fit and
+// (auto, recompute) the swap planner's own split, the one whose exact device bytes fit a pass of train.batch_tokens
+// tokens and that is fastest by the swap schedule (with a profile), else stashes the fewest layers, then has the
+// fewest sub-models. When none holds a batch, the finest split recomputing (offloading) all but its last sub-model,
+// with the most tokens a pass that fit. A ConfigError naming device.memory_gb, parallel.atom.sub_models,
 // parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
 // `peers_per_host`: the peers whose stores share this host's memory.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,
@@ -53,8 +55,8 @@ std::vector<int> balanced_starts(int64_t layers, int64_t count);
 
 // The host store's budget in bytes: parallel.atom.host_memory_gb, or this machine's memory when 0.
 int64_t host_budget_bytes(const Config& config);
-// A ConfigError naming parallel.atom.host_memory_gb when `peers_per_host` stores of `num_params` parameters do not
-// fit it.
-void check_host_store(const Config& config, int64_t num_params, int peers_per_host = 1);
+// A ConfigError naming parallel.atom.host_memory_gb when `peers_per_host` stores of `num_params` parameters (and
+// `offload_bytes` of offloaded activations each) do not fit it.
+void check_host_store(const Config& config, int64_t num_params, int peers_per_host = 1, int64_t offload_bytes = 0);
 
 }  // namespace trident

@@ -40,10 +40,25 @@ class Ranges {
   }
   double drain_s(int a, int b) const { return static_cast<double>(grad_[b] - grad_[a]) / device_.d2h_bytes_per_s; }
   double forward_s(int a, int b) const { return forward_[b] - forward_[a]; }
-  // With the recompute of its forward where the device says so (never the last sub-model's: its activations are
-  // still there).
+  // Whether the sub-model ending at b gives up its activations after its forward (never the last one's: its
+  // backward comes first).
+  bool stashed(int b) const {
+    return b != layers() && (device_.recompute_below < 0 || b <= device_.recompute_below);
+  }
+  // Offloading: whether its activations go to the host and back (the last of the stashed ones stays in its
+  // workspace: its backward follows the next one's; with recompute_below -1 it is not known, and moves here).
+  bool moves(int b) const {
+    return device_.offload && stashed(b) && (device_.recompute_below < 0 || b < device_.recompute_below);
+  }
+  double activations_out_s(int a, int b) const {
+    return moves(b) ? static_cast<double>(act(a, b)) / device_.d2h_bytes_per_s : 0.0;
+  }
+  double activations_in_s(int a, int b) const {
+    return moves(b) ? static_cast<double>(act(a, b)) / device_.h2d_bytes_per_s : 0.0;
+  }
+  // With the recompute of its forward where the device says so.
   double backward_s(int a, int b) const {
-    const bool recomputed = b != layers() && (device_.recompute_below < 0 || b <= device_.recompute_below);
+    const bool recomputed = stashed(b) && !device_.offload;
     return (recomputed ? forward_s(a, b) : 0.0) + backward_[b] - backward_[a];
   }
   int layers() const { return static_cast<int>(forward_.size()) - 1; }
@@ -53,19 +68,25 @@ class Ranges {
     return device_.shared_copy_engine ? load + drain : std::max(load, drain);
   }
   // Device bytes while [a, b) and its neighbour [b, c) both sit on the device, the computing one's activations
-  // beside them.
+  // beside them (both of theirs when offloading: the two take turns in two workspaces).
   int64_t pair_bytes(int a, int b, int c) const {
-    return device_.resident_bytes + slot(a, b) + slot(b, c) + std::max(act(a, b), act(b, c));
+    const int64_t acts = device_.offload ? act(a, b) + act(b, c) : std::max(act(a, b), act(b, c));
+    return device_.resident_bytes + slot(a, b) + slot(b, c) + acts;
   }
   int64_t alone_bytes(int a, int b) const { return device_.resident_bytes + slot(a, b) + act(a, b); }
 
   // The terms a partition pays for the neighbours [a, b), [b, c): the forward's compute of the first against the
-  // second's load, the backward's recompute and backward of the second against the first's load and its own drain.
-  // When [b, c) is the last, [a, b) is still in the other slot from the forward: no load.
-  double pair_s(int a, int b, int c) const {
-    const double reload = (c == layers() ? 0.0 : load_s(a, b)) + grads_in_s(a, b);
-    return std::max(forward_s(a, b), load_s(b, c)) + std::max(backward_s(b, c), copy_s(reload, drain_s(b, c)));
+  // second's load (and the first's activations going out), the backward's recompute and backward of the second
+  // against the first's load (and its activations coming back) and its own drain. When [b, c) is the last, [a, b)
+  // is still in the other slot from the forward: no load.
+  double forward_pair_s(int a, int b, int c) const {
+    return std::max(forward_s(a, b), copy_s(load_s(b, c), activations_out_s(a, b)));
   }
+  double backward_pair_s(int a, int b, int c) const {
+    const double reload = (c == layers() ? 0.0 : load_s(a, b)) + grads_in_s(a, b) + activations_in_s(a, b);
+    return std::max(backward_s(b, c), copy_s(reload, drain_s(b, c)));
+  }
+  double pair_s(int a, int b, int c) const { return forward_pair_s(a, b, c) + backward_pair_s(a, b, c); }
   // What the first sub-model [0, b) pays alone: its load before the forward, its backward, then its drain (nothing
   // is left to hide it).
   double first_s(int b) const { return load_s(0, b) + backward_s(0, b) + drain_s(0, b); }
@@ -101,9 +122,8 @@ SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& dev
   double compute_s = r.forward_s(0, L) + r.backward_s(0, bounds[1]);
   for (int i = 0; i + 1 < k; ++i) {
     const int a = bounds[i], b = bounds[i + 1], c = bounds[i + 2];
-    const double pair = r.pair_s(a, b, c);
-    plan.forward_s += std::max(r.forward_s(a, b), r.load_s(b, c));
-    plan.backward_s += pair - std::max(r.forward_s(a, b), r.load_s(b, c));
+    plan.forward_s += r.forward_pair_s(a, b, c);
+    plan.backward_s += r.backward_pair_s(a, b, c);
     plan.peak_bytes = std::max(plan.peak_bytes, r.pair_bytes(a, b, c));
     compute_s += r.backward_s(b, c);
   }

@@ -11,6 +11,9 @@
 //                                                                    + B_1 + drain_1
 //             where load_{k-1} = 0: sub-model k - 1 is still in the other slot from the forward; a later pass of a
 //             batch in several also loads each sub-model's accumulated gradients with it.
+//   Offloading instead of recomputing: a stashed sub-model's activations go to the host beside the next forward and
+//   come back beside a later backward (F_i <- max(F_i, copy(load_{i+1}, out_i)), the reload gains in_i), except
+//   the last stashed one's, which stay on the device (B_i has no recompute).
 //   copy(a, b) = a + b when both directions share one copy engine (the CPU backend's copy thread, and so far the CUDA
 //   backend's one copy stream), max(a, b) with one engine per direction (a GPU's H2D and D2H engines, once loads
 //   and drains run on a stream each).
@@ -30,7 +33,7 @@ namespace trident::cost {
 struct LayerCost {
   int64_t weight_bytes = 0;      // moved host -> device each time the layer loads
   int64_t grad_bytes = 0;        // moved device -> host after its backward
-  int64_t activation_bytes = 0;  // device bytes its recomputed forward keeps for the backward
+  int64_t activation_bytes = 0;  // device bytes its recomputed forward keeps for the backward (what offloading moves)
   double forward_s = 0;
   double backward_s = 0;  // without the recompute
 };
@@ -45,6 +48,8 @@ struct SwapDevice {
   // activation_bytes are the workspace they take); the later ones keep their activations (in resident_bytes, their
   // activation_bytes 0). -1: every sub-model but the last recomputes.
   int recompute_below = -1;
+  // Those sub-models offload their activations to the host instead of recomputing them (evaluate_swaps only).
+  bool offload = false;
   // A later pass of a batch run in several: each backward load also brings the gradients the earlier passes
   // accumulated (the first pass finds them zero, which moves no bytes).
   bool accumulating = false;

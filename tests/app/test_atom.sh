@@ -46,6 +46,16 @@ run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/split3" --se
 grep -q "atom: 3 sub-model(s) \[0, 2) \[2, 5) \[5, 8) in 3 device slot(s)" "$tmp/split3/trident.log" \
   || fail "sub_models 3 / prefetch 2 not applied"
 same_losses "$tmp/resident" "$tmp/split3"
+# Offloaded activations instead of recomputed ones: the same losses, and the activations' bytes in the metrics.
+run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/offload" --set parallel.strategy=atom \
+  --set parallel.atom.activations=offload
+grep -q "activations offloaded to the host in the first" "$tmp/offload/trident.log" || fail "offload not applied"
+same_losses "$tmp/resident" "$tmp/offload"
+/usr/bin/python3 - "$tmp/offload/metrics.jsonl" <<'PY' || fail "the offloading run's metrics are wrong"
+import json, sys
+for r in map(json.loads, open(sys.argv[1])):
+    assert r["activation_bytes"] > 0 and r["peak_mem_bytes"] <= 0.013 * 2**30, r
+PY
 
 # Resume: from the step-3 checkpoint, the last three steps are the uninterrupted run's, bit for bit.
 mkdir -p "$tmp/resumed/checkpoints"

@@ -194,3 +194,50 @@ TEST_CASE("a pass holds whole documents: the placement counts the passes a batch
   CHECK(whole.passes == 4);
   CHECK(whole.pass_tokens == 256);
 }
+
+TEST_CASE("offload: the fewest leading sub-models that fit move their activations, counted in the host store",
+          "[atom]") {
+  Config c;
+  c.model = swap_model("softmax");
+  c.parallel.strategy = "atom";
+  c.parallel.atom_sub_models = 8;
+  c.parallel.atom_activations = "offload";
+  c.train.batch_tokens = 512;
+  c.train.micro_batches = 1;
+  const std::vector<int> starts = balanced_starts(8, 8);
+  auto device_bytes = [&](int offloaded) {
+    const Swapping s{.segment_starts = starts, .offloaded = offloaded};
+    return GPT::memory_bytes(c.model, 512, Precision::fp32, Device::cpu, &s) +
+           LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
+  };
+  // a budget that holds a pass with 4 sub-models offloaded but not with every layer's activations kept
+  c.device.memory_gb = static_cast<double>(device_bytes(4)) / static_cast<double>(gib_to_bytes(1));
+  REQUIRE(device_bytes(0) > device_bytes(4));
+  const AtomPlacement p = place_atom(c, Precision::fp32, Device::cpu);
+  CHECK(p.recomputed == 0);
+  CHECK(p.offloaded >= 2);
+  CHECK(p.offloaded <= 4);
+  CHECK(p.tokens == 512);
+  CHECK(p.device_bytes == device_bytes(p.offloaded));
+  const Swapping chosen{.segment_starts = starts, .offloaded = p.offloaded};
+  const int64_t offload_bytes = GPT::offload_bytes(c.model, 512, Precision::fp32, chosen);
+  CHECK(offload_bytes > 0);
+  CHECK(p.host_bytes == 16 * model_layout(c.model).num_params + offload_bytes);
+  // the same with keep does not fit; auto without a profile recomputes instead
+  c.parallel.atom_activations = "keep";
+  CHECK_THROWS_AS(place_atom(c, Precision::fp32, Device::cpu), ConfigError);
+  c.parallel.atom_activations = "auto";
+  const AtomPlacement recomputing = place_atom(c, Precision::fp32, Device::cpu);
+  CHECK(recomputing.recomputed > 0);
+  CHECK(recomputing.offloaded == 0);
+  // a host budget that holds the store but not the offloaded activations beside it
+  c.parallel.atom_activations = "offload";
+  c.parallel.atom_host_memory_gb =
+      static_cast<double>(p.host_bytes - 1) / static_cast<double>(gib_to_bytes(1));
+  try {
+    place_atom(c, Precision::fp32, Device::cpu);
+    FAIL("a host store without room for the offloaded activations was accepted");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("parallel.atom.host_memory_gb") && Catch::Contains("offloaded activations"));
+  }
+}

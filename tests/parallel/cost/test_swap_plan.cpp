@@ -96,6 +96,30 @@ TEST_CASE("the swap schedule: loads hidden under compute cost only the first loa
   CHECK(slow.backward_s == Approx((2.5 + 0.5) + 2 * (2.5 + 2.5 + 0.5) + (3 + 0.5)));
 }
 
+TEST_CASE("the swap schedule with offloaded activations: no recompute, the activations' copies beside the compute",
+          "[cost][swap]") {
+  // the layers above; sub-models ending at layer 3 or below stash their activations: 0 and 1 move them (25 bytes,
+  // 0.25 s each way), 2 keeps them in its workspace for its backward, which follows 3's
+  const std::vector<LayerCost> layers(4, uniform(1, 2, 50));
+  SwapDevice device{.budget_bytes = 1000, .h2d_bytes_per_s = 100, .d2h_bytes_per_s = 100, .recompute_below = 3,
+                    .offload = true};
+  const SwapPlan p = evaluate_swaps(layers, device, {0, 1, 2, 3});
+  CHECK(p.forward_s == Approx(0.5 + 3 * 1 + 1));  // load + activations out (0.75 s) hide under each 1 s forward
+  // no recompute: each 2 s backward hides its neighbour's load, activations in and its own drain (at most 1.25 s);
+  // the first one's drain comes last, exposed
+  CHECK(p.backward_s == Approx(2 + 3 * 2 + 0.5));
+  CHECK(p.compute_s == Approx(4 * 1 + 4 * 2));
+  CHECK(p.exposed_copy_s == Approx(0.5 + 0.5));
+  CHECK(p.peak_bytes == 50 + 50 + 50 + 50 + 2 * 25);  // two slots, and two workspaces of activations
+  // the same sub-models recomputing: 3 s more compute
+  SwapDevice recomputing = device;
+  recomputing.offload = false;
+  CHECK(evaluate_swaps(layers, recomputing, {0, 1, 2, 3}).compute_s == Approx(p.compute_s + 3));
+  // a link at half the speed: loads of 1 s, activations of 0.5 s; the forwards of 0 and 1 now wait 0.5 s each
+  device.h2d_bytes_per_s = device.d2h_bytes_per_s = 50;
+  CHECK(evaluate_swaps(layers, device, {0, 1, 2, 3}).forward_s == Approx(1 + 1.5 + 1.5 + 1 + 1));
+}
+
 TEST_CASE("the swap schedule: loads slower than compute are exposed, and a bigger budget hides more",
           "[cost][swap]") {
   // loads of 2 s against forwards of 1 s: each forward pair exposes 1 s
