@@ -66,8 +66,9 @@ class GPT {
   // Activations are sized for batches of at most `max_tokens` tokens. Parameters, gradients and activations live
   // in the backend's memory, taken from `allocator` (whose device must be the backend's); batches and results
   // cross to and from the host through the backend. With `swapping`, parameters and gradients live in its store
-  // instead, and the activations are those of the widest segment plus one checkpoint a segment boundary. With
-  // `stage`, the model is one stage of a pipeline (not swapped).
+  // instead, and the activations are those Swapping says (one or two shared workspaces, the kept segments' layers)
+  // plus one checkpoint a stashed segment's boundary. With `stage`, the model is one stage of a pipeline (not
+  // swapped).
   GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend = cpu_backend(),
       Precision precision = Precision::fp32, const Swapping* swapping = nullptr,
       const PipelineStage* stage = nullptr);

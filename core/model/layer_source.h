@@ -4,8 +4,9 @@
 // A resident model reads its own flat buffers: every layer on the device, one segment. A swapped model keeps its
 // flat parameters and gradients in host memory (the store the optimizer updates) and computes its layers in
 // segments, runs of consecutive layers that a LayerSource brings onto the device one at a time. The model keeps the
-// activations of one segment plus each segment's input (its boundary checkpoint), and recomputes a segment's forward
-// from that checkpoint before its backward, except the last segment's, whose activations are still there.
+// activations of the segments its Swapping says (core/model/gpt.h) plus each other segment's input (its boundary
+// checkpoint), and before those others' backward recomputes their forward from it or loads back the activations it
+// offloaded; the last segment's activations are always still there.
 //
 // Order of calls in a training pass of G segments (an evaluation pass stops after the forward):
 //   begin_pass(true)                                                  the embeddings and final norm, for the pass
