@@ -29,8 +29,9 @@ if [ "$what" != fuzz ]; then
   # The unit and MPI tests; not the app tests (they need the trident binary) nor the SIMT emulation (minutes even
   # unsanitised). Tests that start MPI run without LeakSanitizer: Open MPI's plugins allocate at MPI_Init, are
   # unloaded at exit and leave leaks no suppression can name. The fuzzers check for leaks.
-  ctest --test-dir "$build" --output-on-failure --timeout 600 -j2 -R '^(kernels|core|fuzz)/' -E '^kernels/(simt|cuda)/'
-  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$build" --output-on-failure --timeout 600 -R '^parallel/'
+  ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)" -R '^(kernels|core|fuzz)/' \
+    -E '^kernels/(simt|cuda)/'
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)" -R '^parallel/'
 fi
 
 if [ "$what" != tests ]; then

@@ -158,54 +158,94 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   auto below = [](const std::vector<int>& starts, Stash stash) {
     return stash.count > 0 ? starts[static_cast<std::size_t>(stash.count)] : 0;
   };
-  // Every candidate holds a whole batch; the best is the fastest predicted (with a profile), else the one that stashes
-  // the fewest layers, then has the fewest sub-models.
   const int64_t N = config.train.batch_tokens;
+  // The passes a batch takes when a pass holds `tokens`: whole documents, of the longest there can be
+  // tokens / max_seq_len a pass, and at least train.micro_batches.
+  auto passes_for = [&](int64_t tokens) {
+    const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
+    return std::max(config.train.micro_batches, (N + whole - 1) / whole);
+  };
+  // With a profile: a batch's predicted seconds, its first pass and the later ones (which also load the gradients
+  // accumulated so far), each with the batch spread over the passes.
+  auto predicted_batch_s = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
+    const int64_t passes = passes_for(tokens);
+    planner_inputs(config, precision, device, *profile, (N + passes - 1) / passes, below(starts, stash),
+                   stash.offload, placed);
+    cost::SwapDevice later = placed.device;
+    later.accumulating = true;
+    return cost::evaluate_swaps(placed.layers, placed.device, starts).step_s() +
+           static_cast<double>(passes - 1) * cost::evaluate_swaps(placed.layers, later, starts).step_s();
+  };
+  // The most tokens a pass of this placement holds, up to a batch (0: not one).
+  auto capacity = [&](const std::vector<int>& starts, Stash stash) -> int64_t {
+    if (bytes(starts, stash, N) <= budget) return N;
+    if (bytes(starts, stash, 1) > budget) return 0;
+    int64_t lo = 1, hi = N;  // lo fits, hi does not
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (bytes(starts, stash, mid) <= budget ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  // The best is the fastest predicted batch (with a profile), else of those that hold a whole batch in a pass the one
+  // that stashes the fewest layers, then has the fewest sub-models.
   double best_score = std::numeric_limits<double>::infinity();
   Stash chosen;
-  auto consider = [&](const std::vector<int>& starts, Stash stash) {
-    if (bytes(starts, stash, N) > budget) return;
+  int64_t tokens = 0;
+  auto consider = [&](const std::vector<int>& starts, Stash stash, int64_t fit) {
     double score = static_cast<double>(below(starts, stash) * (L + 1) + static_cast<int64_t>(starts.size()));
-    if (plans_with(profile)) {
-      planner_inputs(config, precision, device, *profile, N, below(starts, stash), stash.offload, placed);
-      score = cost::evaluate_swaps(placed.layers, placed.device, starts).step_s();
-    }
+    if (plans_with(profile)) score = predicted_batch_s(starts, stash, fit);
     if (score < best_score) {
       best_score = score;
       placed.segment_starts = starts;
       chosen = stash;
+      tokens = fit;
     }
   };
-  // The fewest stashed sub-models that fit (device bytes need not fall with each one more when offloading: the two
-  // workspaces hold the widest of them twice), if any do.
+  // The fewest stashed sub-models that hold a whole batch (device bytes need not fall with each one more when
+  // offloading: the two workspaces hold the widest of them twice), if any do.
   auto fewest = [&](const std::vector<int>& starts, bool offload) {
     for (int count = 0; count < static_cast<int>(starts.size()); ++count)
-      if (bytes(starts, {count, offload}, N) <= budget) return consider(starts, {count, offload});
+      if (bytes(starts, {count, offload}, N) <= budget) return consider(starts, {count, offload}, N);
   };
+  const bool may_offload = activations == "offload" || (activations == "auto" && plans_with(profile));
+  const bool may_recompute = activations == "recompute" || activations == "auto";
   for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count) {
     const std::vector<int> starts = balanced_starts(L, count);
     const int all_but_last = static_cast<int>(count) - 1;
-    if (activations == "keep") consider(starts, {});
-    else if (activations == "recompute") consider(starts, {all_but_last, false});
-    else if (activations == "offload") fewest(starts, true);
-    else {  // auto: the fewest recomputed that fit; with a profile, also the fewest offloaded, the faster predicted
-      fewest(starts, false);
-      if (plans_with(profile)) fewest(starts, true);
+    if (activations == "keep") {
+      if (bytes(starts, {}, N) <= budget) consider(starts, {}, N);
+      continue;
     }
+    if (activations == "recompute") {
+      if (bytes(starts, {all_but_last, false}, N) <= budget) consider(starts, {all_but_last, false}, N);
+    } else {  // auto: the fewest recomputed, and with a profile the fewest offloaded; offload: the fewest offloaded
+      if (may_recompute) fewest(starts, false);
+      if (may_offload) fewest(starts, true);
+    }
+    // With a profile, the split in several passes too (each pass loads every sub-model again), stashing all but
+    // the last sub-model for the most tokens a pass: the schedule may predict it faster than any that holds a batch.
+    if (plans_with(profile))
+      for (bool offload : {false, true}) {
+        if (!(offload ? may_offload : may_recompute)) continue;
+        const Stash most{all_but_last, offload};
+        // a pass must hold the longest document there can be
+        if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
+          consider(starts, most, fit);
+      }
   }
-  if (plans_with(profile) && (activations == "auto" || activations == "recompute")) {
-    // the planner's own split, recomputing all but the last
+  if (plans_with(profile) && may_recompute) {  // the planner's own split, recomputing all but the last
     planner_inputs(config, precision, device, *profile, N, -1, false, placed);
     if (const std::optional<cost::SwapPlan> plan =
-            cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked)))
-      consider(plan->starts, {plan->sub_models() - 1, false});
+            cost::plan_swaps(placed.layers, placed.device, static_cast<int>(asked));
+        plan && bytes(plan->starts, {plan->sub_models() - 1, false}, N) <= budget)
+      consider(plan->starts, {plan->sub_models() - 1, false}, N);
   }
   if (placed.segment_starts.empty() && activations == "keep")
     throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
                        "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto, "
                        "recompute or offload, or lower train.batch_tokens",
                        N, std::min<int64_t>(slots, asked > 0 ? asked : L), config.device.memory_gb);
-  int64_t tokens = N;
   if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
@@ -221,14 +261,9 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
                          count < L    ? " or parallel.atom.sub_models"
                          : slots > 2  ? " or lower parallel.atom.prefetch"
                                       : "");
-    int64_t lo = 1, hi = N;  // bytes(starts, stash, lo) fits throughout
-    while (hi - lo > 1) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (bytes(starts, stash, mid) <= budget ? lo : hi) = mid;
-    }
     placed.segment_starts = starts;
     chosen = stash;
-    tokens = lo;
+    tokens = capacity(starts, stash);
   }
   placed.recomputed = chosen.recomputed();
   placed.offloaded = chosen.offloaded();
@@ -237,9 +272,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   const int64_t offload_bytes = GPT::offload_bytes(m, tokens, precision, swapping);
   check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
   placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
-  // A pass holds whole documents: of the longest there can be, tokens / max_seq_len a pass.
-  const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
-  placed.passes = std::max(config.train.micro_batches, (N + whole - 1) / whole);
+  placed.passes = passes_for(tokens);
   placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
   placed.device_bytes = bytes(placed.segment_starts, chosen, tokens);
   if (plans_with(profile)) {

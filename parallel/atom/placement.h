@@ -38,14 +38,15 @@ struct AtomPlacement {
 bool swaps(const Config& config);
 
 // The placement: among the partitions into parallel.atom.sub_models sub-models (0: any count), balanced with the
-// larger ones last, each with the fewest leading sub-models recomputed that fits (parallel.atom.activations: auto;
-// keep recomputes none, recompute all but the last, offload offloads the fewest that fit instead), with a profile
-// that has a compute section and network.host_to_device also (auto) each with the fewest offloaded that fit and
-// (auto, recompute) the swap planner's own split, the one whose exact device bytes fit a pass of train.batch_tokens
-// tokens and that is fastest by the swap schedule (with a profile), else stashes the fewest layers, then has the
-// fewest sub-models. When none holds a batch, the finest split recomputing (offloading) all but its last sub-model,
-// with the most tokens a pass that fit. A ConfigError naming device.memory_gb, parallel.atom.sub_models,
-// parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
+// larger ones last, the candidates that hold a pass of train.batch_tokens tokens with the fewest leading sub-models
+// stashed (parallel.atom.activations: keep stashes none, recompute all but the last, offload offloads the fewest
+// that fit, auto recomputes the fewest that fit and, with a profile, also offloads the fewest that fit); with a profile
+// that has a compute section and network.host_to_device also the swap planner's own split (recomputing), and each
+// partition stashing all but its last sub-model in as few passes as its capacity allows. The fastest batch by the swap
+// schedule wins (with a profile), else of those that hold a batch the one that stashes the fewest layers, then has the
+// fewest sub-models. When none holds a batch (and no profile chose), the finest split recomputing (offloading) all
+// but its last sub-model, with the most tokens a pass that fit. A ConfigError naming device.memory_gb,
+// parallel.atom.sub_models, parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
 // `peers_per_host`: the peers whose stores share this host's memory.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,
                          const cost::Profile* profile = nullptr, int peers_per_host = 1);

@@ -241,3 +241,49 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
     CHECK_THAT(e.what(), Catch::Contains("parallel.atom.host_memory_gb") && Catch::Contains("offloaded activations"));
   }
 }
+
+TEST_CASE("with a profile, auto takes the placement the swap schedule predicts fastest, in several passes if need be",
+          "[atom]") {
+  Config c;
+  c.model = swap_model("softmax");
+  c.parallel.strategy = "atom";
+  c.parallel.atom_sub_models = 8;
+  c.train.batch_tokens = 512;
+  c.train.micro_batches = 1;
+  const std::vector<int> starts = balanced_starts(8, 8);
+  auto device_bytes = [&](int recomputed, int offloaded) {
+    const Swapping s{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
+    return GPT::memory_bytes(c.model, 512, Precision::fp32, Device::cpu, &s) +
+           LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
+  };
+  // a pass of the whole batch fits recomputing every sub-model but the last, and offloading does not (two
+  // workspaces)
+  c.device.memory_gb = static_cast<double>(device_bytes(7, 0)) / static_cast<double>(gib_to_bytes(1));
+  REQUIRE(device_bytes(0, 7) > device_bytes(7, 0));
+  cost::Profile profile;
+  profile.compute.emplace();
+  profile.compute->alpha2_s_per_token = 1e-4;
+  profile.network.emplace();
+  auto with_link = [&](double gb_per_s) {
+    profile.network->host_to_device.emplace();
+    profile.network->host_to_device->bandwidth_gb_per_s = gb_per_s;
+    return place_atom(c, Precision::fp32, Device::cpu, &profile);
+  };
+  // A link far faster than the compute: copies cost nothing, the recompute a third of the step, so offloading in
+  // two passes (each loading every sub-model again) is predicted faster than recomputing in one.
+  const AtomPlacement fast = with_link(1e3);
+  CHECK(fast.offloaded > 1);
+  CHECK(fast.recomputed == 0);
+  CHECK(fast.passes > 1);
+  CHECK(fast.tokens < 512);
+  CHECK(fast.device_bytes <= static_cast<int64_t>(gib_to_bytes(c.device.memory_gb)));
+  // A link so slow that the copies are the step: one pass, nothing offloaded.
+  const AtomPlacement slow = with_link(1e-4);
+  CHECK(slow.offloaded == 0);
+  CHECK(slow.passes == 1);
+  CHECK(slow.tokens == 512);
+  // Without a profile auto never offloads, nor takes several passes while one holds the batch.
+  const AtomPlacement plain = place_atom(c, Precision::fp32, Device::cpu);
+  CHECK(plain.offloaded == 0);
+  CHECK(plain.passes == 1);
+}
