@@ -187,20 +187,23 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     }
     return lo;
   };
-  // The best is the fastest predicted batch (with a profile), else of those that hold a whole batch in a pass the one
-  // that stashes the fewest layers, then has the fewest sub-models.
-  double best_score = std::numeric_limits<double>::infinity();
-  Stash chosen;
-  int64_t tokens = 0;
+  // Of the candidates that hold a whole batch in a pass, the fastest predicted (with a profile), else the one that
+  // stashes the fewest layers, then has the fewest sub-models; only when none does, of those that take a batch in
+  // several passes the fastest predicted. (Each pass loads every sub-model again: on the CPU backend those copies
+  // also take the compute's cores and memory bandwidth, which the schedule does not count, so it is trusted to
+  // choose between several passes only where one cannot be had.)
+  struct Candidate {
+    std::vector<int> starts;
+    Stash stash;
+    int64_t tokens = 0;
+    double score = std::numeric_limits<double>::infinity();
+  };
+  Candidate whole, partial;
   auto consider = [&](const std::vector<int>& starts, Stash stash, int64_t fit) {
     double score = static_cast<double>(below(starts, stash) * (L + 1) + static_cast<int64_t>(starts.size()));
     if (plans_with(profile)) score = predicted_batch_s(starts, stash, fit);
-    if (score < best_score) {
-      best_score = score;
-      placed.segment_starts = starts;
-      chosen = stash;
-      tokens = fit;
-    }
+    Candidate& best = fit == N ? whole : partial;
+    if (score < best.score) best = {starts, stash, fit, score};
   };
   // The fewest stashed sub-models that hold a whole batch (device bytes need not fall with each one more when
   // offloading: the two workspaces hold the widest of them twice), if any do.
@@ -223,8 +226,8 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
       if (may_recompute) fewest(starts, false);
       if (may_offload) fewest(starts, true);
     }
-    // With a profile, the split in several passes too (each pass loads every sub-model again), stashing all but
-    // the last sub-model for the most tokens a pass: the schedule may predict it faster than any that holds a batch.
+    // With a profile, the split in several passes too, stashing all but the last sub-model for the most tokens a
+    // pass.
     if (plans_with(profile))
       for (bool offload : {false, true}) {
         if (!(offload ? may_offload : may_recompute)) continue;
@@ -241,6 +244,10 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
         plan && bytes(plan->starts, {plan->sub_models() - 1, false}, N) <= budget)
       consider(plan->starts, {plan->sub_models() - 1, false}, N);
   }
+  const Candidate& best = whole.tokens > 0 ? whole : partial;
+  placed.segment_starts = best.starts;
+  Stash chosen = best.stash;
+  int64_t tokens = best.tokens;
   if (placed.segment_starts.empty() && activations == "keep")
     throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
                        "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto, "
