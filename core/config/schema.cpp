@@ -156,7 +156,8 @@ const std::vector<Key>& schema() {
        "sub-model's forward but the last one's from its input), offload (the fewest leading sub-models that fit a "
        "pass move their activations to the host after their forward and back before their backward, beside the "
        "compute) or auto (the fewest recomputed that fit a pass; with a profile that has network.host_to_device, "
-       "that or the fewest offloaded, whichever the swap schedule predicts faster)"},
+       "that or the fewest offloaded, whichever the swap schedule predicts faster, and where no pass holds a batch "
+       "the fastest predicted in several passes)"},
       {"parallel.atom.average_every", IntField{member(&C::parallel, &ParallelConfig::atom_average_every), 0},
        "ATOM peers (more than one rank): 0 = exact, the peers' gradients summed every step (data parallelism of "
        "replicas); N = each peer updates its own replica and the peers average their parameters every N steps, "
