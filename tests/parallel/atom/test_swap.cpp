@@ -45,6 +45,25 @@ Steps train(GPT& model, AdamW& optimizer, int steps) {
   return out;
 }
 
+// ATOM on the swap model in 8 single-layer sub-models, batches of 512 tokens in one pass.
+Config eight_sub_models() {
+  Config c;
+  c.model = swap_model("softmax");
+  c.parallel.strategy = "atom";
+  c.parallel.atom_sub_models = 8;
+  c.train.batch_tokens = 512;
+  c.train.micro_batches = 1;
+  return c;
+}
+
+// The device bytes of a pass of 512 tokens through 8 single-layer sub-models in 2 slots.
+int64_t single_layer_bytes(const ModelConfig& m, int recomputed, int offloaded) {
+  const std::vector<int> starts = balanced_starts(8, 8);
+  const Swapping s{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
+  return GPT::memory_bytes(m, 512, Precision::fp32, Device::cpu, &s) +
+         LayerSwapper::device_bytes(m, starts, 2, Precision::fp32);
+}
+
 }  // namespace
 
 TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the resident model", "[atom]") {
@@ -197,19 +216,10 @@ TEST_CASE("a pass holds whole documents: the placement counts the passes a batch
 
 TEST_CASE("offload: the fewest leading sub-models that fit move their activations, counted in the host store",
           "[atom]") {
-  Config c;
-  c.model = swap_model("softmax");
-  c.parallel.strategy = "atom";
-  c.parallel.atom_sub_models = 8;
+  Config c = eight_sub_models();
   c.parallel.atom_activations = "offload";
-  c.train.batch_tokens = 512;
-  c.train.micro_batches = 1;
   const std::vector<int> starts = balanced_starts(8, 8);
-  auto device_bytes = [&](int offloaded) {
-    const Swapping s{.segment_starts = starts, .offloaded = offloaded};
-    return GPT::memory_bytes(c.model, 512, Precision::fp32, Device::cpu, &s) +
-           LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
-  };
+  auto device_bytes = [&](int offloaded) { return single_layer_bytes(c.model, 0, offloaded); };
   // a budget that holds a pass with 4 sub-models offloaded but not with every layer's activations kept
   c.device.memory_gb = static_cast<double>(device_bytes(4)) / static_cast<double>(gib_to_bytes(1));
   REQUIRE(device_bytes(0) > device_bytes(4));
@@ -244,18 +254,8 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
 
 TEST_CASE("with a profile, auto takes the placement the swap schedule predicts fastest, in several passes if need be",
           "[atom]") {
-  Config c;
-  c.model = swap_model("softmax");
-  c.parallel.strategy = "atom";
-  c.parallel.atom_sub_models = 8;
-  c.train.batch_tokens = 512;
-  c.train.micro_batches = 1;
-  const std::vector<int> starts = balanced_starts(8, 8);
-  auto device_bytes = [&](int recomputed, int offloaded) {
-    const Swapping s{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
-    return GPT::memory_bytes(c.model, 512, Precision::fp32, Device::cpu, &s) +
-           LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
-  };
+  Config c = eight_sub_models();
+  auto device_bytes = [&](int recomputed, int offloaded) { return single_layer_bytes(c.model, recomputed, offloaded); };
   REQUIRE(device_bytes(0, 7) > device_bytes(7, 0));  // offloading takes a second workspace
   cost::Profile profile;
   profile.compute.emplace();
