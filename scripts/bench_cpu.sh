@@ -58,21 +58,26 @@ measure() {
   printf '  %-6s %-12s %-26s %9.1f ms\n' "$load" "$name" "$variant" "$ms"
 }
 
+# The library device.blas: auto picks on this machine (`trident bench gemm` names it in its title).
+auto_lib=$("$trident" bench gemm --json --repeat 0.01 2>/dev/null | /usr/bin/python3 -c "import json, re, sys
+rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
+print(re.search(r'auto picks (\S+)', rows[0]['bench']).group(1))") ||
+  die "trident bench gemm did not say which library auto picks"
 variants=()
 for lib in "${libraries[@]}"; do variants+=("$lib/active" "$lib/passive"); done
 variants+=(pytorch)
-echo "bench_cpu: $threads threads, $rounds rounds, libraries: ${libraries[*]}"
+echo "bench_cpu: $threads threads, $rounds rounds, libraries: ${libraries[*]} (auto picks $auto_lib)"
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round (quiet)"
   for shape in "${shapes[@]}"; do for v in "${variants[@]}"; do measure quiet "$shape" "$v"; done; done
 done
-# One competing busy process for the contention rounds (GPT-2 small, the default library).
+# One competing busy process for the contention rounds (GPT-2 small, the library device.blas: auto picks here).
 sh -c 'while :; do :; done' &
 busy=$!
 trap 'kill $busy 2>/dev/null || true' EXIT
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round (one busy process)"
-  for v in "${libraries[0]}/active" "${libraries[0]}/passive" pytorch; do measure busy "${shapes[0]}" "$v"; done
+  for v in "$auto_lib/active" "$auto_lib/passive" pytorch; do measure busy "${shapes[0]}" "$v"; done
 done
 kill $busy 2>/dev/null || true
 
