@@ -94,7 +94,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   peer.train.batch_tokens = (config.train.batch_tokens + peers - 1) / peers;
   const AtomPlacement placed = place_atom(peer, precision, device, &profile);
   const cost::SwapPlan& plan = *placed.predicted;
-  const int64_t L = m.n_layer, N = placed.pass_tokens;
+  // The tokens the plan computes: a pass's, or segment by segment the whole batch's.
+  const int64_t L = m.n_layer, N = placed.step_tokens > 0 ? placed.step_tokens : placed.pass_tokens;
   const cost::LayerCost& layer = placed.layers.front();
   const double host_gib = static_cast<double>(host_budget_bytes(config)) / kGiB;
   // The overlap rule: a layer's load hides under its forward once a pass has n >= b R / (2 BW) tokens, R the FLOP/s
@@ -103,23 +104,25 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double flops_per_s = 2.0 * layer_params * static_cast<double>(N) / layer.forward_s;
   const double threshold = 4.0 * flops_per_s / (2 * placed.device.h2d_bytes_per_s);
   const double resident_s = static_cast<double>(L) * (layer.forward_s + layer.backward_s);  // no copies, no recompute
-  // A whole batch: the first pass, then the later ones, which also load the gradients accumulated so far.
-  const auto later_passes = static_cast<double>(placed.passes - 1);
-  const double batch_s = plan.step_s() + later_passes * placed.predicted_later->step_s();
-  const double batch_exposed_s = plan.exposed_copy_s + later_passes * placed.predicted_later->exposed_copy_s;
+  // A whole batch: segment by segment, the plan itself; else the first pass, then the later ones, which also load the
+  // gradients accumulated so far.
+  const auto later_passes = placed.predicted_later ? static_cast<double>(placed.passes - 1) : 0.0;
+  const double batch_s = plan.step_s() + (placed.predicted_later ? later_passes * placed.predicted_later->step_s() : 0);
+  const double batch_exposed_s =
+      plan.exposed_copy_s + (placed.predicted_later ? later_passes * placed.predicted_later->exposed_copy_s : 0);
   const PeersComparison vs = peers > 1 ? compare_peers(config, profile, batch_s) : PeersComparison{};
   const auto tokens_per_s = [&](double seconds) { return static_cast<double>(config.train.batch_tokens) / seconds; };
   if (json) {
     nlohmann::ordered_json j = {{"layers", L},
                                 {"sub_models", plan.sub_models()},
                                 {"partition", plan.starts},
-                                {"tokens_per_pass", N},
+                                {"tokens_per_pass", placed.pass_tokens},
                                 {"pass_capacity_tokens", placed.tokens},
                                 {"passes", placed.passes},
                                 {"batch_step_s", batch_s},
                                 {"batch_exposed_copy_s", batch_exposed_s},
                                 {"recomputed_sub_models", placed.recomputed},
-                                {"offloaded_sub_models", std::max(placed.offloaded - 1, 0)},
+                                {"offloaded_sub_models", placed.moving_sub_models()},
                                 {"forward_s", plan.forward_s},
                                 {"backward_s", plan.backward_s},
                                 {"step_s", plan.step_s()},
@@ -149,10 +152,12 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double model_gib =
       static_cast<double>(L * (layer.weight_bytes + layer.grad_bytes + layer.activation_bytes)) / kGiB;
   fmt::print("ATOM swap plan: {} layers ({:.3f} GiB of weights, gradients and activations) on {} GiB of device memory; "
-             "{} GB/s host to device, {} GB/s back, {} copy engine(s); a pass of {} tokens{}\n",
+             "{} GB/s host to device, {} GB/s back, {} copy engine(s); {}\n",
              L, model_gib, config.device.memory_gb, placed.device.h2d_bytes_per_s / 1e9,
-             placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2, N,
-             placed.tokens > N ? fmt::format(" (activations for up to {})", placed.tokens) : "");
+             placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2,
+             placed.step_tokens > 0 ? fmt::format("a batch of {} tokens in passes of up to {}", N, placed.tokens)
+             : placed.tokens > N    ? fmt::format("a pass of {} tokens (activations for up to {})", N, placed.tokens)
+                                    : fmt::format("a pass of {} tokens", N));
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
              cost::describe_swaps(plan.starts, static_cast<int>(L)), std::min(placed.slots, plan.sub_models()));
   fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "
@@ -160,18 +165,23 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",
              plan.step_s(), plan.forward_s, plan.backward_s,
              placed.recomputed > 0 ? fmt::format(", the first {} sub-model(s) recomputed", placed.recomputed)
-             : placed.offloaded > 1
-                 ? fmt::format(", the first {} sub-model(s)' activations offloaded to the host", placed.offloaded - 1)
+             : placed.moving_sub_models() > 0
+                 ? fmt::format(", the first {} sub-model(s)' activations offloaded to the host",
+                               placed.moving_sub_models())
                  : ", every layer's activations kept",
              plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
-  if (placed.passes > 1)
+  if (placed.passes > 1 && placed.step_tokens > 0)
+    fmt::print("  a batch of {} tokens takes {} passes, run sub-model by sub-model (each loads once a step; the "
+               "prediction above is the whole batch's)\n",
+               peer.train.batch_tokens, placed.passes);
+  else if (placed.passes > 1)
     fmt::print("  a batch of {} tokens takes {} passes: {:.3f} s, {:.3f} s of copies exposed (the later passes also "
                "load the gradients accumulated so far)\n",
                peer.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v{})\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib,
-             placed.offloaded > 1 ? ", offloaded activations" : "");
+             placed.moving_sub_models() > 0 ? ", offloaded activations" : "");
   fmt::print("  device memory {:.3f} of {:.3f} GiB; loads hide under compute from about {:.0f} tokens a pass "
              "(overlap rule, {:.1f} TFLOP/s implied by the profile)\n",
              static_cast<double>(placed.device_bytes) / kGiB, static_cast<double>(placed.device.budget_bytes) / kGiB,

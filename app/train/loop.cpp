@@ -226,7 +226,8 @@ void run_training(const Config& config) {
   const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
                           .store = &host_store,
                           .recomputed = placement ? placement->recomputed : 0,
-                          .offloaded = placement ? placement->offloaded : 0};
+                          .offloaded = placement ? placement->offloaded : 0,
+                          .step_tokens = placement ? placement->step_tokens : 0};
   GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr,
             stage ? &*stage : nullptr);
   std::optional<LayerSwapper> swapper;
@@ -240,21 +241,27 @@ void run_training(const Config& config) {
   AdamW optimizer(model.layout(), config.train, placement ? host_store : allocator, model.store_backend());
   if (placement) {
     const std::vector<int>& starts = placement->segment_starts;
-    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass, activations {}; device {} of {} "
+    const bool segment_major = placement->step_tokens > 0;  // every sub-model but the last stashed
+    const int moving = placement->moving_sub_models();
+    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass{}, activations {}; device {} of {} "
                  "(device.memory_gb), host store {} of {}",
                  starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
                  std::min<std::size_t>(starts.size(), placement->slots), capacity,
+                 segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model, each loading once a "
+                                             "step)", placement->passes)
+                               : "",
                  placement->recomputed > 0
                      ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
-                 : placement->offloaded > 1
+                 : moving > 0
                      ? fmt::format("offloaded to the host in the first {} sub-model(s) and back for their backward, "
-                                   "kept in the rest", placement->offloaded - 1)
+                                   "kept in the rest", moving)
                      : std::string("kept"),
                  format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
                  format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
     if (const std::optional<cost::SwapPlan>& p = placement->predicted)
-      spdlog::info("atom: predicted from {}: step {:.3f} s, {:.3f} s of it copies left exposed",
-                   config.parallel.select_profile, p->step_s(), p->exposed_copy_s);
+      spdlog::info("atom: predicted from {}: {} {:.3f} s, {:.3f} s of it copies left exposed",
+                   config.parallel.select_profile, segment_major || placement->passes == 1 ? "step" : "first pass",
+                   p->step_s(), p->exposed_copy_s);
   } else {
     const PipelineStage* layers = stage ? &*stage : nullptr;
     const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), nullptr, layers);

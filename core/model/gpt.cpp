@@ -67,9 +67,23 @@ ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int trans
   return config;
 }
 
+// The tokens the checkpoints and offloaded activations hold: a pass's, or a whole step's when it takes several.
+int64_t stash_tokens(int64_t max_tokens, const Swapping* swapping) {
+  return swapping ? std::max(max_tokens, swapping->step_tokens) : max_tokens;
+}
+bool segment_major(int64_t max_tokens, const Swapping* swapping) {
+  return swapping && swapping->step_tokens > max_tokens;
+}
+
 // Values of the boundary checkpoints: the inputs of segments 1 .. transient.
-int64_t checkpoint_values(const ModelConfig& config, int transient, int64_t max_tokens) {
-  return transient * max_tokens * config.n_embd;
+int64_t checkpoint_values(const ModelConfig& config, int transient, int64_t tokens) {
+  return transient * tokens * config.n_embd;
+}
+
+// int32 index values a batch stages off the host (tokens, positions, cu_seqlens, targets): one pass of max_tokens, or
+// every pass of a step run segment by segment (at most a sequence a token, each pass one more cu_seqlens entry).
+int64_t index_values(int64_t max_tokens, const Swapping* swapping) {
+  return segment_major(max_tokens, swapping) ? 5 * swapping->step_tokens + 1 : 4 * max_tokens + 1;
 }
 
 template <class T>
@@ -80,9 +94,11 @@ int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens, Precisio
   return precision == Precision::bf16 ? host_layer_bytes<bf16>(config, max_tokens)
                                       : host_layer_bytes<float>(config, max_tokens);
 }
-// The layers whose activations move to the host: those of the offloaded segments but the last.
-int64_t moving_layers(const Swapping& swapping) {
-  return swapping.offloaded > 1 ? swapping.segment_starts[static_cast<std::size_t>(swapping.offloaded - 1)] : 0;
+// The layers whose activations move to the host: those of the offloaded segments but the last, or of all of them when
+// a step runs segment by segment (the last one's backward no longer follows its forward).
+int64_t moving_layers(const Swapping& swapping, int64_t max_tokens) {
+  const int moving = segment_major(max_tokens, &swapping) ? swapping.offloaded : swapping.offloaded - 1;
+  return moving > 0 ? swapping.segment_starts[static_cast<std::size_t>(moving)] : 0;
 }
 
 }  // namespace
@@ -105,6 +121,11 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   starts_ = span.starts;
   end_layer_ = span.end;
   if (!stage) check_segments(starts_, config.n_layer, recomputed_, offloaded_);
+  stash_tokens_ = stash_tokens(max_tokens, swapping);
+  segment_major_ = segment_major(max_tokens, swapping);
+  TRIDENT_CHECK(!segment_major_ || (starts_.size() >= 2 && transient_ == segments() - 1),
+                "a step of {} tokens in passes of {} runs segment by segment: every segment but the last must be "
+                "recomputed or offloaded", stash_tokens_, max_tokens);
   shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, transient_ + 1));
   if (swapping)
     TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
@@ -113,9 +134,9 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
   const ModelConfig workspace = workspace_shape(config, span, transient_, workspaces_);
-  const int64_t boundary_values = checkpoint_values(config, transient_, max_tokens);
-  if (swapping && swapping->offloaded > 1) {
-    host_layer_bytes_ = host_layer_bytes(config, max_tokens, precision);
+  const int64_t boundary_values = checkpoint_values(config, transient_, stash_tokens_);
+  if (swapping && moving_layers(*swapping, max_tokens) > 0) {
+    host_layer_bytes_ = host_layer_bytes(config, stash_tokens_, precision);
     host_acts_ = Tensor::empty(store, {(offload_bytes(config, max_tokens, precision, *swapping) + 3) / 4});
   }
   if (precision == Precision::bf16) {
@@ -126,7 +147,7 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
     acts32_ = allocate_activations<float>(workspace, max_tokens, allocator);
     checkpoints_ = Tensor::empty(allocator, {boundary_values});
   }
-  if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {4 * max_tokens + 1});
+  if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, swapping)});
   // The fp32 copies a sequence-parallel op computes on with bf16 activations, shared by the layers (they grow on
   // first use: a run without sequence parallelism never allocates them).
   std::shared_ptr<WideActivations> wide;
@@ -144,16 +165,16 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
                                         : activation_bytes<float>(workspace, max_tokens);
-  const int64_t boundary_bytes = checkpoint_values(config, transient, max_tokens) * value;
+  const int64_t boundary_bytes = checkpoint_values(config, transient, stash_tokens(max_tokens, swapping)) * value;
   bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
-  if (device != Device::cpu) bytes += 4 * (4 * max_tokens + 1);
+  if (device != Device::cpu) bytes += 4 * index_values(max_tokens, swapping);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
   return bytes;
 }
 
 int64_t GPT::offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
                            const Swapping& swapping) {
-  return moving_layers(swapping) * host_layer_bytes(config, max_tokens, precision);
+  return moving_layers(swapping, max_tokens) * host_layer_bytes(config, stash_tokens(max_tokens, &swapping), precision);
 }
 
 void GPT::set_layer_source(LayerSource* source) {
@@ -214,22 +235,33 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
   }
 }
 
-TokenBatch GPT::on_backend(const TokenBatch& b) {
-  if (backend_->device() == Device::cpu) return b;
-  // One upload (each may wait for the device): [tokens | positions | cu_seqlens | targets], staged on the host.
-  const int64_t N = b.num_tokens, n_cu = b.num_sequences + 1;
-  host_indices_.assign(b.tokens, b.tokens + N);
-  host_indices_.insert(host_indices_.end(), b.positions, b.positions + N);
-  host_indices_.insert(host_indices_.end(), b.cu_seqlens, b.cu_seqlens + n_cu);
-  if (b.targets != nullptr) host_indices_.insert(host_indices_.end(), b.targets, b.targets + N);
+std::vector<TokenBatch> GPT::on_backend(const std::vector<TokenBatch>& batches) {
+  if (backend_->device() == Device::cpu) return batches;
+  // One upload (each may wait for the device): [tokens | positions | cu_seqlens | targets] of each batch, staged on
+  // the host.
+  host_indices_.clear();
+  std::vector<int64_t> at;
+  for (const TokenBatch& b : batches) {
+    at.push_back(static_cast<int64_t>(host_indices_.size()));
+    host_indices_.insert(host_indices_.end(), b.tokens, b.tokens + b.num_tokens);
+    host_indices_.insert(host_indices_.end(), b.positions, b.positions + b.num_tokens);
+    host_indices_.insert(host_indices_.end(), b.cu_seqlens, b.cu_seqlens + b.num_sequences + 1);
+    if (b.targets != nullptr) host_indices_.insert(host_indices_.end(), b.targets, b.targets + b.num_tokens);
+  }
+  TRIDENT_CHECK(static_cast<int64_t>(host_indices_.size()) <= index_buffer_.numel(),
+                "{} index values staged for {} int32 values on the device", host_indices_.size(), index_buffer_.numel());
   auto* base = static_cast<int32_t*>(index_buffer_.raw());
   backend_->upload(base, host_indices_.data(), sizeof(int32_t) * host_indices_.size());
-  TokenBatch d = b;
-  d.tokens = base;
-  d.positions = base + N;
-  d.cu_seqlens = base + 2 * N;
-  if (b.targets != nullptr) d.targets = base + 2 * N + n_cu;
-  return d;
+  std::vector<TokenBatch> on_device = batches;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    TokenBatch& d = on_device[i];
+    const int64_t N = d.num_tokens;
+    d.tokens = base + at[i];
+    d.positions = d.tokens + N;
+    d.cu_seqlens = d.positions + N;
+    if (d.targets != nullptr) d.targets = d.cu_seqlens + d.num_sequences + 1;
+  }
+  return on_device;
 }
 
 double GPT::sum_losses(const float* losses, int64_t n) {
@@ -268,7 +300,7 @@ Activations<bf16>& GPT::acts<bf16>() {
 
 template <class T>
 T* GPT::checkpoint(int segment) {
-  return checkpoints_.data<T>() + static_cast<int64_t>(segment - 1) * max_tokens_ * config_.n_embd;
+  return checkpoints_.data<T>() + (static_cast<int64_t>(segment - 1) * stash_tokens_ + pass_at_) * config_.n_embd;
 }
 
 template <class T>
@@ -279,8 +311,9 @@ int64_t GPT::copy_activations(int segment, int64_t n, bool to_host) {
     char* at = host + static_cast<int64_t>(l) * host_layer_bytes_;
     for (const SavedArray& a : saved_arrays(layer_acts<T>(l, segment), config_)) {
       const auto bytes = static_cast<std::size_t>(n * a.bytes_per_token);
-      copies.push_back(to_host ? LayerSource::Copy{at, a.data, bytes} : LayerSource::Copy{a.data, at, bytes});
-      at += a.bytes_per_token * max_tokens_;
+      char* pass = at + pass_at_ * a.bytes_per_token;
+      copies.push_back(to_host ? LayerSource::Copy{pass, a.data, bytes} : LayerSource::Copy{a.data, pass, bytes});
+      at += a.bytes_per_token * stash_tokens_;
     }
   }
   return source_->copy_activations(fmt::format("{} activations {}", to_host ? "drain" : "load", segment),
@@ -378,9 +411,9 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
                 "a pipeline stage before the last needs {}", train ? "the gradient at its output" : "its output buffer");
   TRIDENT_CHECK(!train || first_stage() || io->input_grad, "a pipeline stage after the first returns its input's "
                 "gradient");
-  const TokenBatch b = on_backend(host_batch);
+  const TokenBatch b = on_backend(std::vector<TokenBatch>{host_batch})[0];
   const ParamWindow resident = source_ ? ParamWindow{} : resident_window();
-  const LayerSource::Outer outer = source_ ? source_->begin_pass(train) : LayerSource::Outer{resident, resident};
+  const LayerSource::Outer outer = source_ ? source_->begin_pass(train, 1) : LayerSource::Outer{resident, resident};
   if constexpr (std::is_same_v<T, bf16>) {
     if (!source_) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
   }
@@ -415,12 +448,8 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     // from the next stage
     T* dres = acts.dres;
     T* dnarrow = acts.dnarrow;
-    const ParamWindow& fin = outer.final_norm;
     if (last_stage()) {
-      backend_->fill(dnarrow, N * C, 0.0f);
-      backend_->layernorm_backward(dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), dres,
-                                   trunk_output<T>(), fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, N,
-                                   static_cast<int>(C));
+      final_norm_backward<T>(outer, N);
       std::swap(dres, dnarrow);
       ready(0);  // ln_f
     } else {
@@ -447,6 +476,123 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
     }
   }
   if (source_) source_->end_pass(train);
+  return loss_sum;
+}
+
+// A step's passes segment by segment (Swapping::step_tokens): the forward of every segment but the last over every
+// pass, each pass's output of a segment kept as the next one's checkpoint (and, offloading, its activations sent to
+// the store); then the last segment pass after pass, forward, loss and backward, the gradient at its input taking the
+// place of its checkpoint; then the other segments' backward in reverse, pass after pass (each recomputed from its
+// checkpoint or loaded back), and the embeddings'. Each segment comes onto the device once for the forward and once for
+// the backward, whatever the passes. The gradients are those of the passes run one after another, but for the tied
+// embedding's: it sums every pass's LM-head part before their embedding parts.
+template <class T>
+double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_weight) {
+  const int last = segments() - 1;
+  const bool offload = offloaded_ > 0;
+  int64_t tokens = 0;
+  std::vector<int64_t> first_token;  // of each pass in the checkpoints and the store
+  for (const TokenBatch& pass : host_passes) {
+    check_batch(pass, true);
+    first_token.push_back(tokens);
+    tokens += pass.num_tokens;
+  }
+  TRIDENT_CHECK(tokens <= stash_tokens_, "a step of {} tokens exceeds the {} the model's checkpoints were sized for",
+                tokens, stash_tokens_);
+  TRIDENT_CHECK(!grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
+  const std::vector<TokenBatch> passes = on_backend(host_passes);
+  const auto P = static_cast<int>(passes.size());
+  Activations<T>& acts = this->acts<T>();
+  const int64_t C = config_.n_embd;
+  const LayerSource::Outer outer = source_->begin_pass(true, P);
+  const ParamWindow& emb = outer.embeddings;
+  auto embed = [&](const TokenBatch& b) {
+    backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
+                                layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, b.num_tokens,
+                                static_cast<int>(C));
+  };
+  // Pass p of segment k computes in workspace `workspace_at_` with its tokens at pass_at_ in the checkpoints and store.
+  auto enter = [&](int p, int workspace) {
+    pass_at_ = first_token[static_cast<std::size_t>(p)];
+    workspace_at_ = workspace;
+  };
+  // Offloading, the workspaces alternate pass by pass: a pass's activations drain beside the next pass's forward, and
+  // the pass after that waits for them.
+  std::vector<int64_t> drains;
+  for (int k = 0; k < last; ++k) {
+    const ParamWindow w = source_->acquire(k, false);
+    for (int p = 0; p < P; ++p) {
+      const auto unit = static_cast<int>(drains.size());
+      enter(p, offload ? unit % 2 : 0);
+      if (offload && unit >= 2) source_->wait_copies(drains[static_cast<std::size_t>(unit - 2)]);
+      if (k == 0) embed(passes[static_cast<std::size_t>(p)]);
+      forward_segment<T>(k, w, passes[static_cast<std::size_t>(p)], false);
+      if (offload) drains.push_back(copy_activations<T>(k, passes[static_cast<std::size_t>(p)].num_tokens, true));
+    }
+    source_->release(k, false);
+  }
+  // The backward goes through (segment, pass) in this order; offloading, each loads into the workspace the one two
+  // before it used, the first into the one the last segment does not use.
+  std::vector<std::pair<int, int>> backward_units;
+  for (int k = last - 1; k >= 0; --k)
+    for (int p = 0; p < P; ++p) backward_units.emplace_back(k, p);
+  const int last_workspace = offload ? static_cast<int>(drains.size()) % 2 : 0;
+  auto backward_workspace = [&](std::size_t unit) {
+    return offload ? (last_workspace + 1 + static_cast<int>(unit)) % 2 : 0;
+  };
+  std::vector<int64_t> loads(backward_units.size(), 0);
+  auto load = [&](std::size_t unit) {
+    if (!offload || unit >= backward_units.size()) return;
+    const auto [k, p] = backward_units[unit];
+    enter(p, backward_workspace(unit));
+    loads[unit] = copy_activations<T>(k, passes[static_cast<std::size_t>(p)].num_tokens, false);
+  };
+  if (offload && drains.size() >= 2) source_->wait_copies(drains[drains.size() - 2]);
+  load(0);
+  double loss_sum = 0;
+  source_->acquire(last, false);  // the protocol's forward of the last segment, which stays for its backward
+  source_->release(last, false);
+  {
+    const ParamWindow w = source_->acquire(last, true);
+    for (int p = 0; p < P; ++p) {
+      const TokenBatch& b = passes[static_cast<std::size_t>(p)];
+      enter(p, last_workspace);
+      forward_segment<T>(last, w, b, false);
+      loss_sum += head<T>(b, Pass::train, loss_weight, nullptr, outer);
+      final_norm_backward<T>(outer, b.num_tokens);
+      T* dres = acts.dnarrow;  // the gradient at the trunk's output; acts.dres is free
+      T* dnarrow = acts.dres;
+      for (int l = end_layer_ - 1; l >= starts_[static_cast<std::size_t>(last)]; --l)
+        backward_layer<T>(l, last, w, b, dres, dnarrow);
+      backend_->copy_rows(checkpoint<T>(last), C, dres, C, b.num_tokens, C);
+    }
+    source_->release(last, true);
+  }
+  load(1);
+  std::size_t unit = 0;
+  for (int k = last - 1; k >= 0; --k) {
+    const ParamWindow w = source_->acquire(k, true);
+    for (int p = 0; p < P; ++p, ++unit) {
+      const TokenBatch& b = passes[static_cast<std::size_t>(p)];
+      enter(p, backward_workspace(unit));
+      if (k == 0) embed(b);  // the first layer's input
+      if (offload) source_->wait_copies(loads[unit]);
+      else forward_segment<T>(k, w, b, true);
+      T* dres = checkpoint<T>(last);  // the gradient at the pass's input of segment k + 1
+      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l)
+        backward_layer<T>(l, k, w, b, dres, acts.dnarrow);
+      load(unit + 2);
+    }
+    source_->release(k, true);
+  }
+  for (int p = 0; p < P; ++p) {
+    const TokenBatch& b = passes[static_cast<std::size_t>(p)];
+    enter(p, -1);
+    backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr,
+                                 checkpoint<T>(last), b.tokens, b.positions, b.num_tokens, static_cast<int>(C));
+  }
+  enter(0, -1);
+  source_->end_pass(true);
   return loss_sum;
 }
 
@@ -487,6 +633,25 @@ double GPT::head(const TokenBatch& b, Pass pass, float loss_weight, float* host_
 double GPT::forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io) {
   return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr, stage_io)
                                        : run<float>(batch, Pass::train, loss_weight, nullptr, stage_io);
+}
+
+double GPT::forward_backward(const std::vector<TokenBatch>& passes, float loss_weight) {
+  if (segment_major_ && passes.size() > 1)
+    return precision_ == Precision::bf16 ? run_passes<bf16>(passes, loss_weight) : run_passes<float>(passes, loss_weight);
+  double loss_sum = 0;
+  for (const TokenBatch& pass : passes) loss_sum += forward_backward(pass, loss_weight);
+  return loss_sum;
+}
+
+// ln_f backward: d ln_f(x) from the head's gradient in acts.dres into acts.dnarrow.
+template <class T>
+void GPT::final_norm_backward(const LayerSource::Outer& outer, int64_t n) {
+  Activations<T>& acts = this->acts<T>();
+  const ParamWindow& fin = outer.final_norm;
+  backend_->fill(acts.dnarrow, n * config_.n_embd, 0.0f);
+  backend_->layernorm_backward(acts.dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), acts.dres,
+                               trunk_output<T>(), fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, n,
+                               static_cast<int>(config_.n_embd));
 }
 
 double GPT::forward_loss(const TokenBatch& batch, const StageIO* stage_io) {

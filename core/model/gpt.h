@@ -40,6 +40,11 @@ struct Swapping {
   // two activation workspaces, so a segment's copy out runs beside the next one's forward and its copy back beside
   // the later one's backward; the last of them is still in its workspace when its backward comes and never moves.
   int offloaded = 0;
+  // The tokens of a whole step when it takes several passes of the model's max_tokens (0: one pass). Then every
+  // segment but the last is recomputed or offloaded, and forward_backward of a step's passes runs segment by segment:
+  // each segment's weights come onto the device once a step, not once a pass (the checkpoints, and the offloaded
+  // activations in the store, hold the whole step's tokens).
+  int64_t step_tokens = 0;
 };
 
 // A pipeline stage (parallel/pipeline/): a model that computes layers [first_layer, end_layer) of the pipeline and
@@ -99,8 +104,6 @@ class GPT {
   bool last_stage() const { return end_layer_ == config_.n_layer; }
   // Layers whose forward backward recomputes (Swapping::recomputed).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
-  // Layers whose activations move to the host and back (Swapping::offloaded: all but the last of those segments).
-  int offloaded_layers() const { return offloaded_ > 1 ? starts_[static_cast<std::size_t>(offloaded_ - 1)] : 0; }
   // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
   void set_layer_source(LayerSource* source);
   // The fp32 master weights. With bf16, every forward first rounds them into the bf16 copy the matmuls read (a pass
@@ -123,6 +126,9 @@ class GPT {
   // grads(). Returns the plain sum of those tokens' losses (for reporting; 0 on a pipeline stage but the last).
   // A pipeline stage takes its boundaries from `stage_io`.
   double forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io = nullptr);
+  // The same over a step's passes, their gradients summed. A swapped model with Swapping::step_tokens runs them
+  // segment by segment (each segment loads once); otherwise pass after pass.
+  double forward_backward(const std::vector<TokenBatch>& passes, float loss_weight);
   // Evaluation: the sum of the losses of the tokens with a target (a pipeline stage but the last: its output, and 0).
   double forward_loss(const TokenBatch& batch, const StageIO* stage_io = nullptr);
   // Logits (N, V) of every token into host memory (tests and sampling; not a pipeline stage).
@@ -137,6 +143,9 @@ class GPT {
   // forward_backward, forward_loss and forward_logits for activations stored as T (float or bf16).
   template <class T>
   double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits, const StageIO* io);
+  // forward_backward of several passes, segment by segment (Swapping::step_tokens).
+  template <class T>
+  double run_passes(const std::vector<TokenBatch>& host_passes, float loss_weight);
   template <class T>
   double head(const TokenBatch& batch, Pass pass, float loss_weight, float* host_logits,
               const LayerSource::Outer& outer);
@@ -156,11 +165,15 @@ class GPT {
   // them.
   template <class T>
   LayerActivations<T>& layer_acts(int l, int segment) {
+    const int workspace = workspace_at_ >= 0 ? workspace_at_ : offloaded_ > 0 ? segment % 2 : 0;
     const int at = segment <= transient_
-                       ? (offloaded_ > 0 ? segment % 2 : 0) * shared_layers_ + l - starts_[static_cast<std::size_t>(segment)]
+                       ? workspace * shared_layers_ + l - starts_[static_cast<std::size_t>(segment)]
                        : workspaces_ * shared_layers_ + l - starts_[static_cast<std::size_t>(transient_ + 1)];
     return acts<T>().layers[static_cast<std::size_t>(at)];
   }
+  // ln_f's backward: the gradient at the trunk's output into acts.dnarrow, from the head's in acts.dres.
+  template <class T>
+  void final_norm_backward(const LayerSource::Outer& outer, int64_t n);
   // Offloaded activations: whether segment k's move (k < offloaded_ - 1), and the copies of its saved arrays for a
   // batch of n tokens between its workspace and its place in host_acts_, queued on the layer source.
   bool moves(int segment) const { return segment < offloaded_ - 1; }
@@ -183,9 +196,9 @@ class GPT {
   ParamWindow resident_window();
 
   void check_batch(const TokenBatch& batch, bool need_targets) const;
-  // The batch with its index arrays where the backend's ops read them: the caller's host arrays on the CPU, copies
-  // in index_buffer_ otherwise.
-  TokenBatch on_backend(const TokenBatch& batch);
+  // The batches with their index arrays where the backend's ops read them: the caller's host arrays on the CPU,
+  // copies in index_buffer_ otherwise (one upload).
+  std::vector<TokenBatch> on_backend(const std::vector<TokenBatch>& batches);
   // The sum of the per-token losses over n tokens, read on the host.
   double sum_losses(const float* losses, int64_t n);
 
@@ -204,8 +217,15 @@ class GPT {
   int transient_ = 0;       // recomputed_ or offloaded_: the segments before it and itself share the workspace(s)
   int workspaces_ = 1;      // shared workspaces: 2 when offloading
   int shared_layers_ = 0;   // layers of the widest segment up to transient_: one shared workspace
-  Tensor checkpoints_;  // (transient_, max_tokens, C) of the activations' type: the inputs of segments 1..transient_
-  // Offloaded activations in the store: each moving layer's saved arrays, max_tokens tokens each, one after another.
+  // The tokens the checkpoints and the offloaded activations hold: max_tokens, or a step's (Swapping::step_tokens).
+  int64_t stash_tokens_ = 0;
+  bool segment_major_ = false;  // a step of several passes runs segment by segment (Swapping::step_tokens)
+  // While a step runs segment by segment: where the current pass's tokens start in the checkpoints and the offloaded
+  // activations, and the workspace its segment computes in (-1: by segment, as in one pass).
+  int64_t pass_at_ = 0;
+  int workspace_at_ = -1;
+  Tensor checkpoints_;  // (transient_, stash_tokens_, C) of the activations' type: the inputs of segments 1..transient_
+  // Offloaded activations in the store: each moving layer's saved arrays, stash_tokens_ tokens each, one after another.
   Tensor host_acts_;
   int64_t host_layer_bytes_ = 0;
   std::vector<int64_t> to_host_, to_device_;  // per segment, the tickets of its activations' copies this pass

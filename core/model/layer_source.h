@@ -9,12 +9,14 @@
 // offloaded; the last segment's activations are always still there.
 //
 // Order of calls in a training pass of G segments (an evaluation pass stops after the forward):
-//   begin_pass(true)                                                  the embeddings and final norm, for the pass
+//   begin_pass(true, 1)                                               the embeddings and final norm, for the pass
 //   acquire(0, forward) release(0, forward) ... acquire(G-1, forward) release(G-1, forward)
 //   acquire(G-1, backward) release(G-1, backward) ... acquire(0, backward) release(0, backward)
 //   end_pass(true)                                                    their gradients are back in the store
 // A source may load the next segment while the model computes the current one, and keep a released segment on the
-// device if it is needed again (the last forward segment is the first backward one).
+// device if it is needed again (the last forward segment is the first backward one). A step of several passes run
+// segment by segment (Swapping::step_tokens) makes this sequence once: each segment computes every pass between its
+// acquire and its release, and the last one's passes, forward and backward, all come after acquire(G-1, backward).
 //
 // A model that offloads activations (Swapping::offloaded) also hands the source copies between its activation
 // workspace and host memory, which the source runs in order with its own loads and drains, beside the compute.
@@ -60,7 +62,8 @@ class LayerSource {
   struct Outer {
     ParamWindow embeddings, final_norm;
   };
-  virtual Outer begin_pass(bool train) = 0;
+  // `passes`: the model's passes over a batch this sequence runs (several when run segment by segment).
+  virtual Outer begin_pass(bool train, int passes) = 0;
   virtual void end_pass(bool train) = 0;  // every copy of the pass done on return
 
   // Segment `segment` on the device (blocks until it is). In backward its gradient window holds the store's

@@ -16,8 +16,9 @@ namespace trident {
 namespace {
 
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
-                     int recomputed, int offloaded, int slots, int64_t tokens) {
-  const Swapping swapping{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
+                     int recomputed, int offloaded, int slots, int64_t tokens, int64_t step_tokens) {
+  const Swapping swapping{
+      .segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .step_tokens = step_tokens};
   return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
@@ -152,22 +153,33 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     int recomputed() const { return offload ? 0 : count; }
     int offloaded() const { return offload ? count : 0; }
   };
+  const int64_t N = config.train.batch_tokens;
+  // A batch in several passes runs segment by segment (Swapping::step_tokens) where every sub-model but the last is
+  // stashed: its checkpoints (and offloaded activations) hold the whole batch.
+  auto step_tokens = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) -> int64_t {
+    return tokens < N && starts.size() >= 2 && stash.count == static_cast<int>(starts.size()) - 1 ? N : 0;
+  };
   auto bytes = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
-    return placed_bytes(config, precision, device, starts, stash.recomputed(), stash.offloaded(), slots, tokens);
+    return placed_bytes(config, precision, device, starts, stash.recomputed(), stash.offloaded(), slots, tokens,
+                        step_tokens(starts, stash, tokens));
   };
   auto below = [](const std::vector<int>& starts, Stash stash) {
     return stash.count > 0 ? starts[static_cast<std::size_t>(stash.count)] : 0;
   };
-  const int64_t N = config.train.batch_tokens;
   // The passes a batch takes when a pass holds `tokens`: whole documents, of the longest there can be
   // tokens / max_seq_len a pass, and at least train.micro_batches.
   auto passes_for = [&](int64_t tokens) {
     const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
     return std::max(config.train.micro_batches, (N + whole - 1) / whole);
   };
-  // With a profile: a batch's predicted seconds, its first pass and the later ones (which also load the gradients
-  // accumulated so far), each with the batch spread over the passes.
+  // With a profile: a batch's predicted seconds. Segment by segment, the schedule of one pass holding the whole batch
+  // (every sub-model but the last stashed and, offloading, moving); else its first pass and the later ones (which
+  // also load the gradients accumulated so far), each with the batch spread over the passes.
   auto predicted_batch_s = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
+    if (step_tokens(starts, stash, tokens) > 0) {
+      planner_inputs(config, precision, device, *profile, N, -1, stash.offload, placed);
+      return cost::evaluate_swaps(placed.layers, placed.device, starts).step_s();
+    }
     const int64_t passes = passes_for(tokens);
     planner_inputs(config, precision, device, *profile, (N + passes - 1) / passes, below(starts, stash),
                    stash.offload, placed);
@@ -187,11 +199,9 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     }
     return lo;
   };
-  // Of the candidates that hold a whole batch in a pass, the fastest predicted (with a profile), else the one that
-  // stashes the fewest layers, then has the fewest sub-models; only when none does, of those that take a batch in
-  // several passes the fastest predicted. (Each pass loads every sub-model again: on the CPU backend those copies
-  // also take the compute's cores and memory bandwidth, which the schedule does not count, so it is trusted to
-  // choose between several passes only where one cannot be had.)
+  // With a profile, the fastest predicted, in one pass or several (run segment by segment, a batch's passes load
+  // each sub-model once, as one pass does). Without, of the candidates that hold a whole batch in a pass the one that
+  // stashes the fewest layers, then has the fewest sub-models.
   struct Candidate {
     std::vector<int> starts;
     Stash stash;
@@ -244,7 +254,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
         plan && bytes(plan->starts, {plan->sub_models() - 1, false}, N) <= budget)
       consider(plan->starts, {plan->sub_models() - 1, false}, N);
   }
-  const Candidate& best = whole.tokens > 0 ? whole : partial;
+  const Candidate& best = whole.tokens > 0 && whole.score <= partial.score ? whole : partial;
   placed.segment_starts = best.starts;
   Stash chosen = best.stash;
   int64_t tokens = best.tokens;
@@ -275,20 +285,25 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   placed.recomputed = chosen.recomputed();
   placed.offloaded = chosen.offloaded();
   placed.tokens = tokens;
-  const Swapping swapping{.segment_starts = placed.segment_starts, .offloaded = placed.offloaded};
+  placed.step_tokens = step_tokens(placed.segment_starts, chosen, tokens);
+  const Swapping swapping{
+      .segment_starts = placed.segment_starts, .offloaded = placed.offloaded, .step_tokens = placed.step_tokens};
   const int64_t offload_bytes = GPT::offload_bytes(m, tokens, precision, swapping);
   check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
   placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
   placed.passes = passes_for(tokens);
   placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
   placed.device_bytes = bytes(placed.segment_starts, chosen, tokens);
-  if (plans_with(profile)) {
+  if (plans_with(profile) && placed.step_tokens > 0) {
+    planner_inputs(config, precision, device, *profile, N, -1, chosen.offload, placed);
+    placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
+  } else if (plans_with(profile)) {
     planner_inputs(config, precision, device, *profile, placed.pass_tokens, below(placed.segment_starts, chosen),
                    chosen.offload, placed);
     placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
     cost::SwapDevice later = placed.device;
     later.accumulating = true;
-    placed.predicted_later = cost::evaluate_swaps(placed.layers, later, placed.segment_starts);
+    if (placed.passes > 1) placed.predicted_later = cost::evaluate_swaps(placed.layers, later, placed.segment_starts);
   }
   return placed;
 }

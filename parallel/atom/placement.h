@@ -1,6 +1,7 @@
 #pragma once
 // Where a swapped run puts the model (ATOM on one peer): its layers split into sub-models, the device slots they take
 // turns in, the tokens a pass holds, and the host store. Chosen before the model is built, from the config alone.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -20,14 +21,21 @@ struct AtomPlacement {
   // model.max_seq_len need (a pass holds whole documents, so one of `tokens` holds tokens / max_seq_len of them).
   int64_t passes = 1;
   int64_t pass_tokens = 0;          // the tokens a pass carries in the prediction: the batch over its passes
+  // Swapping::step_tokens: the batch's tokens when its passes run segment by segment (a pass holds less than a batch;
+  // every sub-model but the last stashed), else 0 (passes one after another)
+  int64_t step_tokens = 0;
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int offloaded = 0;                // Swapping::offloaded: leading sub-models whose activations go to the host
+  // Of those, the ones whose activations move: all segment by segment, else all but the last (whose backward follows
+  // while its activations are still on the device).
+  int moving_sub_models() const { return step_tokens > 0 ? offloaded : std::max(offloaded - 1, 0); }
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v, offloaded activations
   // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
-  // costs and device it was made from.
+  // costs and device it was made from: a pass's, or segment by segment the whole batch's.
   std::optional<cost::SwapPlan> predicted;
-  std::optional<cost::SwapPlan> predicted_later;  // a later pass of a batch run in several (gradients load too)
+  // A later pass of a batch run in several passes one after another (gradients load too).
+  std::optional<cost::SwapPlan> predicted_later;
   std::vector<cost::LayerCost> layers;
   cost::SwapDevice device;
 };

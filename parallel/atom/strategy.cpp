@@ -94,13 +94,15 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   }
   double totals[3] = {0, 0, 0};  // loss sum, tokens, flops
   const auto begin = std::chrono::steady_clock::now();
-  for (Batch& pass : mine) {
-    GroupBatch whole = group_batch(std::move(pass), nullptr, nullptr);
-    const TokenBatch view = whole.view();
-    totals[0] += model.forward_backward(view, loss_weight);
-    totals[1] += static_cast<double>(view.num_tokens);
-    totals[2] += model.flops(view);
+  std::vector<GroupBatch> passes;
+  for (Batch& pass : mine) passes.push_back(group_batch(std::move(pass), nullptr, nullptr));
+  std::vector<TokenBatch> views;  // into `passes`, which no longer move
+  for (GroupBatch& pass : passes) {
+    views.push_back(pass.view());
+    totals[1] += static_cast<double>(views.back().num_tokens);
+    totals[2] += model.flops(views.back());
   }
+  totals[0] = model.forward_backward(views, loss_weight);  // a swapped model's passes, segment by segment
   if (slowdown_ > 1)  // an emulated slow peer (parallel.atom.emulate_slow_rank)
     std::this_thread::sleep_for((slowdown_ - 1) * (std::chrono::steady_clock::now() - begin));
   tokens_ = totals[1];

@@ -104,7 +104,7 @@ ParamWindow LayerSwapper::window(const Slot& slot, Range range) const {
           .grads = const_cast<float*>(slot.grads.data<float>())};
 }
 
-LayerSource::Outer LayerSwapper::begin_pass(bool train) {
+LayerSource::Outer LayerSwapper::begin_pass(bool train, int passes) {
   train_ = train;
   uses_.clear();
   const int G = static_cast<int>(segments_.size());
@@ -123,7 +123,7 @@ LayerSource::Outer LayerSwapper::begin_pass(bool train) {
   float* p = outer_params_.data<float>();
   float* g = outer_grads_.data<float>();
   bf16* p16 = bf16_ ? outer_params16_.data<bf16>() : nullptr;
-  ++stats_.passes;
+  stats_.passes += passes;
   load("load embeddings", embeddings_, outer, p, p16, g, true, train);
   const CopyEngine::Ticket ready =
       load("load final norm", final_norm_, outer, p + split, p16 ? p16 + split : nullptr, g + split, true, train);

@@ -38,7 +38,7 @@ class LayerSwapper final : public LayerSource {
   static int64_t device_bytes(const ModelConfig& config, const std::vector<int>& segment_starts, int slots,
                               Precision precision);
 
-  Outer begin_pass(bool train) override;
+  Outer begin_pass(bool train, int passes) override;
   void end_pass(bool train) override;
   ParamWindow acquire(int segment, bool backward) override;
   void release(int segment, bool backward) override;

@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export OMP_NUM_THREADS=2
 tiny="$configs/tiny_train.yaml"
 # 8 layers of width 192 (3.6M parameters, a 54.7 MiB store) with 13.3 MiB of device memory
-model=(--set model.n_layer=8 --set model.n_embd=192 --set train.batch_tokens=256 --set train.steps=6
+model=(--set model.n_layer=8 --set model.n_embd=192 --set train.batch_tokens=192 --set train.steps=6
        --set train.eval_every=3 --set train.micro_batches=2 --set checkpoint.every=3)
 small=(--set device.memory_gb=0.013)
 
@@ -48,13 +48,34 @@ grep -q "atom: 3 sub-model(s) \[0, 2) \[2, 5) \[5, 8) in 3 device slot(s)" "$tmp
 same_losses "$tmp/resident" "$tmp/split3"
 # Offloaded activations instead of recomputed ones: the same losses, and the activations' bytes in the metrics.
 run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/offload" --set parallel.strategy=atom \
-  --set parallel.atom.activations=offload
+  --set parallel.atom.activations=offload --set device.memory_gb=0.015
 grep -q "activations offloaded to the host in the first" "$tmp/offload/trident.log" || fail "offload not applied"
 same_losses "$tmp/resident" "$tmp/offload"
 /usr/bin/python3 - "$tmp/offload/metrics.jsonl" <<'PY' || fail "the offloading run's metrics are wrong"
 import json, sys
 for r in map(json.loads, open(sys.argv[1])):
-    assert r["activation_bytes"] > 0 and r["peak_mem_bytes"] <= 0.013 * 2**30, r
+    assert r["activation_bytes"] > 0 and r["peak_mem_bytes"] <= 0.015 * 2**30, r
+PY
+
+# A pass too small for the batch: its passes run sub-model by sub-model, each sub-model loading once a step. The
+# losses are the resident run's within 1e-5 (the tied embedding sums its gradient's parts in another order), and a
+# step moves fewer weight bytes than the two passes one after another of the run above.
+run 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/segment" --set device.memory_gb=0.011 \
+  --set parallel.strategy=atom --set parallel.atom.activations=offload
+grep -q "passes run sub-model by sub-model" "$tmp/segment/trident.log" || fail "not run segment by segment"
+/usr/bin/python3 - "$tmp/resident/metrics.jsonl" "$tmp/segment/metrics.jsonl" "$tmp/offload/metrics.jsonl" <<'PY' \
+  || fail "the run segment by segment is wrong"
+import json, math, sys
+resident, segment, offload = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(resident) == len(segment) == 6
+for a, b in zip(resident, segment):
+    assert math.isclose(a["loss"], b["loss"], rel_tol=1e-5), (a["loss"], b["loss"])
+    assert (a.get("eval_loss") is None) == (b.get("eval_loss") is None), (a, b)
+    if a.get("eval_loss") is not None:
+        assert math.isclose(a["eval_loss"], b["eval_loss"], rel_tol=1e-5), (a, b)
+    assert b["passes"] >= 2 and b["peak_mem_bytes"] <= 0.011 * 2**30 and b["activation_bytes"] > 0, b
+weights = lambda r: r["h2d_bytes"] - r["activation_bytes"] / 2  # activations move as much each way
+assert max(map(weights, segment)) < min(map(weights, offload)), ([weights(r) for r in segment], [weights(r) for r in offload])
 PY
 
 # Resume: from the step-3 checkpoint, the last three steps are the uninterrupted run's, bit for bit.

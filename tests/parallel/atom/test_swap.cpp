@@ -126,6 +126,95 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   CHECK(host.peak() >= static_cast<std::size_t>(GPT::offload_bytes(m, tokens, precision, swapping)));
 }
 
+TEST_CASE("a step in several passes runs segment by segment: each sub-model loads once, the gradients those of the "
+          "passes one after another", "[atom]") {
+  // every sub-model but the last recomputed, or offloaded
+  const auto [attention, precision, starts, slots, offload] =
+      GENERATE(std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 4, 6}, 2, false},
+               std::tuple{"linear", Precision::bf16, std::vector<int>{0, 3, 5}, 3, true},
+               std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, 2, true},
+               std::tuple{"linear", Precision::fp32, std::vector<int>{0, 4}, 2, false},
+               std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 2, 3, 6}, 3, true});
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, offload);
+  const ModelConfig m = swap_model(attention);
+  const int64_t tokens = 64;  // a pass; a step is three
+  const std::vector<OwnedBatch> passes = {make_batch({40, 7, 17}, 64, 1), make_batch({64}, 64, 2),
+                                          make_batch({30, 34}, 64, 3)};
+  std::vector<TokenBatch> views;
+  for (const OwnedBatch& b : passes) views.push_back(b.view());
+  const int64_t step_tokens = 3 * tokens;
+
+  Allocator resident_memory({.name = "resident", .budget_bytes = std::size_t(1) << 30});
+  GPT resident(m, tokens, resident_memory, cpu_backend(), precision);
+  resident.init_weights(7);
+  AdamW resident_adam(resident.layout(), TrainConfig{}, resident_memory);
+
+  Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
+  const int stashed = static_cast<int>(starts.size()) - 1;
+  const Swapping swapping{.segment_starts = starts,
+                          .store = &host,
+                          .recomputed = offload ? 0 : stashed,
+                          .offloaded = offload ? stashed : 0,
+                          .step_tokens = step_tokens};
+  const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
+                         LayerSwapper::device_bytes(m, starts, slots, precision);
+  Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
+  GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
+  LayerSwapper swapper(swapped, device, {.slots = slots});
+  swapped.init_weights(7);
+  AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
+  CHECK(device.in_use() == static_cast<std::size_t>(budget));  // memory_bytes counts the step's checkpoints
+
+  // One pass loads what a step of three does.
+  swapped.zero_grads();
+  swapped.forward_backward(std::vector<TokenBatch>{views[0]}, 1.0f / 192);
+  const SwapStats one_pass = swapper.take_stats();
+
+  const int64_t wte_begin = resident.layout().wte, wte_end = wte_begin + m.vocab_size * m.n_embd;
+  const int64_t P = resident.num_params();
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    resident.zero_grads();
+    double expected = 0;
+    for (const TokenBatch& view : views) expected += resident.forward_backward(view, 1.0f / 192);
+    swapped.zero_grads();
+    const double got = swapped.forward_backward(views, 1.0f / 192);
+    if (step == 0) {
+      // The same forward, and the same gradients but the tied embedding's, which sums every pass's LM-head part
+      // before their embedding parts.
+      CHECK(got == expected);
+      CHECK(std::memcmp(swapped.grads(), resident.grads(), sizeof(float) * wte_begin) == 0);
+      CHECK(std::memcmp(swapped.grads() + wte_end, resident.grads() + wte_end, sizeof(float) * (P - wte_end)) == 0);
+      float scale = 0, worst = 0;
+      for (int64_t i = wte_begin; i < wte_end; ++i) {
+        scale = std::max(scale, std::abs(resident.grads()[i]));
+        worst = std::max(worst, std::abs(swapped.grads()[i] - resident.grads()[i]));
+      }
+      CHECK(scale > 0);
+      CHECK(worst <= 1e-6f * scale);
+    }
+    CHECK(got == Approx(expected).epsilon(1e-6));
+    const SwapStats stats = swapper.take_stats();
+    CHECK(stats.passes == 3);
+    CHECK(stats.loads == one_pass.loads);
+    CHECK(stats.h2d_bytes - stats.activation_bytes / 2 == one_pass.h2d_bytes - one_pass.activation_bytes / 2);
+    // every stashed sub-model's activations go out and back, each pass's
+    const int64_t per_token =
+        precision == Precision::bf16 ? saved_bytes_per_token<bf16>(m) : saved_bytes_per_token<float>(m);
+    CHECK(stats.activation_bytes == (offload ? 2 * step_tokens * starts.back() * per_token : 0));
+    resident_adam.step(resident.params(), resident.grads(), 1e-3f, 0.5f);
+    swapped_adam.step(swapped.params(), swapped.grads(), 1e-3f, 0.5f);
+  }
+  for (int64_t i = 0; i < P; ++i) REQUIRE(swapped.params()[i] == Approx(resident.params()[i]).margin(1e-6));
+  CHECK(device.peak() <= device.budget());
+  if (offload) CHECK(host.peak() >= static_cast<std::size_t>(GPT::offload_bytes(m, tokens, precision, swapping)));
+
+  // A step longer than the checkpoints hold is refused.
+  std::vector<TokenBatch> four = views;
+  four.push_back(views[0]);
+  CHECK_THROWS_WITH(swapped.forward_backward(four, 1.0f), Catch::Contains("exceeds the 192"));
+}
+
 TEST_CASE("a slow copy overlaps the compute: each load starts before the previous sub-model's compute ends",
           "[atom]") {
   ModelConfig m = swap_model("softmax");
@@ -252,7 +341,7 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
   }
 }
 
-TEST_CASE("with a profile, auto takes the placement the swap schedule predicts fastest, in several passes if need be",
+TEST_CASE("with a profile, auto takes the placement the swap schedule predicts fastest, in one pass or several",
           "[atom]") {
   Config c = eight_sub_models();
   auto device_bytes = [&](int recomputed, int offloaded) { return single_layer_bytes(c.model, recomputed, offloaded); };
@@ -280,10 +369,16 @@ TEST_CASE("with a profile, auto takes the placement the swap schedule predicts f
   CHECK(slow.offloaded == 0);
   CHECK(slow.recomputed > 0);
   CHECK(slow.tokens > fast.tokens);  // one workspace holds more tokens a pass than two
-  // Where a pass holds the batch recomputing, that is taken over any in several passes, however fast the link.
-  const AtomPlacement whole = place(static_cast<double>(device_bytes(7, 0)), 1e3);
+  // Where a pass holds the batch recomputing, several passes offloading still win on the fast link: run segment by
+  // segment, they load each sub-model once, as one pass does, and save the recompute. On the slow link, one pass.
+  const AtomPlacement several = place(static_cast<double>(device_bytes(7, 0)), 1e3);
+  CHECK(several.passes > 1);
+  CHECK(several.offloaded == static_cast<int>(several.segment_starts.size()) - 1);
+  CHECK(several.step_tokens == 512);
+  const AtomPlacement whole = place(static_cast<double>(device_bytes(7, 0)), 1e-4);
   CHECK(whole.passes == 1);
   CHECK(whole.tokens == 512);
+  CHECK(whole.step_tokens == 0);
   // Without a profile auto never offloads.
   c.device.memory_gb = short_of_a_batch / static_cast<double>(gib_to_bytes(1));
   CHECK(place_atom(c, Precision::fp32, Device::cpu).offloaded == 0);
