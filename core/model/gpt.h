@@ -81,7 +81,7 @@ class GPT {
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
   // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
   // gradients or weight copy; the shared workspace (two with offloading), the later segments' activations and the
-  // checkpoints. With `stage`, the activations of its layers only.
+  // checkpoints (of a whole step with Swapping::step_tokens; so is the index staging). With `stage`, the activations of its layers only.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const Swapping* swapping = nullptr, const PipelineStage* stage = nullptr);
   // The host bytes a swapped model takes from its store beside parameters and gradients: the offloaded activations.

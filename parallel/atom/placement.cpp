@@ -150,14 +150,18 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   struct Stash {
     int count = 0;
     bool offload = false;
+    // A batch in several passes runs them one after another, not sub-model by sub-model: each pass loads every
+    // sub-model again, but the checkpoints hold one pass, not the batch (what a small budget can afford).
+    bool pass_by_pass = false;
     int recomputed() const { return offload ? 0 : count; }
     int offloaded() const { return offload ? count : 0; }
   };
   const int64_t N = config.train.batch_tokens;
   // A batch in several passes runs segment by segment (Swapping::step_tokens) where every sub-model but the last is
-  // stashed: its checkpoints (and offloaded activations) hold the whole batch.
+  // stashed, unless pass by pass: its checkpoints (and offloaded activations) hold the whole batch.
   auto step_tokens = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) -> int64_t {
-    return tokens < N && starts.size() >= 2 && stash.count == static_cast<int>(starts.size()) - 1 ? N : 0;
+    const bool all_but_last = starts.size() >= 2 && stash.count == static_cast<int>(starts.size()) - 1;
+    return tokens < N && all_but_last && !stash.pass_by_pass ? N : 0;
   };
   auto bytes = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
     return placed_bytes(config, precision, device, starts, stash.recomputed(), stash.offloaded(), slots, tokens,
@@ -239,13 +243,14 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     // With a profile, the split in several passes too, stashing all but the last sub-model for the most tokens a
     // pass.
     if (plans_with(profile))
-      for (bool offload : {false, true}) {
-        if (!(offload ? may_offload : may_recompute)) continue;
-        const Stash most{all_but_last, offload};
-        // a pass must hold the longest document there can be
-        if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
-          consider(starts, most, fit);
-      }
+      for (bool offload : {false, true})
+        for (bool pass_by_pass : {false, true}) {
+          if (!(offload ? may_offload : may_recompute)) continue;
+          const Stash most{all_but_last, offload, pass_by_pass};
+          // a pass must hold the longest document there can be
+          if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
+            consider(starts, most, fit);
+        }
   }
   if (plans_with(profile) && may_recompute) {  // the planner's own split, recomputing all but the last
     planner_inputs(config, precision, device, *profile, N, -1, false, placed);
@@ -266,7 +271,9 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
-    const Stash stash{static_cast<int>(count) - 1, activations == "offload"};
+    Stash stash{static_cast<int>(count) - 1, activations == "offload"};
+    // sub-model by sub-model where its checkpoints of the whole batch fit, else pass by pass
+    if (bytes(starts, stash, std::min(N, m.max_seq_len)) > budget) stash.pass_by_pass = true;
     if (bytes(starts, stash, 1) > budget)
       throw_config_error("device.memory_gb = {}{}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
                          "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
