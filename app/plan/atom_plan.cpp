@@ -94,8 +94,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   peer.train.batch_tokens = (config.train.batch_tokens + peers - 1) / peers;
   const AtomPlacement placed = place_atom(peer, precision, device, &profile);
   const cost::SwapPlan& plan = *placed.predicted;
-  // The tokens the plan computes: a pass's, or segment by segment the whole batch's.
-  const int64_t L = m.n_layer, N = placed.step_tokens > 0 ? placed.step_tokens : placed.pass_tokens;
+  // The tokens the plan computes: a run's (a pass, or a round of passes run sub-model by sub-model).
+  const int64_t L = m.n_layer, N = (peer.train.batch_tokens + placed.runs - 1) / placed.runs;
   const cost::LayerCost& layer = placed.layers.front();
   const double host_gib = static_cast<double>(host_budget_bytes(config)) / kGiB;
   // The overlap rule: a layer's load hides under its forward once a pass has n >= b R / (2 BW) tokens, R the FLOP/s
@@ -104,12 +104,11 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double flops_per_s = 2.0 * layer_params * static_cast<double>(N) / layer.forward_s;
   const double threshold = 4.0 * flops_per_s / (2 * placed.device.h2d_bytes_per_s);
   const double resident_s = static_cast<double>(L) * (layer.forward_s + layer.backward_s);  // no copies, no recompute
-  // A whole batch: segment by segment, the plan itself; else the first pass, then the later ones, which also load the
-  // gradients accumulated so far.
-  const auto later_passes = placed.predicted_later ? static_cast<double>(placed.passes - 1) : 0.0;
-  const double batch_s = plan.step_s() + (placed.predicted_later ? later_passes * placed.predicted_later->step_s() : 0);
+  // A whole batch: the first run, then the later ones, which also load the gradients accumulated so far.
+  const auto later_runs = static_cast<double>(placed.runs - 1);
+  const double batch_s = plan.step_s() + (placed.predicted_later ? later_runs * placed.predicted_later->step_s() : 0);
   const double batch_exposed_s =
-      plan.exposed_copy_s + (placed.predicted_later ? later_passes * placed.predicted_later->exposed_copy_s : 0);
+      plan.exposed_copy_s + (placed.predicted_later ? later_runs * placed.predicted_later->exposed_copy_s : 0);
   const PeersComparison vs = peers > 1 ? compare_peers(config, profile, batch_s) : PeersComparison{};
   const auto tokens_per_s = [&](double seconds) { return static_cast<double>(config.train.batch_tokens) / seconds; };
   if (json) {
@@ -155,7 +154,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              "{} GB/s host to device, {} GB/s back, {} copy engine(s); {}\n",
              L, model_gib, config.device.memory_gb, placed.device.h2d_bytes_per_s / 1e9,
              placed.device.d2h_bytes_per_s / 1e9, placed.device.shared_copy_engine ? 1 : 2,
-             placed.step_tokens > 0 ? fmt::format("a batch of {} tokens in passes of up to {}", N, placed.tokens)
+             placed.round_tokens > 0 ? fmt::format("a round of {} tokens in passes of up to {}", N, placed.tokens)
              : placed.tokens > N    ? fmt::format("a pass of {} tokens (activations for up to {})", N, placed.tokens)
                                     : fmt::format("a pass of {} tokens", N));
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
@@ -171,14 +170,14 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                  : ", every layer's activations kept",
              plan.exposed_copy_s, plan.compute_s / plan.step_s(),
              resident_s, resident_s / plan.step_s());
-  if (placed.passes > 1 && placed.step_tokens > 0)
-    fmt::print("  a batch of {} tokens takes {} passes, run sub-model by sub-model (each loads once a step; the "
-               "prediction above is the whole batch's)\n",
-               peer.train.batch_tokens, placed.passes);
-  else if (placed.passes > 1)
-    fmt::print("  a batch of {} tokens takes {} passes: {:.3f} s, {:.3f} s of copies exposed (the later passes also "
-               "load the gradients accumulated so far)\n",
-               peer.train.batch_tokens, placed.passes, batch_s, batch_exposed_s);
+  if (placed.passes > 1)
+    fmt::print("  a batch of {} tokens takes {} passes, {}: {:.3f} s, {:.3f} s of copies exposed{}\n",
+               peer.train.batch_tokens, placed.passes,
+               placed.round_tokens > 0 ? fmt::format("run sub-model by sub-model in {} round(s) (each sub-model loads "
+                                                     "once a round)", placed.runs)
+                                       : std::string("one after another (each loads every sub-model)"),
+               batch_s, batch_exposed_s,
+               placed.runs > 1 ? " (the later runs also load the gradients accumulated so far)" : "");
   fmt::print("  host store {:.2f} GiB of {:.1f} GiB host memory (fp32 weights, gradients, AdamW m and v{})\n",
              static_cast<double>(placed.host_bytes) / kGiB, host_gib,
              placed.moving_sub_models() > 0 ? ", offloaded activations" : "");

@@ -227,7 +227,7 @@ void run_training(const Config& config) {
                           .store = &host_store,
                           .recomputed = placement ? placement->recomputed : 0,
                           .offloaded = placement ? placement->offloaded : 0,
-                          .step_tokens = placement ? placement->step_tokens : 0};
+                          .round_tokens = placement ? placement->round_tokens : 0};
   GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr,
             stage ? &*stage : nullptr);
   std::optional<LayerSwapper> swapper;
@@ -241,14 +241,14 @@ void run_training(const Config& config) {
   AdamW optimizer(model.layout(), config.train, placement ? host_store : allocator, model.store_backend());
   if (placement) {
     const std::vector<int>& starts = placement->segment_starts;
-    const bool segment_major = placement->step_tokens > 0;  // every sub-model but the last stashed
+    const bool segment_major = placement->round_tokens > 0;  // every sub-model but the last stashed
     const int moving = placement->moving_sub_models();
     spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass{}, activations {}; device {} of {} "
                  "(device.memory_gb), host store {} of {}",
                  starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
                  std::min<std::size_t>(starts.size(), placement->slots), capacity,
-                 segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model, each loading once a "
-                                             "step)", placement->passes)
+                 segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model in {} round(s), each "
+                                             "sub-model loading once a round)", placement->passes, placement->runs)
                                : "",
                  placement->recomputed > 0
                      ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
@@ -260,7 +260,8 @@ void run_training(const Config& config) {
                  format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
     if (const std::optional<cost::SwapPlan>& p = placement->predicted)
       spdlog::info("atom: predicted from {}: {} {:.3f} s, {:.3f} s of it copies left exposed",
-                   config.parallel.select_profile, segment_major || placement->passes == 1 ? "step" : "first pass",
+                   config.parallel.select_profile, placement->runs == 1 ? "step" : segment_major ? "first round"
+                                                                                                 : "first pass",
                    p->step_s(), p->exposed_copy_s);
   } else {
     const PipelineStage* layers = stage ? &*stage : nullptr;

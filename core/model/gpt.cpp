@@ -67,12 +67,12 @@ ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int trans
   return config;
 }
 
-// The tokens the checkpoints and offloaded activations hold: a pass's, or a whole step's when it takes several.
+// The tokens the checkpoints and offloaded activations hold: a pass's, or a round's of several.
 int64_t stash_tokens(int64_t max_tokens, const Swapping* swapping) {
-  return swapping ? std::max(max_tokens, swapping->step_tokens) : max_tokens;
+  return swapping ? std::max(max_tokens, swapping->round_tokens) : max_tokens;
 }
 bool segment_major(int64_t max_tokens, const Swapping* swapping) {
-  return swapping && swapping->step_tokens > max_tokens;
+  return swapping && swapping->round_tokens > max_tokens;
 }
 
 // Values of the boundary checkpoints: the inputs of segments 1 .. transient.
@@ -81,9 +81,9 @@ int64_t checkpoint_values(const ModelConfig& config, int transient, int64_t toke
 }
 
 // int32 index values a batch stages off the host (tokens, positions, cu_seqlens, targets): one pass of max_tokens, or
-// every pass of a step run segment by segment (at most a sequence a token, each pass one more cu_seqlens entry).
+// every pass of a round run segment by segment (at most a sequence a token, each pass one more cu_seqlens entry).
 int64_t index_values(int64_t max_tokens, const Swapping* swapping) {
-  return segment_major(max_tokens, swapping) ? 5 * swapping->step_tokens + 1 : 4 * max_tokens + 1;
+  return segment_major(max_tokens, swapping) ? 5 * swapping->round_tokens + 1 : 4 * max_tokens + 1;
 }
 
 template <class T>
@@ -95,7 +95,7 @@ int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens, Precisio
                                       : host_layer_bytes<float>(config, max_tokens);
 }
 // The layers whose activations move to the host: those of the offloaded segments but the last, or of all of them when
-// a step runs segment by segment (the last one's backward no longer follows its forward).
+// a round runs segment by segment (the last one's backward no longer follows its forward).
 int64_t moving_layers(const Swapping& swapping, int64_t max_tokens) {
   const int moving = segment_major(max_tokens, &swapping) ? swapping.offloaded : swapping.offloaded - 1;
   return moving > 0 ? swapping.segment_starts[static_cast<std::size_t>(moving)] : 0;
@@ -124,7 +124,7 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   stash_tokens_ = stash_tokens(max_tokens, swapping);
   segment_major_ = segment_major(max_tokens, swapping);
   TRIDENT_CHECK(!segment_major_ || (starts_.size() >= 2 && transient_ == segments() - 1),
-                "a step of {} tokens in passes of {} runs segment by segment: every segment but the last must be "
+                "a round of {} tokens in passes of {} runs segment by segment: every segment but the last must be "
                 "recomputed or offloaded", stash_tokens_, max_tokens);
   shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, transient_ + 1));
   if (swapping)
@@ -147,7 +147,8 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
     acts32_ = allocate_activations<float>(workspace, max_tokens, allocator);
     checkpoints_ = Tensor::empty(allocator, {boundary_values});
   }
-  if (backend.device() != Device::cpu) index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, swapping)});
+  if (backend.device() != Device::cpu)
+    index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, swapping)});
   // The fp32 copies a sequence-parallel op computes on with bf16 activations, shared by the layers (they grow on
   // first use: a run without sequence parallelism never allocates them).
   std::shared_ptr<WideActivations> wide;
@@ -479,7 +480,7 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
   return loss_sum;
 }
 
-// A step's passes segment by segment (Swapping::step_tokens): the forward of every segment but the last over every
+// A round of passes segment by segment (Swapping::round_tokens): the forward of every segment but the last over every
 // pass, each pass's output of a segment kept as the next one's checkpoint (and, offloading, its activations sent to
 // the store); then the last segment pass after pass, forward, loss and backward, the gradient at its input taking the
 // place of its checkpoint; then the other segments' backward in reverse, pass after pass (each recomputed from its
@@ -497,7 +498,7 @@ double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_we
     first_token.push_back(tokens);
     tokens += pass.num_tokens;
   }
-  TRIDENT_CHECK(tokens <= stash_tokens_, "a step of {} tokens exceeds the {} the model's checkpoints were sized for",
+  TRIDENT_CHECK(tokens <= stash_tokens_, "a round of {} tokens exceeds the {} the model's checkpoints were sized for",
                 tokens, stash_tokens_);
   TRIDENT_CHECK(!grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
   const std::vector<TokenBatch> passes = on_backend(host_passes);
@@ -637,7 +638,8 @@ double GPT::forward_backward(const TokenBatch& batch, float loss_weight, const S
 
 double GPT::forward_backward(const std::vector<TokenBatch>& passes, float loss_weight) {
   if (segment_major_ && passes.size() > 1)
-    return precision_ == Precision::bf16 ? run_passes<bf16>(passes, loss_weight) : run_passes<float>(passes, loss_weight);
+    return precision_ == Precision::bf16 ? run_passes<bf16>(passes, loss_weight)
+                                         : run_passes<float>(passes, loss_weight);
   double loss_sum = 0;
   for (const TokenBatch& pass : passes) loss_sum += forward_backward(pass, loss_weight);
   return loss_sum;

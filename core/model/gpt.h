@@ -40,11 +40,11 @@ struct Swapping {
   // two activation workspaces, so a segment's copy out runs beside the next one's forward and its copy back beside
   // the later one's backward; the last of them is still in its workspace when its backward comes and never moves.
   int offloaded = 0;
-  // The tokens of a whole step when it takes several passes of the model's max_tokens (0: one pass). Then every
-  // segment but the last is recomputed or offloaded, and forward_backward of a step's passes runs segment by segment:
-  // each segment's weights come onto the device once a step, not once a pass (the checkpoints, and the offloaded
-  // activations in the store, hold the whole step's tokens).
-  int64_t step_tokens = 0;
+  // The tokens of a round of passes, above the model's max_tokens: a step's passes, or as many as fit (0: passes one
+  // at a time). Then every segment but the last is recomputed or offloaded, and forward_backward of a round runs it
+  // segment by segment: each segment's weights come onto the device once a round, not once a pass (the checkpoints,
+  // and the offloaded activations in the store, hold a round's tokens).
+  int64_t round_tokens = 0;
 };
 
 // A pipeline stage (parallel/pipeline/): a model that computes layers [first_layer, end_layer) of the pipeline and
@@ -81,7 +81,8 @@ class GPT {
   // The bytes the constructor takes from its allocator: parameters, gradients, the bf16 weight copy, activations for
   // `max_tokens` tokens, the batch's index staging off the host, the decay slopes. With `swapping`, no parameters,
   // gradients or weight copy; the shared workspace (two with offloading), the later segments' activations and the
-  // checkpoints (of a whole step with Swapping::step_tokens; so is the index staging). With `stage`, the activations of its layers only.
+  // checkpoints (of a round with Swapping::round_tokens, as is the index staging). With `stage`, the activations of
+  // its layers only.
   static int64_t memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const Swapping* swapping = nullptr, const PipelineStage* stage = nullptr);
   // The host bytes a swapped model takes from its store beside parameters and gradients: the offloaded activations.
@@ -102,6 +103,8 @@ class GPT {
   int end_layer() const { return end_layer_; }
   bool first_stage() const { return first_layer() == 0; }
   bool last_stage() const { return end_layer_ == config_.n_layer; }
+  // The tokens forward_backward runs segment by segment at once (Swapping::round_tokens; 0: pass by pass).
+  int64_t round_tokens() const { return segment_major_ ? stash_tokens_ : 0; }
   // Layers whose forward backward recomputes (Swapping::recomputed).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
   // The source of a swapped model's segments: set before its first pass (the source reads params() and grads()).
@@ -126,8 +129,8 @@ class GPT {
   // grads(). Returns the plain sum of those tokens' losses (for reporting; 0 on a pipeline stage but the last).
   // A pipeline stage takes its boundaries from `stage_io`.
   double forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io = nullptr);
-  // The same over a step's passes, their gradients summed. A swapped model with Swapping::step_tokens runs them
-  // segment by segment (each segment loads once); otherwise pass after pass.
+  // The same over several passes, their gradients summed. A swapped model with Swapping::round_tokens runs them (at
+  // most round_tokens() tokens in all) segment by segment, each segment loading once; otherwise pass after pass.
   double forward_backward(const std::vector<TokenBatch>& passes, float loss_weight);
   // Evaluation: the sum of the losses of the tokens with a target (a pipeline stage but the last: its output, and 0).
   double forward_loss(const TokenBatch& batch, const StageIO* stage_io = nullptr);
@@ -143,7 +146,7 @@ class GPT {
   // forward_backward, forward_loss and forward_logits for activations stored as T (float or bf16).
   template <class T>
   double run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits, const StageIO* io);
-  // forward_backward of several passes, segment by segment (Swapping::step_tokens).
+  // forward_backward of several passes, segment by segment (Swapping::round_tokens).
   template <class T>
   double run_passes(const std::vector<TokenBatch>& host_passes, float loss_weight);
   template <class T>
@@ -217,9 +220,9 @@ class GPT {
   int transient_ = 0;       // recomputed_ or offloaded_: the segments before it and itself share the workspace(s)
   int workspaces_ = 1;      // shared workspaces: 2 when offloading
   int shared_layers_ = 0;   // layers of the widest segment up to transient_: one shared workspace
-  // The tokens the checkpoints and the offloaded activations hold: max_tokens, or a step's (Swapping::step_tokens).
+  // The tokens the checkpoints and the offloaded activations hold: max_tokens, or a round's (Swapping::round_tokens).
   int64_t stash_tokens_ = 0;
-  bool segment_major_ = false;  // a step of several passes runs segment by segment (Swapping::step_tokens)
+  bool segment_major_ = false;  // a round of several passes runs segment by segment (Swapping::round_tokens)
   // While a step runs segment by segment: where the current pass's tokens start in the checkpoints and the offloaded
   // activations, and the workspace its segment computes in (-1: by segment, as in one pass).
   int64_t pass_at_ = 0;

@@ -14,8 +14,8 @@
 //   acquire(G-1, backward) release(G-1, backward) ... acquire(0, backward) release(0, backward)
 //   end_pass(true)                                                    their gradients are back in the store
 // A source may load the next segment while the model computes the current one, and keep a released segment on the
-// device if it is needed again (the last forward segment is the first backward one). A step of several passes run
-// segment by segment (Swapping::step_tokens) makes this sequence once: each segment computes every pass between its
+// device if it is needed again (the last forward segment is the first backward one). A round of several passes run
+// segment by segment (Swapping::round_tokens) makes this sequence once: each segment computes every pass between its
 // acquire and its release, and the last one's passes, forward and backward, all come after acquire(G-1, backward).
 //
 // A model that offloads activations (Swapping::offloaded) also hands the source copies between its activation

@@ -16,9 +16,9 @@ namespace trident {
 namespace {
 
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
-                     int recomputed, int offloaded, int slots, int64_t tokens, int64_t step_tokens) {
+                     int recomputed, int offloaded, int slots, int64_t tokens, int64_t round_tokens) {
   const Swapping swapping{
-      .segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .step_tokens = step_tokens};
+      .segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .round_tokens = round_tokens};
   return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
@@ -150,22 +150,24 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   struct Stash {
     int count = 0;
     bool offload = false;
-    // A batch in several passes runs them one after another, not sub-model by sub-model: each pass loads every
-    // sub-model again, but the checkpoints hold one pass, not the batch (what a small budget can afford).
-    bool pass_by_pass = false;
+    // A batch in several passes (every sub-model but the last stashed) runs them sub-model by sub-model in rounds of
+    // this many passes, each sub-model loading once a round (0: one round of the whole batch; 1: pass by pass, each
+    // pass loading every sub-model again). The checkpoints hold a round.
+    int64_t round_passes = 0;
     int recomputed() const { return offload ? 0 : count; }
     int offloaded() const { return offload ? count : 0; }
   };
   const int64_t N = config.train.batch_tokens;
-  // A batch in several passes runs segment by segment (Swapping::step_tokens) where every sub-model but the last is
-  // stashed, unless pass by pass: its checkpoints (and offloaded activations) hold the whole batch.
-  auto step_tokens = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) -> int64_t {
+  // Swapping::round_tokens for a pass of `tokens`: 0 when a pass holds the batch, the sub-models are not all stashed
+  // but the last, or pass by pass.
+  auto round_tokens = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) -> int64_t {
     const bool all_but_last = starts.size() >= 2 && stash.count == static_cast<int>(starts.size()) - 1;
-    return tokens < N && all_but_last && !stash.pass_by_pass ? N : 0;
+    if (tokens >= N || !all_but_last || stash.round_passes == 1) return 0;
+    return stash.round_passes == 0 ? N : std::min(N, stash.round_passes * tokens);
   };
   auto bytes = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
     return placed_bytes(config, precision, device, starts, stash.recomputed(), stash.offloaded(), slots, tokens,
-                        step_tokens(starts, stash, tokens));
+                        round_tokens(starts, stash, tokens));
   };
   auto below = [](const std::vector<int>& starts, Stash stash) {
     return stash.count > 0 ? starts[static_cast<std::size_t>(stash.count)] : 0;
@@ -176,21 +178,31 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     const int64_t whole = tokens < N && tokens >= m.max_seq_len ? tokens / m.max_seq_len * m.max_seq_len : tokens;
     return std::max(config.train.micro_batches, (N + whole - 1) / whole);
   };
-  // With a profile: a batch's predicted seconds. Segment by segment, the schedule of one pass holding the whole batch
-  // (every sub-model but the last stashed and, offloading, moving); else its first pass and the later ones (which
-  // also load the gradients accumulated so far), each with the batch spread over the passes.
-  auto predicted_batch_s = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
-    if (step_tokens(starts, stash, tokens) > 0) {
-      planner_inputs(config, precision, device, *profile, N, -1, stash.offload, placed);
-      return cost::evaluate_swaps(placed.layers, placed.device, starts).step_s();
-    }
+  // The runs of the model a batch takes: rounds of passes run sub-model by sub-model, else passes.
+  auto runs_for = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) -> int64_t {
     const int64_t passes = passes_for(tokens);
-    planner_inputs(config, precision, device, *profile, (N + passes - 1) / passes, below(starts, stash),
+    if (round_tokens(starts, stash, tokens) == 0) return passes;
+    return stash.round_passes == 0 ? 1 : (passes + stash.round_passes - 1) / stash.round_passes;
+  };
+  // With a profile: the swap schedule of a batch's first run and of a later one (which also loads the gradients
+  // accumulated so far), the batch spread over the runs; a round as one pass of its tokens, every sub-model but the
+  // last stashed and, offloading, moving. Leaves placed.layers and placed.device those of a run.
+  struct Prediction {
+    cost::SwapPlan first, later;
+    int64_t runs = 1;
+    double batch_s() const { return first.step_s() + static_cast<double>(runs - 1) * later.step_s(); }
+  };
+  auto predict = [&](const std::vector<int>& starts, Stash stash, int64_t tokens) {
+    Prediction p;
+    p.runs = runs_for(starts, stash, tokens);
+    const bool rounds = round_tokens(starts, stash, tokens) > 0;
+    planner_inputs(config, precision, device, *profile, (N + p.runs - 1) / p.runs, rounds ? -1 : below(starts, stash),
                    stash.offload, placed);
+    p.first = cost::evaluate_swaps(placed.layers, placed.device, starts);
     cost::SwapDevice later = placed.device;
     later.accumulating = true;
-    return cost::evaluate_swaps(placed.layers, placed.device, starts).step_s() +
-           static_cast<double>(passes - 1) * cost::evaluate_swaps(placed.layers, later, starts).step_s();
+    p.later = cost::evaluate_swaps(placed.layers, later, starts);
+    return p;
   };
   // The most tokens a pass of this placement holds, up to a batch (0: not one).
   auto capacity = [&](const std::vector<int>& starts, Stash stash) -> int64_t {
@@ -215,7 +227,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   Candidate whole, partial;
   auto consider = [&](const std::vector<int>& starts, Stash stash, int64_t fit) {
     double score = static_cast<double>(below(starts, stash) * (L + 1) + static_cast<int64_t>(starts.size()));
-    if (plans_with(profile)) score = predicted_batch_s(starts, stash, fit);
+    if (plans_with(profile)) score = predict(starts, stash, fit).batch_s();
     Candidate& best = fit == N ? whole : partial;
     if (score < best.score) best = {starts, stash, fit, score};
   };
@@ -242,11 +254,14 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     }
     // With a profile, the split in several passes too, stashing all but the last sub-model for the most tokens a
     // pass.
+    // every pass in one round, pass by pass, and rounds of 2, 4, ... passes
+    std::vector<int64_t> round_passes = {0, 1};
+    for (int64_t r = 2; r < N / m.max_seq_len; r *= 2) round_passes.push_back(r);
     if (plans_with(profile))
       for (bool offload : {false, true})
-        for (bool pass_by_pass : {false, true}) {
+        for (int64_t passes : round_passes) {
           if (!(offload ? may_offload : may_recompute)) continue;
-          const Stash most{all_but_last, offload, pass_by_pass};
+          const Stash most{all_but_last, offload, passes};
           // a pass must hold the longest document there can be
           if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
             consider(starts, most, fit);
@@ -272,8 +287,12 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
     Stash stash{static_cast<int>(count) - 1, activations == "offload"};
-    // sub-model by sub-model where its checkpoints of the whole batch fit, else pass by pass
-    if (bytes(starts, stash, std::min(N, m.max_seq_len)) > budget) stash.pass_by_pass = true;
+    // sub-model by sub-model in as few rounds as hold a pass of the longest document, else pass by pass
+    for (int64_t round_passes = N / std::min(N, m.max_seq_len); round_passes > 1; round_passes /= 2) {
+      stash.round_passes = round_passes;
+      if (bytes(starts, stash, std::min(N, m.max_seq_len)) <= budget) break;
+    }
+    if (bytes(starts, stash, std::min(N, m.max_seq_len)) > budget) stash.round_passes = 1;
     if (bytes(starts, stash, 1) > budget)
       throw_config_error("device.memory_gb = {}{}: {} sub-model(s) of up to {} layer(s) need {} on the device ({} "
                          "slot(s) of weights and gradients, the embeddings, one token's activations) and only {} is "
@@ -292,25 +311,20 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   placed.recomputed = chosen.recomputed();
   placed.offloaded = chosen.offloaded();
   placed.tokens = tokens;
-  placed.step_tokens = step_tokens(placed.segment_starts, chosen, tokens);
+  placed.round_tokens = round_tokens(placed.segment_starts, chosen, tokens);
   const Swapping swapping{
-      .segment_starts = placed.segment_starts, .offloaded = placed.offloaded, .step_tokens = placed.step_tokens};
+      .segment_starts = placed.segment_starts, .offloaded = placed.offloaded, .round_tokens = placed.round_tokens};
   const int64_t offload_bytes = GPT::offload_bytes(m, tokens, precision, swapping);
   check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
   placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
   placed.passes = passes_for(tokens);
   placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
   placed.device_bytes = bytes(placed.segment_starts, chosen, tokens);
-  if (plans_with(profile) && placed.step_tokens > 0) {
-    planner_inputs(config, precision, device, *profile, N, -1, chosen.offload, placed);
-    placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
-  } else if (plans_with(profile)) {
-    planner_inputs(config, precision, device, *profile, placed.pass_tokens, below(placed.segment_starts, chosen),
-                   chosen.offload, placed);
-    placed.predicted = cost::evaluate_swaps(placed.layers, placed.device, placed.segment_starts);
-    cost::SwapDevice later = placed.device;
-    later.accumulating = true;
-    if (placed.passes > 1) placed.predicted_later = cost::evaluate_swaps(placed.layers, later, placed.segment_starts);
+  placed.runs = runs_for(placed.segment_starts, chosen, tokens);
+  if (plans_with(profile)) {
+    const Prediction p = predict(placed.segment_starts, chosen, tokens);
+    placed.predicted = p.first;
+    if (p.runs > 1) placed.predicted_later = p.later;
   }
   return placed;
 }

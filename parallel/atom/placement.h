@@ -21,21 +21,22 @@ struct AtomPlacement {
   // model.max_seq_len need (a pass holds whole documents, so one of `tokens` holds tokens / max_seq_len of them).
   int64_t passes = 1;
   int64_t pass_tokens = 0;          // the tokens a pass carries in the prediction: the batch over its passes
-  // Swapping::step_tokens: the batch's tokens when its passes run segment by segment (a pass holds less than a batch;
-  // every sub-model but the last stashed), else 0 (passes one after another)
-  int64_t step_tokens = 0;
+  // Swapping::round_tokens: where a pass holds less than a batch and every sub-model but the last is stashed, the
+  // tokens of a round of passes run sub-model by sub-model (the batch's, or as many passes' as the checkpoints hold);
+  // 0: passes one after another
+  int64_t round_tokens = 0;
+  int64_t runs = 1;  // the model's runs over a batch: rounds of passes run sub-model by sub-model, else passes
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int offloaded = 0;                // Swapping::offloaded: leading sub-models whose activations go to the host
   // Of those, the ones whose activations move: all segment by segment, else all but the last (whose backward follows
   // while its activations are still on the device).
-  int moving_sub_models() const { return step_tokens > 0 ? offloaded : std::max(offloaded - 1, 0); }
+  int moving_sub_models() const { return round_tokens > 0 ? offloaded : std::max(offloaded - 1, 0); }
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v, offloaded activations
-  // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h), and the layer
-  // costs and device it was made from: a pass's, or segment by segment the whole batch's.
+  // With a profile: the swap schedule's prediction for this partition (parallel/cost/swap_plan.h) for a run (a pass,
+  // or a round of passes as one pass of its tokens), and the layer costs and device it was made from.
   std::optional<cost::SwapPlan> predicted;
-  // A later pass of a batch run in several passes one after another (gradients load too).
-  std::optional<cost::SwapPlan> predicted_later;
+  std::optional<cost::SwapPlan> predicted_later;  // a later run of a batch in several (gradients load too)
   std::vector<cost::LayerCost> layers;
   cost::SwapDevice device;
 };
@@ -50,10 +51,11 @@ bool swaps(const Config& config);
 // stashed (parallel.atom.activations: keep stashes none, recompute all but the last, offload offloads the fewest
 // that fit, auto recomputes the fewest that fit and, with a profile, also offloads the fewest that fit); with a profile
 // that has a compute section and network.host_to_device also the swap planner's own split (recomputing), and each
-// partition stashing all but its last sub-model in as few passes as its capacity allows. The fastest batch by the swap
-// schedule wins (with a profile), else of those that hold a batch the one that stashes the fewest layers, then has the
-// fewest sub-models. When none holds a batch (and no profile chose), the finest split recomputing (offloading) all
-// but its last sub-model, with the most tokens a pass that fit. A ConfigError naming device.memory_gb,
+// partition stashing all but its last sub-model in as few passes as its capacity allows, run sub-model by sub-model in
+// one round, in rounds of 2, 4, ... passes, or pass by pass. The fastest batch by the swap schedule wins (with a
+// profile), else of those that hold a batch the one that stashes the fewest layers, then has the fewest sub-models.
+// When none holds a batch (and no profile chose), the finest split recomputing (offloading) all but its last
+// sub-model, in the fewest rounds that fit, with the most tokens a pass that fit. A ConfigError naming device.memory_gb,
 // parallel.atom.sub_models, parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
 // `peers_per_host`: the peers whose stores share this host's memory.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,

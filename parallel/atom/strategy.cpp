@@ -96,13 +96,24 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   const auto begin = std::chrono::steady_clock::now();
   std::vector<GroupBatch> passes;
   for (Batch& pass : mine) passes.push_back(group_batch(std::move(pass), nullptr, nullptr));
+  // A swapped model runs the passes in rounds of at most round_tokens() tokens, each segment by segment (0: one
+  // call, pass by pass).
+  const int64_t round = model.round_tokens();
   std::vector<TokenBatch> views;  // into `passes`, which no longer move
+  int64_t in_round = 0;
   for (GroupBatch& pass : passes) {
-    views.push_back(pass.view());
-    totals[1] += static_cast<double>(views.back().num_tokens);
-    totals[2] += model.flops(views.back());
+    const TokenBatch view = pass.view();
+    if (round > 0 && !views.empty() && in_round + view.num_tokens > round) {
+      totals[0] += model.forward_backward(views, loss_weight);
+      views.clear();
+      in_round = 0;
+    }
+    views.push_back(view);
+    in_round += view.num_tokens;
+    totals[1] += static_cast<double>(view.num_tokens);
+    totals[2] += model.flops(view);
   }
-  totals[0] = model.forward_backward(views, loss_weight);  // a swapped model's passes, segment by segment
+  totals[0] += model.forward_backward(views, loss_weight);
   if (slowdown_ > 1)  // an emulated slow peer (parallel.atom.emulate_slow_rank)
     std::this_thread::sleep_for((slowdown_ - 1) * (std::chrono::steady_clock::now() - begin));
   tokens_ = totals[1];

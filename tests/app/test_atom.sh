@@ -78,6 +78,23 @@ weights = lambda r: r["h2d_bytes"] - r["activation_bytes"] / 2  # activations mo
 assert max(map(weights, segment)) < min(map(weights, offload)), ([weights(r) for r in segment], [weights(r) for r in offload])
 PY
 
+# A budget that holds the checkpoints of two passes, not of a batch's sixteen: 8 rounds of 2 passes, each round sub-model
+# by sub-model; the losses are the resident run's within 1e-5.
+big=(--set train.batch_tokens=1024 --set train.steps=3 --set train.warmup_steps=0)
+run 0 train "$tiny" "${model[@]}" "${big[@]}" --set run.dir="$tmp/resident_big" --set parallel.strategy=dp
+run 0 train "$tiny" "${model[@]}" "${big[@]}" --set run.dir="$tmp/rounds" --set device.memory_gb=0.009 \
+  --set parallel.strategy=atom
+grep -q "a batch's 16 passes run sub-model by sub-model in 8 round(s)" "$tmp/rounds/trident.log" \
+  || fail "not run in rounds"
+/usr/bin/python3 - "$tmp/resident_big/metrics.jsonl" "$tmp/rounds/metrics.jsonl" <<'PY' || fail "the rounds are wrong"
+import json, math, sys
+resident, rounds = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(resident) == len(rounds) == 3
+for a, b in zip(resident, rounds):
+    assert math.isclose(a["loss"], b["loss"], rel_tol=1e-5), (a["loss"], b["loss"])
+    assert b["passes"] >= 16 and b["peak_mem_bytes"] <= 0.009 * 2**30, b
+PY
+
 # Resume: from the step-3 checkpoint, the last three steps are the uninterrupted run's, bit for bit.
 mkdir -p "$tmp/resumed/checkpoints"
 cp -r "$tmp/swapped/checkpoints/step_00000003" "$tmp/resumed/checkpoints/"

@@ -143,7 +143,7 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
                                           make_batch({30, 34}, 64, 3)};
   std::vector<TokenBatch> views;
   for (const OwnedBatch& b : passes) views.push_back(b.view());
-  const int64_t step_tokens = 3 * tokens;
+  const int64_t round_tokens = 3 * tokens;
 
   Allocator resident_memory({.name = "resident", .budget_bytes = std::size_t(1) << 30});
   GPT resident(m, tokens, resident_memory, cpu_backend(), precision);
@@ -156,7 +156,7 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
                           .store = &host,
                           .recomputed = offload ? 0 : stashed,
                           .offloaded = offload ? stashed : 0,
-                          .step_tokens = step_tokens};
+                          .round_tokens = round_tokens};
   const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
@@ -197,7 +197,7 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
     // every stashed sub-model's activations go out and back, each pass's
     const int64_t per_token =
         precision == Precision::bf16 ? saved_bytes_per_token<bf16>(m) : saved_bytes_per_token<float>(m);
-    CHECK(stats.activation_bytes == (offload ? 2 * step_tokens * starts.back() * per_token : 0));
+    CHECK(stats.activation_bytes == (offload ? 2 * round_tokens * starts.back() * per_token : 0));
     resident_adam.step(resident.params(), resident.grads(), 1e-3f, 0.5f);
     swapped_adam.step(swapped.params(), swapped.grads(), 1e-3f, 0.5f);
   }
@@ -299,30 +299,39 @@ TEST_CASE("a pass holds whole documents: the placement counts the passes a batch
   CHECK(whole.pass_tokens == 256);
 }
 
-TEST_CASE("a batch in several passes runs sub-model by sub-model where its checkpoints fit, else pass by pass",
+TEST_CASE("a batch in several passes runs sub-model by sub-model, in rounds where its checkpoints do not all fit",
           "[atom]") {
   Config c = eight_sub_models();
   c.train.batch_tokens = 512;  // 8 documents of model.max_seq_len 64
   const std::vector<int> starts = balanced_starts(8, 8);
-  auto device_bytes = [&](int64_t step_tokens) {  // a pass of one document, recomputing all but the last
-    const Swapping s{.segment_starts = starts, .recomputed = 7, .step_tokens = step_tokens};
+  auto device_bytes = [&](int64_t round_tokens) {  // a pass of one document, recomputing all but the last
+    const Swapping s{.segment_starts = starts, .recomputed = 7, .round_tokens = round_tokens};
     return GPT::memory_bytes(c.model, 64, Precision::fp32, Device::cpu, &s) +
            LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
   };
-  REQUIRE(device_bytes(512) > device_bytes(0));  // the checkpoints of the whole batch
+  REQUIRE(device_bytes(512) > device_bytes(256));  // the checkpoints of the whole batch, of half of it
   auto place = [&](int64_t budget_bytes) {
     c.device.memory_gb = static_cast<double>(budget_bytes) / static_cast<double>(gib_to_bytes(1));
     return place_atom(c, Precision::fp32, Device::cpu);
   };
-  const AtomPlacement by_segment = place(device_bytes(512));
-  CHECK(by_segment.step_tokens == 512);
-  CHECK(by_segment.tokens >= 64);
-  CHECK(by_segment.passes == 8);
-  CHECK(by_segment.device_bytes <= device_bytes(512));
-  const AtomPlacement by_pass = place(device_bytes(512) - 1024);
-  CHECK(by_pass.step_tokens == 0);
+  // the whole batch in one round
+  const AtomPlacement one_round = place(device_bytes(512));
+  CHECK(one_round.round_tokens == 512);
+  CHECK(one_round.tokens >= 64);
+  CHECK(one_round.passes == 8);
+  CHECK(one_round.runs == 1);
+  CHECK(one_round.device_bytes <= device_bytes(512));
+  // rounds of 4 passes: 2 rounds
+  const AtomPlacement rounds = place(device_bytes(512) - 1024);
+  CHECK(rounds.round_tokens == 4 * rounds.tokens);
+  CHECK(rounds.tokens >= 64);
+  CHECK(rounds.runs == (rounds.passes + 3) / 4);
+  CHECK(rounds.runs > 1);
+  // not even two passes' checkpoints: pass by pass
+  const AtomPlacement by_pass = place(device_bytes(128) - 1);
+  CHECK(by_pass.round_tokens == 0);
   CHECK(by_pass.tokens >= 64);
-  CHECK(by_pass.passes > 1);
+  CHECK(by_pass.runs == by_pass.passes);
   CHECK(by_pass.recomputed == 7);
 }
 
@@ -397,11 +406,11 @@ TEST_CASE("with a profile, auto takes the placement the swap schedule predicts f
   const AtomPlacement several = place(static_cast<double>(device_bytes(7, 0)), 1e3);
   CHECK(several.passes > 1);
   CHECK(several.offloaded == static_cast<int>(several.segment_starts.size()) - 1);
-  CHECK(several.step_tokens == 512);
+  CHECK(several.round_tokens == 512);
   const AtomPlacement whole = place(static_cast<double>(device_bytes(7, 0)), 1e-4);
   CHECK(whole.passes == 1);
   CHECK(whole.tokens == 512);
-  CHECK(whole.step_tokens == 0);
+  CHECK(whole.round_tokens == 0);
   // Without a profile auto never offloads.
   c.device.memory_gb = short_of_a_batch / static_cast<double>(gib_to_bytes(1));
   CHECK(place_atom(c, Precision::fp32, Device::cpu).offloaded == 0);

@@ -53,7 +53,7 @@ void check_same(const std::string& name, double got, double want) {
 TEST_CASE("a swapped model on the cuda backend equals the resident one bit for bit, step after step",
           "[cuda][atom]") {
   // recomputed or offloaded: leading sub-models whose activations are recomputed, or go to the host and back;
-  // segment_major: the two micro-batches are one step's passes, run sub-model by sub-model (Swapping::step_tokens)
+  // segment_major: the two micro-batches are one step's passes, run sub-model by sub-model (Swapping::round_tokens)
   const auto [attention, precision, starts, slots, recomputed, offloaded, segment_major, emulated] = GENERATE(
       std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3}, 2, 3, 0, false, false},
       std::tuple{"linear", Precision::fp32, std::vector<int>{0, 2, 3}, 2, 0, 0, false, false},
@@ -77,7 +77,7 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
                           .store = &store,
                           .recomputed = recomputed,
                           .offloaded = offloaded,
-                          .step_tokens = segment_major ? 2 * tokens : 0};
+                          .round_tokens = segment_major ? 2 * tokens : 0};
   const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cuda, &swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget), .resource = &cuda->memory()});
