@@ -118,6 +118,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"tokens_per_pass", placed.pass_tokens},
                                 {"pass_capacity_tokens", placed.tokens},
                                 {"passes", placed.passes},
+                                {"round_tokens", placed.round_tokens},
+                                {"runs", placed.runs},
                                 {"batch_step_s", batch_s},
                                 {"batch_exposed_copy_s", batch_exposed_s},
                                 {"recomputed_sub_models", placed.recomputed},
