@@ -422,8 +422,7 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
   const int64_t N = b.num_tokens, C = config_.n_embd;
   const ParamWindow& emb = outer.embeddings;
   if (first_stage())
-    backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
-                                layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, N, static_cast<int>(C));
+    embed<T>(b, emb);
   else
     backend_->copy_rows(acts.encoded, C, static_cast<const T*>(io->input), C, N, C);
   // Offloading: a segment's activations drain beside the next segment's forward; the one after that, in the same
@@ -469,8 +468,7 @@ double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, floa
       if (k >= 2 && moves(k - 2)) to_device_[static_cast<std::size_t>(k - 2)] = copy_activations<T>(k - 2, N, false);
     }
     if (first_stage()) {
-      backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dres,
-                                   b.tokens, b.positions, N, static_cast<int>(C));
+      embed_backward<T>(b, emb, dres);
       ready(buckets.size() - 1);  // embeddings
     } else {
       backend_->copy_rows(static_cast<T*>(io->input_grad), C, dres, C, N, C);
@@ -507,11 +505,6 @@ double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_we
   const int64_t C = config_.n_embd;
   const LayerSource::Outer outer = source_->begin_pass(true, P);
   const ParamWindow& emb = outer.embeddings;
-  auto embed = [&](const TokenBatch& b) {
-    backend_->embedding_forward(acts.encoded, b.tokens, b.positions, emb.param(layout_.wte),
-                                layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, b.num_tokens,
-                                static_cast<int>(C));
-  };
   // Pass p of segment k computes in workspace `workspace_at_` with its tokens at pass_at_ in the checkpoints and store.
   auto enter = [&](int p, int workspace) {
     pass_at_ = first_token[static_cast<std::size_t>(p)];
@@ -526,7 +519,7 @@ double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_we
       const auto unit = static_cast<int>(drains.size());
       enter(p, offload ? unit % 2 : 0);
       if (offload && unit >= 2) source_->wait_copies(drains[static_cast<std::size_t>(unit - 2)]);
-      if (k == 0) embed(passes[static_cast<std::size_t>(p)]);
+      if (k == 0) embed<T>(passes[static_cast<std::size_t>(p)], emb);
       forward_segment<T>(k, w, passes[static_cast<std::size_t>(p)], false);
       if (offload) drains.push_back(copy_activations<T>(k, passes[static_cast<std::size_t>(p)].num_tokens, true));
     }
@@ -576,7 +569,7 @@ double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_we
     for (int p = 0; p < P; ++p, ++unit) {
       const TokenBatch& b = passes[static_cast<std::size_t>(p)];
       enter(p, backward_workspace(unit));
-      if (k == 0) embed(b);  // the first layer's input
+      if (k == 0) embed<T>(b, emb);  // the first layer's input
       if (offload) source_->wait_copies(loads[unit]);
       else forward_segment<T>(k, w, b, true);
       T* dres = checkpoint<T>(last);  // the gradient at the pass's input of segment k + 1
@@ -589,8 +582,7 @@ double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_we
   for (int p = 0; p < P; ++p) {
     const TokenBatch& b = passes[static_cast<std::size_t>(p)];
     enter(p, -1);
-    backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr,
-                                 checkpoint<T>(last), b.tokens, b.positions, b.num_tokens, static_cast<int>(C));
+    embed_backward<T>(b, emb, checkpoint<T>(last));
   }
   enter(0, -1);
   source_->end_pass(true);
@@ -643,6 +635,19 @@ double GPT::forward_backward(const std::vector<TokenBatch>& passes, float loss_w
   double loss_sum = 0;
   for (const TokenBatch& pass : passes) loss_sum += forward_backward(pass, loss_weight);
   return loss_sum;
+}
+
+template <class T>
+void GPT::embed(const TokenBatch& b, const ParamWindow& emb) {
+  backend_->embedding_forward(acts<T>().encoded, b.tokens, b.positions, emb.param(layout_.wte),
+                              layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, b.num_tokens,
+                              static_cast<int>(config_.n_embd));
+}
+
+template <class T>
+void GPT::embed_backward(const TokenBatch& b, const ParamWindow& emb, const T* dencoded) {
+  backend_->embedding_backward(emb.grad(layout_.wte), layout_.wpe >= 0 ? emb.grad(layout_.wpe) : nullptr, dencoded,
+                               b.tokens, b.positions, b.num_tokens, static_cast<int>(config_.n_embd));
 }
 
 // ln_f backward: d ln_f(x) from the head's gradient in acts.dres into acts.dnarrow.

@@ -174,6 +174,11 @@ class GPT {
                        : workspaces_ * shared_layers_ + l - starts_[static_cast<std::size_t>(transient_ + 1)];
     return acts<T>().layers[static_cast<std::size_t>(at)];
   }
+  // The embeddings of a batch's tokens into acts.encoded; backward, their gradients from the gradient at acts.encoded.
+  template <class T>
+  void embed(const TokenBatch& b, const ParamWindow& embeddings);
+  template <class T>
+  void embed_backward(const TokenBatch& b, const ParamWindow& embeddings, const T* dencoded);
   // ln_f's backward: the gradient at the trunk's output into acts.dnarrow, from the head's in acts.dres.
   template <class T>
   void final_norm_backward(const LayerSource::Outer& outer, int64_t n);
