@@ -258,14 +258,15 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     std::vector<int64_t> round_passes = {0, 1};
     for (int64_t r = 2; r < N / m.max_seq_len; r *= 2) round_passes.push_back(r);
     if (plans_with(profile))
-      for (bool offload : {false, true})
+      for (bool offload : {false, true}) {
+        if (!(offload ? may_offload : may_recompute)) continue;
         for (int64_t passes : round_passes) {
-          if (!(offload ? may_offload : may_recompute)) continue;
           const Stash most{all_but_last, offload, passes};
           // a pass must hold the longest document there can be
           if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
             consider(starts, most, fit);
         }
+      }
   }
   if (plans_with(profile) && may_recompute) {  // the planner's own split, recomputing all but the last
     planner_inputs(config, precision, device, *profile, N, -1, false, placed);
