@@ -1,13 +1,16 @@
 // trident bench profile CONFIG --out FILE: measures the cost model's compute and memory coefficients for the
 // configured model on this machine and writes them into a cluster profile (parallel/cost/README.md).
 // One sequence of s tokens, forward + backward, is timed at several s up to model.max_seq_len; alpha1, alpha2 and
-// beta1 are fitted by least squares (parallel/cost/fit.h). Activation bytes per token are the slope of the
-// allocator's peak between the shortest and longest sequence; model states are 16 bytes per parameter (fp32
-// parameters, gradients and two AdamW moments).
+// beta1 are fitted by least squares (parallel/cost/fit.h). Inside the model, each block's forward and backward are
+// timed too, and what lies outside the blocks (embeddings, final norm, LM head and loss): the `layers` section, ATOM's
+// swap planner's per-layer costs. Activation bytes per token are the slope of the allocator's peak between the
+// shortest and longest sequence; model states are 16 bytes per parameter (fp32 parameters, gradients and two AdamW
+// moments).
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -18,6 +21,7 @@
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"
+#include "core/model/layer_source.h"
 #include "parallel/cost/fit.h"
 #include "parallel/cost/profile.h"
 #include "app/train/device_blas.h"
@@ -31,20 +35,114 @@ struct Measured {
   size_t peak_bytes;
 };
 
+// One sequence of s tokens and its next-token targets.
+struct Sequence {
+  std::vector<int32_t> tokens, targets, positions, cu_seqlens;
+  Sequence(const ModelConfig& config, int64_t s) : tokens(s), targets(s), positions(s), cu_seqlens{0, int32_t(s)} {
+    std::mt19937_64 rng(2);
+    for (int64_t t = 0; t < s; ++t) {
+      tokens[t] = static_cast<int32_t>(rng() % config.vocab_size);
+      positions[t] = static_cast<int32_t>(t);
+    }
+    for (int64_t t = 0; t < s; ++t) targets[t] = tokens[(t + 1) % s];
+  }
+  TokenBatch batch() const {
+    return {tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), static_cast<int64_t>(tokens.size()), 1};
+  }
+};
+
 Measured measure(const ModelConfig& config, int64_t s, double min_seconds, double budget_gib) {
   Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(budget_gib)});
   GPT model(config, s, allocator);
   model.init_weights(1);
-  std::vector<int32_t> tokens(s), targets(s), positions(s), cu_seqlens = {0, static_cast<int32_t>(s)};
-  std::mt19937_64 rng(2);
-  for (int64_t t = 0; t < s; ++t) {
-    tokens[t] = static_cast<int32_t>(rng() % config.vocab_size);
-    positions[t] = static_cast<int32_t>(t);
-  }
-  for (int64_t t = 0; t < s; ++t) targets[t] = tokens[(t + 1) % s];
-  const TokenBatch batch{tokens.data(), targets.data(), positions.data(), cu_seqlens.data(), s, 1};
+  const Sequence sequence(config, s);
+  const TokenBatch batch = sequence.batch();
   const double seconds = time_call([&] { model.forward_backward(batch, 1.0f / static_cast<float>(s)); }, min_seconds);
   return {seconds, allocator.peak()};
+}
+
+// The model's blocks timed where they compute: a model of one segment a block whose layer source hands each block
+// its weights in place (on the CPU the store is the device: no copies), so a block's forward or backward is what runs
+// between its acquire and its release, and the rest of a pass is the embeddings, final norm, LM head and loss.
+class BlockClock final : public LayerSource {
+ public:
+  using clock = std::chrono::steady_clock;
+  struct Split {
+    double block_forward_s = 0, block_backward_s = 0, outside_s = 0;  // a block's: the mean over the blocks
+  };
+
+  explicit BlockClock(GPT& model) : model_(model) {
+    const ModelLayout& layout = model.layout();
+    for (std::size_t l = 0; l < layout.blocks.size(); ++l)
+      blocks_.push_back({layout.blocks[l].ln1_w, l + 1 < layout.blocks.size() ? layout.blocks[l + 1].ln1_w
+                                                                               : layout.lnf_w});
+  }
+
+  // One forward + backward of `batch`, split.
+  Split time(const TokenBatch& batch, float loss_weight) {
+    forward_s_ = backward_s_ = 0;
+    const auto start = clock::now();
+    model_.forward_backward(batch, loss_weight);
+    const double total = seconds_since(start), blocks = static_cast<double>(blocks_.size());
+    return {forward_s_ / blocks, backward_s_ / blocks, total - forward_s_ - backward_s_};
+  }
+
+  Outer begin_pass(bool, int) override {
+    return {window(0, model_.layout().blocks[0].ln1_w), window(model_.layout().lnf_w, model_.num_params())};
+  }
+  void end_pass(bool) override {}
+  ParamWindow acquire(int segment, bool) override {
+    started_ = clock::now();
+    const auto [begin, end] = blocks_[static_cast<std::size_t>(segment)];
+    return window(begin, end);
+  }
+  void release(int, bool backward) override { (backward ? backward_s_ : forward_s_) += seconds_since(started_); }
+  void grads_zeroed() override {}
+  int64_t copy_activations(std::string, std::vector<Copy>, bool) override {
+    throw_runtime_error("bench profile: the timed model keeps its activations");
+  }
+  void wait_copies(int64_t) override {}
+
+ private:
+  static double seconds_since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+  ParamWindow window(int64_t begin, int64_t end) const {
+    return {.begin = begin, .end = end, .params = model_.params() + begin, .grads = model_.grads() + begin};
+  }
+
+  GPT& model_;
+  std::vector<std::pair<int64_t, int64_t>> blocks_;
+  clock::time_point started_;
+  double forward_s_ = 0, backward_s_ = 0;
+};
+
+// The median split of forward + backward of one sequence of s tokens over repeated calls (about min_seconds).
+BlockClock::Split measure_blocks(const ModelConfig& config, int64_t s, double min_seconds, double budget_gib) {
+  Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(budget_gib)});
+  std::vector<int> starts(static_cast<std::size_t>(config.n_layer));
+  for (std::size_t l = 0; l < starts.size(); ++l) starts[l] = static_cast<int>(l);
+  const Swapping one_segment_a_block{.segment_starts = starts, .store = &allocator};
+  GPT model(config, s, allocator, cpu_backend(), Precision::fp32, &one_segment_a_block);
+  BlockClock timer(model);
+  model.set_layer_source(&timer);
+  model.init_weights(1);
+  const Sequence sequence(config, s);
+  const TokenBatch batch = sequence.batch();
+  const float weight = 1.0f / static_cast<float>(s);
+  const BlockClock::Split first = timer.time(batch, weight);  // warm-up: page faults, thread pool start, caches
+  const double per_call = first.outside_s + static_cast<double>(config.n_layer) *
+                                                (first.block_forward_s + first.block_backward_s);
+  const int calls = std::clamp(static_cast<int>(min_seconds / std::max(per_call, 1e-9)), 5, 1000);
+  std::vector<double> forward, backward, outside;
+  for (int i = 0; i < calls; ++i) {
+    const BlockClock::Split split = timer.time(batch, weight);
+    forward.push_back(split.block_forward_s), backward.push_back(split.block_backward_s);
+    outside.push_back(split.outside_s);
+  }
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(forward), median(backward), median(outside)};
 }
 
 std::string hostname() {
@@ -71,20 +169,27 @@ void run_profile(const Options& options, const std::string& config_path, const s
   Report report(fmt::format("forward + backward of one sequence, {} ({} layers, width {}), {} threads", config.run.name,
                             config.model.n_layer, config.model.n_embd, omp_get_max_threads()),
                 options.json);
-  std::vector<cost::Timing> timings;
+  std::vector<cost::Timing> timings, forward, backward, outside;
   std::vector<Measured> measured;
   for (int64_t s : lengths) {
     measured.push_back(measure(config.model, s, options.min_seconds, config.device.memory_gb));
     timings.push_back({s, 1, measured.back().seconds});
+    const BlockClock::Split split = measure_blocks(config.model, s, options.min_seconds, config.device.memory_gb);
+    forward.push_back({s, 1, split.block_forward_s});
+    backward.push_back({s, 1, split.block_backward_s});
+    outside.push_back({s, 1, split.outside_s});
   }
   cost::ComputeSection compute = cost::fit_compute(timings);
   compute.fitted_from = fmt::format("trident bench profile: forward+backward of one sequence of {}..{} tokens, CPU, "
                                     "{} threads", lengths.front(), lengths.back(), omp_get_max_threads());
+  const cost::LayersSection layers{cost::fit_compute(forward), cost::fit_compute(backward), cost::fit_compute(outside)};
   for (size_t i = 0; i < lengths.size(); ++i) {
     const double x = static_cast<double>(lengths[i]);
     const double fitted = compute.alpha1_s_per_token2 * x * x + compute.alpha2_s_per_token * x + compute.beta1_s;
     report.add({{{"tokens", fmt::format("{}", lengths[i])}},
                 {{"ms", timings[i].seconds * 1e3}, {"fitted ms", fitted * 1e3},
+                 {"block fwd ms", forward[i].seconds * 1e3}, {"block bwd ms", backward[i].seconds * 1e3},
+                 {"outside ms", outside[i].seconds * 1e3},
                  {"peak MiB", static_cast<double>(measured[i].peak_bytes) / (1 << 20)}}});
   }
   report.print();
@@ -95,6 +200,7 @@ void run_profile(const Options& options, const std::string& config_path, const s
   const double params = static_cast<double>(GPT(config.model, 1, probe).num_params());
   cost::Profile update;
   update.compute = compute;
+  update.layers = layers;
   update.memory = cost::MemorySection{params * 16 / (1 << 30), std::max(per_token, 1.0), 0};
   update.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
                                     activation_value_bytes(precision_named(config.train.precision))};
@@ -102,9 +208,11 @@ void run_profile(const Options& options, const std::string& config_path, const s
     update.cluster = cost::ClusterSection{hostname(), 1, 1, config.device.memory_gb};
   cost::merge_profile_into(out, update);
   if (!options.json)
-    fmt::print("\nalpha1 {:.4g} s/token^2, alpha2 {:.4g} s/token, beta1 {:.4g} s; {:.0f} activation bytes/token, "
-               "model states {:.3g} GiB -> {}\n", compute.alpha1_s_per_token2, compute.alpha2_s_per_token,
-               compute.beta1_s, per_token, params * 16 / (1 << 30), out);
+    fmt::print("\nalpha1 {:.4g} s/token^2, alpha2 {:.4g} s/token, beta1 {:.4g} s; a block's forward {:.4g} s/token, "
+               "backward {:.4g} s/token, outside the blocks {:.4g} s/token; {:.0f} activation bytes/token, model "
+               "states {:.3g} GiB -> {}\n", compute.alpha1_s_per_token2, compute.alpha2_s_per_token, compute.beta1_s,
+               layers.block_forward.alpha2_s_per_token, layers.block_backward.alpha2_s_per_token,
+               layers.outside.alpha2_s_per_token, per_token, params * 16 / (1 << 30), out);
 }
 
 }  // namespace trident::bench

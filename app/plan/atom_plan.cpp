@@ -103,7 +103,9 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
   const double layer_params = static_cast<double>(layer.weight_bytes) / 4;
   const double flops_per_s = 2.0 * layer_params * static_cast<double>(N) / layer.forward_s;
   const double threshold = 4.0 * flops_per_s / (2 * placed.device.h2d_bytes_per_s);
-  const double resident_s = static_cast<double>(L) * (layer.forward_s + layer.backward_s);  // no copies, no recompute
+  // no copies, no recompute
+  const double resident_s =
+      static_cast<double>(L) * (layer.forward_s + layer.backward_s) + placed.device.resident_compute_s;
   // A whole batch: the first run, then the later ones, which also load the gradients accumulated so far.
   const auto later_runs = static_cast<double>(placed.runs - 1);
   const double batch_s = plan.step_s() + (placed.predicted_later ? later_runs * placed.predicted_later->step_s() : 0);
@@ -133,7 +135,11 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                 {"peak_bytes", placed.device_bytes},
                                 {"budget_bytes", placed.device.budget_bytes},
                                 {"host_store_bytes", placed.host_bytes},
-                                {"overlap_threshold_tokens", threshold}};
+                                {"overlap_threshold_tokens", threshold},
+                                {"layer_costs", profile.layers ? "measured" : "shared"},
+                                {"layer_forward_s", layer.forward_s},
+                                {"layer_backward_s", layer.backward_s},
+                                {"outside_layers_s", placed.device.resident_compute_s}};
     if (vs.peers > 1)
       j["peers"] = {{"count", vs.peers},
                     {"link_gb_per_s", vs.link.bandwidth_gb_per_s},
@@ -161,6 +167,12 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
                                     : fmt::format("a pass of {} tokens", N));
   fmt::print("  sub-models: {} {} in {} device slot(s)\n", plan.sub_models(),
              cost::describe_swaps(plan.starts, static_cast<int>(L)), std::min(placed.slots, plan.sub_models()));
+  fmt::print("  a layer's forward {:.2f} ms, backward {:.2f} ms{}\n", layer.forward_s * 1e3, layer.backward_s * 1e3,
+             profile.layers ? fmt::format(", {:.2f} ms outside the layers (embeddings, LM head, loss; measured in the "
+                                          "model: the profile's layers section)",
+                                          placed.device.resident_compute_s * 1e3)
+                            : std::string(" (the profile's compute fit shared by the layers, a forward a third; "
+                                          "trident bench profile measures each)"));
   fmt::print("  predicted step {:.3f} s (forward {:.3f} s, backward {:.3f} s{}): {:.3f} s of copies "
              "exposed, {:.2f}x the throughput of the same schedule with every copy hidden; every layer resident (no "
              "copies, no recompute) would take {:.3f} s ({:.2f}x)\n",

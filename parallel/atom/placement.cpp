@@ -83,10 +83,22 @@ int64_t activations_of(const ModelConfig& m, int64_t tokens, Precision precision
   return precision == Precision::bf16 ? activation_bytes<bf16>(m, tokens) : activation_bytes<float>(m, tokens);
 }
 
-// The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, the pass's
-// forward and backward from the profile's compute fit shared evenly by them (a forward is a third). Layers below
-// `recompute_below` are in recomputed sub-models (-1: every sub-model but the last, wherever the split falls), or
-// with `offload` in sub-models that offload their activations.
+// The seconds of a pass of `tokens` tokens, in documents of at most max_seq_len, by a fit of one sequence's time
+// (alpha1 s^2 + alpha2 s a document; beta1, a call's fixed cost, once a pass when `with_fixed`).
+double pass_seconds(const cost::ComputeSection& fit, int64_t tokens, int64_t max_seq_len, bool with_fixed) {
+  double seconds = with_fixed ? fit.beta1_s : 0.0;
+  for (int64_t left = tokens; left > 0; left -= max_seq_len) {
+    const auto s = static_cast<double>(std::min(left, max_seq_len));
+    seconds += fit.alpha1_s_per_token2 * s * s + fit.alpha2_s_per_token * s;
+  }
+  return seconds;
+}
+
+// The swap planner's view of this model and device for a pass of `tokens` tokens: identical layers, each with the
+// forward and backward of one block measured inside the model (the profile's `layers` section), the rest (embeddings,
+// LM head, loss) resident compute; without that section, the whole model's compute fit shared evenly by the layers
+// (a forward a third). Layers below `recompute_below` are in recomputed sub-models (-1: every sub-model but the last,
+// wherever the split falls), or with `offload` in sub-models that offload their activations.
 void planner_inputs(const Config& config, Precision precision, Device device, const cost::Profile& profile,
                     int64_t tokens, int recompute_below, bool offload, AtomPlacement& placed) {
   const ModelConfig& m = config.model;
@@ -96,21 +108,23 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
   const int64_t layer_params = model_layout(two).num_params - model_layout(one).num_params;
   const int64_t layer_acts = activations_of(two, tokens, precision) - activations_of(one, tokens, precision);
   const int64_t outside_params = model_layout(m).num_params - L * layer_params;  // embeddings, final norm
-  const cost::ComputeSection& c = *profile.compute;
-  double pass_s = 0;
-  for (int64_t left = tokens; left > 0; left -= m.max_seq_len) {
-    const auto s = static_cast<double>(std::min(left, m.max_seq_len));
-    pass_s += c.alpha1_s_per_token2 * s * s + c.alpha2_s_per_token * s;
+  double forward_s = 0, backward_s = 0, outside_s = 0;
+  if (const std::optional<cost::LayersSection>& measured = profile.layers) {
+    forward_s = pass_seconds(measured->block_forward, tokens, m.max_seq_len, true);
+    backward_s = pass_seconds(measured->block_backward, tokens, m.max_seq_len, true);
+    outside_s = pass_seconds(measured->outside, tokens, m.max_seq_len, true);
+  } else {
+    const double per_layer = pass_seconds(*profile.compute, tokens, m.max_seq_len, false) / static_cast<double>(L);
+    forward_s = per_layer / 3, backward_s = per_layer * 2 / 3;
   }
-  const double per_layer = pass_s / static_cast<double>(L);
   const int64_t recomputed_layers = recompute_below < 0 ? L : recompute_below;  // a bound when < 0
   placed.layers.clear();
   for (int64_t l = 0; l < L; ++l)
     placed.layers.push_back({.weight_bytes = layer_params * 4,  // the fp32 masters move
                              .grad_bytes = layer_params * 4,
                              .activation_bytes = l < recomputed_layers ? layer_acts : 0,
-                             .forward_s = per_layer / 3,
-                             .backward_s = per_layer * 2 / 3});
+                             .forward_s = forward_s,
+                             .backward_s = backward_s});
   const cost::Link h2d = *profile.network->host_to_device;
   const cost::Link d2h = profile.network->device_to_host.value_or(h2d);
   placed.device = {
@@ -121,6 +135,7 @@ void planner_inputs(const Config& config, Precision precision, Device device, co
       .resident_bytes = outside_params * (8 + (precision == Precision::bf16 ? 2 : 0)) +
                         activations_of(one, tokens, precision) - layer_acts + (L - recomputed_layers) * layer_acts +
                         recomputed_layers * tokens * m.n_embd * value,
+      .resident_compute_s = outside_s,
       .h2d_bytes_per_s = h2d.bandwidth_gb_per_s * 1e9,
       .d2h_bytes_per_s = d2h.bandwidth_gb_per_s * 1e9,
       .shared_copy_engine = true,  // the CPU's copy thread, and the CUDA backend's one copy stream
@@ -143,6 +158,12 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     throw_config_error("parallel.atom.sub_models = {}: the model has only {} layers to split", asked, L);
   const int slots = static_cast<int>(config.parallel.atom_prefetch) + 1;
   check_host_store(config, model_layout(m).num_params, peers_per_host);
+  if (plans_with(profile) && profile->model &&
+      (profile->model->n_layer != m.n_layer || profile->model->n_embd != m.n_embd))
+    throw_config_error("{}: the profile measured a model of {} layers of width {} (its 'model' section), this run's "
+                       "has {} of width {} (model.n_layer, model.n_embd): its compute times do not describe this "
+                       "model; measure one with trident bench profile",
+                       profile->source, profile->model->n_layer, profile->model->n_embd, m.n_layer, m.n_embd);
   AtomPlacement placed;
   placed.slots = slots;
   const std::string& activations = config.parallel.atom_activations;

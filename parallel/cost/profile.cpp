@@ -22,7 +22,8 @@ namespace trident::cost {
 namespace fs = std::filesystem;
 namespace {
 
-const std::vector<std::string> kSections = {"cluster", "network", "compute", "memory", "model"};
+const std::vector<std::string> kSections = {"cluster", "network", "compute", "layers", "memory", "model"};
+const std::vector<std::string> kFitKeys = {"alpha1_s_per_token2", "alpha2_s_per_token", "beta1_s"};
 
 // Reads the keys of one mapping, checking each against the allowed list; `path` is its dotted name.
 class MapReader {
@@ -146,6 +147,13 @@ ComputeSection read_compute(const MapReader& r) {
           r.number("beta1_s", 0, false), r.text("fitted_from")};
 }
 
+LayersSection read_layers(const MapReader& r, const std::string& source) {
+  auto fit = [&](const std::string& key) {
+    return read_compute(MapReader(r.child(key), r.key_path(key), source, kFitKeys));
+  };
+  return {fit("block_forward"), fit("block_backward"), fit("outside")};
+}
+
 MemorySection read_memory(const MapReader& r) {
   return {r.number("model_states_gb", 0, false), r.number("bytes_per_token", 0, true),
           r.has("reserved_gb") ? r.number("reserved_gb", 0, false) : 0.0};
@@ -170,6 +178,14 @@ std::string read_text(const fs::path& path) { return read_text_file(path, "profi
 
 // Numbers as the shortest text that reads back to the same double.
 std::string number_text(double x) { return fmt::format("{}", x); }
+
+YAML::Node fit_node(const ComputeSection& c) {
+  YAML::Node n;
+  n["alpha1_s_per_token2"] = number_text(c.alpha1_s_per_token2);
+  n["alpha2_s_per_token"] = number_text(c.alpha2_s_per_token);
+  n["beta1_s"] = number_text(c.beta1_s);
+  return n;
+}
 
 YAML::Node link_node(const Link& l) {
   YAML::Node n;
@@ -207,12 +223,19 @@ std::vector<std::pair<std::string, YAML::Node>> section_nodes(const Profile& p) 
     out.emplace_back("network", n);
   }
   if (p.compute) {
-    YAML::Node n;
-    n["alpha1_s_per_token2"] = number_text(p.compute->alpha1_s_per_token2);
-    n["alpha2_s_per_token"] = number_text(p.compute->alpha2_s_per_token);
-    n["beta1_s"] = number_text(p.compute->beta1_s);
+    YAML::Node n = fit_node(*p.compute);
     if (!p.compute->fitted_from.empty()) n["fitted_from"] = p.compute->fitted_from;
     out.emplace_back("compute", n);
+  }
+  if (p.layers) {
+    YAML::Node n;
+    for (auto [key, fit] : {std::pair{"block_forward", &p.layers->block_forward},
+                            std::pair{"block_backward", &p.layers->block_backward},
+                            std::pair{"outside", &p.layers->outside}}) {
+      n[key] = fit_node(*fit);
+      n[key].SetStyle(YAML::EmitterStyle::Flow);
+    }
+    out.emplace_back("layers", n);
   }
   if (p.memory) {
     YAML::Node n;
@@ -255,6 +278,9 @@ Profile parse_profile(const std::string& yaml_text, const std::string& source) {
   if (top.has("compute"))
     p.compute = read_compute(MapReader(root["compute"], "compute", source,
                                        {"alpha1_s_per_token2", "alpha2_s_per_token", "beta1_s", "fitted_from"}));
+  if (top.has("layers"))
+    p.layers = read_layers(MapReader(root["layers"], "layers", source, {"block_forward", "block_backward", "outside"}),
+                           source);
   if (top.has("memory"))
     p.memory = read_memory(
         MapReader(root["memory"], "memory", source, {"model_states_gb", "bytes_per_token", "reserved_gb"}));

@@ -47,6 +47,13 @@ struct ComputeSection {
   std::string fitted_from;
 };
 
+// Inside the model, for ATOM's swap planner (parallel/cost/swap_plan.h): one transformer block's forward and its
+// backward, and what lies outside the blocks (embeddings, final norm, tied LM head and loss, forward + backward), each
+// the time of one sequence of s tokens on one device: alpha1 s^2 + alpha2 s + beta1 (fitted_from unused).
+struct LayersSection {
+  ComputeSection block_forward, block_backward, outside;
+};
+
 struct MemorySection {
   double model_states_gb = 0;  // GiB per device: parameters, gradients, optimizer state
   double bytes_per_token = 0;  // activation bytes per token held on a device
@@ -66,6 +73,7 @@ struct Profile {
   std::optional<ClusterSection> cluster;
   std::optional<NetworkSection> network;
   std::optional<ComputeSection> compute;
+  std::optional<LayersSection> layers;
   std::optional<MemorySection> memory;
   std::optional<ModelSection> model;
 };
@@ -76,7 +84,8 @@ Profile parse_profile(const std::string& yaml_text, const std::string& source);
 // Reads and parses a profile file. Throws ConfigError (missing, unreadable or malformed file).
 Profile read_profile(const std::filesystem::path& path);
 
-// The YAML text of the sections `profile` has, in the order cluster, network, compute, memory, model.
+// The YAML text of the sections `profile` has, in the order cluster, network, compute, layers, memory,
+// model.
 std::string profile_yaml(const Profile& profile);
 
 // Throws ConfigError naming the file when `path` exists but is not a profile read_profile accepts. Writers call it

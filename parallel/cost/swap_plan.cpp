@@ -100,6 +100,7 @@ class Ranges {
 void check_device(const SwapDevice& d) {
   TRIDENT_CHECK(d.h2d_bytes_per_s > 0 && d.d2h_bytes_per_s > 0, "swap planning needs positive copy bandwidths");
   TRIDENT_CHECK(d.budget_bytes > 0 && d.resident_bytes >= 0, "swap planning needs a positive device budget");
+  TRIDENT_CHECK(d.resident_compute_s >= 0, "swap planning needs a resident compute time >= 0");
 }
 
 }  // namespace
@@ -116,10 +117,10 @@ SwapPlan evaluate_swaps(std::span<const LayerCost> layers, const SwapDevice& dev
   const int k = static_cast<int>(starts.size());
   SwapPlan plan;
   plan.starts = std::move(starts);
-  plan.forward_s = r.load_s(0, bounds[1]) + r.forward_s(bounds[k - 1], L);
+  plan.forward_s = r.load_s(0, bounds[1]) + r.forward_s(bounds[k - 1], L) + device.resident_compute_s;
   plan.backward_s = r.backward_s(0, bounds[1]) + r.drain_s(0, bounds[1]);
   plan.peak_bytes = r.alone_bytes(0, bounds[1]);
-  double compute_s = r.forward_s(0, L) + r.backward_s(0, bounds[1]);
+  double compute_s = r.forward_s(0, L) + r.backward_s(0, bounds[1]) + device.resident_compute_s;
   for (int i = 0; i + 1 < k; ++i) {
     const int a = bounds[i], b = bounds[i + 1], c = bounds[i + 2];
     plan.forward_s += r.forward_pair_s(a, b, c);

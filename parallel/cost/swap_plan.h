@@ -4,6 +4,7 @@
 //
 // Schedule (one-deep prefetch, k sub-models; sub-model k stays resident from the forward into the backward):
 //   forward   load_1, then compute_i while load_{i+1} runs:      t_fwd = load_1 + sum_{i<k} max(F_i, load_{i+1}) + F_k
+//             + R, the resident compute (embeddings, LM head and loss, forward and backward)
 //   backward  sub-models k .. 1, each but the last recomputing its forward from its boundary checkpoint before its
 //             backward (B_i = F_i + backward_i; B_k = backward_k, its activations are still there), while the previous
 //             one loads and its own gradients stream to the host:
@@ -41,6 +42,10 @@ struct LayerCost {
 struct SwapDevice {
   int64_t budget_bytes = 0;    // device memory the run may use
   int64_t resident_bytes = 0;  // always on the device: the tied embedding / LM head, boundary checkpoints, buffers
+  // The compute of what is always there (embeddings, final norm, tied LM head and loss, forward + backward): the same
+  // for every partition, it hides no copy here (the LM head runs between the last forward and its backward, which
+  // load nothing). Counted in forward_s and compute_s.
+  double resident_compute_s = 0;
   double h2d_bytes_per_s = 0;
   double d2h_bytes_per_s = 0;
   bool shared_copy_engine = true;  // loads and gradient drains queue on one engine
@@ -59,7 +64,7 @@ struct SwapPlan {
   std::vector<int> starts;  // sub-model i is layers [starts[i], starts[i + 1]) (the last ends at the layer count)
   double forward_s = 0;
   double backward_s = 0;
-  double compute_s = 0;      // sum of F_i and B_i (recompute included): the step with every copy hidden
+  double compute_s = 0;      // sum of F_i and B_i (recompute included) and the resident compute: every copy hidden
   double exposed_copy_s = 0;  // forward_s + backward_s - compute_s
   int64_t peak_bytes = 0;    // the largest neighbour pair's memory, resident bytes included
   int sub_models() const { return static_cast<int>(starts.size()); }

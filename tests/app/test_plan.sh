@@ -100,7 +100,7 @@ stdout_has "alpha1" "activation bytes/token"
 import sys
 text = open(sys.argv[1]).read()
 for key in ("network:", "group_size: 64", "compute:", "alpha1_s_per_token2:", "memory:", "bytes_per_token:",
-            "model:", "n_layer: 2"):
+            "model:", "n_layer: 2", "layers:", "block_forward:", "block_backward:", "outside:"):
     assert key in text, key
 PY
 # it has no cluster section (the file existed): planning on it says what is missing
@@ -110,6 +110,27 @@ stderr_line "trident: config error:" "profile.yaml" "no 'cluster' section"
 run 0 bench profile "$configs/tiny_train.yaml" --out "$tmp/new.yaml" --repeat 0.05
 run 2 plan "$configs/plan.yaml" --cluster "$tmp/new.yaml"
 stderr_line "trident: config error:" "new.yaml" "no 'network' section" "bench comm"
+# with a copy link, ATOM's swap plan takes the measured blocks per layer and the rest as resident compute
+cat >>"$tmp/new.yaml" <<'YAML'
+network:
+  intra_node: {bandwidth_gb_per_s: 10, latency_us: 1}
+  inter_node: {bandwidth_gb_per_s: 10, latency_us: 1}
+  host_to_device: {bandwidth_gb_per_s: 1, latency_us: 0}
+YAML
+run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.strategy=atom --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the swap plan did not use the measured blocks"
+import json, sys
+p = json.loads(open(sys.argv[1]).read())
+assert p["layer_costs"] == "measured", p
+assert p["layer_forward_s"] > 0 and p["layer_backward_s"] > 0 and p["outside_layers_s"] > 0, p
+resident = p["layers"] * (p["layer_forward_s"] + p["layer_backward_s"]) + p["outside_layers_s"]
+assert abs(p["resident_step_s"] - resident) <= 1e-9 * resident, p
+PY
+run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.strategy=atom
+stdout_has "a layer's forward" "measured in the model"
+# a profile of another model does not describe this one
+run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.strategy=atom --set model.n_layer=3
+stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
 
 # ---- bench milp: CBC and GLPK on the same models --------------------------------------------------------------------
 run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 --time-limit 0.5

@@ -415,3 +415,52 @@ TEST_CASE("with a profile, auto takes the placement the swap schedule predicts f
   c.device.memory_gb = short_of_a_batch / static_cast<double>(gib_to_bytes(1));
   CHECK(place_atom(c, Precision::fp32, Device::cpu).offloaded == 0);
 }
+
+TEST_CASE("with a profile's measured block costs, the swap schedule takes them per layer, the rest as resident compute",
+          "[atom]") {
+  Config c = eight_sub_models();  // batches of 512 tokens: 8 documents of model.max_seq_len 64
+  c.device.memory_gb = static_cast<double>(single_layer_bytes(c.model, 7, 0)) / static_cast<double>(gib_to_bytes(1));
+  cost::Profile profile;
+  profile.source = "measured.yaml";
+  profile.compute.emplace();
+  profile.compute->alpha2_s_per_token = 1e-4;
+  profile.network.emplace();
+  profile.network->host_to_device = cost::Link{.bandwidth_gb_per_s = 1e-4, .latency_us = 0};  // slow: recompute
+  const AtomPlacement shared = place_atom(c, Precision::fp32, Device::cpu, &profile);
+  REQUIRE(shared.passes == 1);
+  // without measured blocks, the whole model's fit shared by the layers, a forward a third, nothing outside
+  CHECK(shared.layers[0].forward_s == Approx(1e-4 * 512 / 8 / 3));
+  CHECK(shared.device.resident_compute_s == 0);
+
+  auto fit = [](double alpha1, double alpha2, double beta1) {
+    cost::ComputeSection f;
+    f.alpha1_s_per_token2 = alpha1, f.alpha2_s_per_token = alpha2, f.beta1_s = beta1;
+    return f;
+  };
+  profile.layers = cost::LayersSection{fit(1e-9, 1e-6, 1e-3), fit(0, 3e-6, 0), fit(0, 5e-6, 2e-3)};
+  const AtomPlacement measured = place_atom(c, Precision::fp32, Device::cpu, &profile);
+  REQUIRE(measured.passes == 1);
+  REQUIRE(measured.recomputed > 0);
+  // each document's quadratic term, a call's fixed cost once a pass
+  const double forward = 8 * 64 * 64 * 1e-9 + 512 * 1e-6 + 1e-3, backward = 512 * 3e-6, outside = 512 * 5e-6 + 2e-3;
+  for (const cost::LayerCost& layer : measured.layers) {
+    CHECK(layer.forward_s == Approx(forward));
+    CHECK(layer.backward_s == Approx(backward));
+  }
+  CHECK(measured.device.resident_compute_s == Approx(outside));
+  // the predicted compute: every layer's forward and backward, the recomputed layers' forward again, the rest once
+  const int recomputed_layers = measured.segment_starts[static_cast<std::size_t>(measured.recomputed)];
+  CHECK(measured.predicted->compute_s == Approx(8 * (forward + backward) + recomputed_layers * forward + outside));
+
+  // a profile measured on another model is refused, naming the file and both shapes
+  profile.model = cost::ModelSection{.name = "other", .n_layer = 12, .n_embd = c.model.n_embd, .bytes_per_value = 4};
+  try {
+    place_atom(c, Precision::fp32, Device::cpu, &profile);
+    FAIL("a profile of another model was accepted");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("measured.yaml") && Catch::Contains("12 layers") &&
+                             Catch::Contains("model.n_layer"));
+  }
+  profile.model->n_layer = c.model.n_layer;
+  CHECK_NOTHROW(place_atom(c, Precision::fp32, Device::cpu, &profile));
+}

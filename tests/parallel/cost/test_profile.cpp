@@ -30,6 +30,10 @@ compute:
   alpha2_s_per_token: 1.0e-5
   beta1_s: 0.002
   fitted_from: "by hand"
+layers:
+  block_forward: {alpha1_s_per_token2: 1.0e-12, alpha2_s_per_token: 1.0e-7, beta1_s: 1.0e-5}
+  block_backward: {alpha1_s_per_token2: 2.0e-12, alpha2_s_per_token: 2.5e-7, beta1_s: 2.0e-5}
+  outside: {alpha1_s_per_token2: 0, alpha2_s_per_token: 3.0e-6, beta1_s: 1.0e-4}
 memory:
   model_states_gb: 16
   bytes_per_token: 500000
@@ -68,6 +72,10 @@ TEST_CASE("the documented profile format parses", "[cost]") {
   REQUIRE(p.compute);
   CHECK(p.compute->alpha1_s_per_token2 == 1.0e-10);
   CHECK(p.compute->fitted_from == "by hand");
+  REQUIRE(p.layers);
+  CHECK(p.layers->block_forward.alpha2_s_per_token == 1.0e-7);
+  CHECK(p.layers->block_backward.alpha1_s_per_token2 == 2.0e-12);
+  CHECK(p.layers->outside.beta1_s == 1.0e-4);
   REQUIRE(p.memory);
   CHECK(p.memory->bytes_per_token == 500000);
   CHECK(p.memory->reserved_gb == 0);
@@ -87,6 +95,8 @@ TEST_CASE("what profile_yaml writes reads back equal", "[cost]") {
   CHECK(q.network->alltoall[0].link.latency_us == p.network->alltoall[0].link.latency_us);
   CHECK(q.compute->alpha2_s_per_token == p.compute->alpha2_s_per_token);
   CHECK(q.memory->model_states_gb == p.memory->model_states_gb);
+  CHECK(q.layers->block_backward.alpha2_s_per_token == p.layers->block_backward.alpha2_s_per_token);
+  CHECK(q.layers->outside.alpha2_s_per_token == p.layers->outside.alpha2_s_per_token);
   CHECK(q.model->n_embd == p.model->n_embd);
 }
 
@@ -119,6 +129,18 @@ TEST_CASE("a malformed profile is an error naming the file, line and key", "[cos
   CHECK_THAT(error_of("cluster: [1, 2]"), Contains("cluster") && Contains("expected a mapping"));
   CHECK_THAT(error_of("- 1\n- 2\n"), Contains("p.yaml") && Contains("expected a mapping"));
   CHECK_THAT(error_of("cluster: {nodes: 2\n"), Contains("p.yaml:") && Contains("YAML syntax error"));
+  const std::string fit = "{alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-7, beta1_s: 0}";
+  CHECK_THAT(error_of("layers: {block_forward: " + fit + ", outside: " + fit + "}"),
+             Contains("layers") && Contains("missing key 'block_backward'"));
+  CHECK_THAT(error_of("layers: {block_forward: " + fit + ", block_backward: {alpha1_s_per_token2: 0, "
+                      "alpha2_s_per_token: -1.0e-7, beta1_s: 0}, outside: " + fit + "}"),
+             Contains("layers.block_backward.alpha2_s_per_token") && Contains("out of range"));
+  CHECK_THAT(error_of("layers: {block_forward: " + fit + ", block_backward: " + fit + ", outside: " + fit +
+                      ", head: " + fit + "}"),
+             Contains("layers.head") && Contains("unknown key"));
+  CHECK_THAT(error_of("layers: {block_forward: {alpha2_s_per_token: 1, fitted_from: x}, block_backward: " + fit +
+                      ", outside: " + fit + "}"),
+             Contains("layers.block_forward.fitted_from") && Contains("unknown key"));
   CHECK_THAT(error_of("memory: {model_states_gb: 1, bytes_per_token: 0}"),
              Contains("memory.bytes_per_token") && Contains("> 0"));
 }

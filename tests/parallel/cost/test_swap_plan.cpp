@@ -84,6 +84,14 @@ TEST_CASE("the swap schedule: loads hidden under compute cost only the first loa
   CHECK(p.exposed_copy_s == Approx(0.5 + 0.5));
   CHECK(p.peak_bytes == 50 + 50 + 50 + 50 + 25);       // two slots of weights and gradients, one's activations
   CHECK(describe_swaps(p.starts, 4) == "[0, 1) [1, 2) [2, 3) [3, 4)");
+  // the resident compute (embeddings, LM head, loss) adds to the step and to the compute, never to the exposed time
+  SwapDevice with_head = device;
+  with_head.resident_compute_s = 1.5;
+  const SwapPlan h = evaluate_swaps(layers, with_head, {0, 1, 2, 3});
+  CHECK(h.step_s() == Approx(p.step_s() + 1.5));
+  CHECK(h.compute_s == Approx(p.compute_s + 1.5));
+  CHECK(h.exposed_copy_s == Approx(p.exposed_copy_s));
+  CHECK(plan_swaps(layers, with_head)->starts == plan_swaps(layers, device)->starts);
   // a later pass of the batch: each backward load brings 0.5 s of gradients too, still hidden under 3 s
   SwapDevice later = device;
   later.accumulating = true;
