@@ -87,8 +87,8 @@ print(f"ATOM swaps on this CPU (configs/experiments/atom/atom_swap_cpu.yaml, emu
       f"(trident plan)\n")
 print("| tokens a batch | budget | activations | sub-models | recomputed | offloaded | tokens a pass | resident ms | "
       "swapped ms | swapped/resident throughput | exposed copy ms (measured) | predicted step ms | "
-      "predicted exposed ms | copy ms | activation MB a step |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "predicted exposed ms | copy ms | copy CPU ms | activation MB a step |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for tokens in tokens_list:
     resident = steps(f"resident_{tokens}")
     for k in budgets:
@@ -97,7 +97,7 @@ for tokens in tokens_list:
             swapped = steps(name)
             if not swapped or not resident:
                 print(f"| {tokens} | 1/{k} | {mode} | did not run: see {name}.plan.err, {name}.log |"
-                      + " |" * 11)
+                      + " |" * 12)
                 continue
             plan = json.load((out / f"{name}.plan.json").open())
             res_ms, swap_ms = median(resident, "step_ms"), median(swapped, "step_ms")
@@ -106,5 +106,5 @@ for tokens in tokens_list:
                   f"{plan['offloaded_sub_models']} | {plan['tokens_per_pass']} | {res_ms:.0f} | {swap_ms:.0f} | "
                   f"{ratio:.2f}x | {median(swapped, 'exposed_copy_ms'):.0f} | {plan['batch_step_s'] * 1e3:.0f} | "
                   f"{plan['batch_exposed_copy_s'] * 1e3:.0f} | {median(swapped, 'copy_ms'):.0f} | "
-                  f"{median(swapped, 'activation_bytes') / 1e6:.0f} |")
+                  f"{median(swapped, 'copy_cpu_ms'):.0f} | {median(swapped, 'activation_bytes') / 1e6:.0f} |")
 PY

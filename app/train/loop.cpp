@@ -419,6 +419,7 @@ void run_training(const Config& config) {
       record["d2h_bytes"] = swap->d2h_bytes;
       record["activation_bytes"] = swap->activation_bytes;  // of those, offloaded activations both ways
       record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy
+      record["copy_cpu_ms"] = swap->copy_cpu_s * 1e3;  // its thread's CPU time (the CPU backend's memcpy)
       record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
       record["peak_host_bytes"] = host_store.peak();
     }

@@ -1,5 +1,7 @@
 #include "parallel/atom/copy_engine.h"
 
+#include <time.h>
+
 #include <exception>
 
 namespace trident {
@@ -18,6 +20,16 @@ CopyEngine::~CopyEngine() {
   changed_.notify_all();
   thread_.join();
 }
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 double CopyEngine::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
@@ -69,7 +81,7 @@ void CopyEngine::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    const double start = now();
+    const double start = now(), cpu_start = thread_cpu_seconds();
     std::exception_ptr failure;
     try {
       copies_->after_compute(job.after);
@@ -78,13 +90,14 @@ void CopyEngine::run() {
     } catch (...) {
       failure = std::current_exception();
     }
+    const double cpu_s = thread_cpu_seconds() - cpu_start;
     if (bytes_per_s_ > 0) {  // the emulated link: the job lasts at least bytes / rate
       const double until = start + static_cast<double>(job.bytes) / bytes_per_s_;
       if (const double left = until - now(); left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
     }
     {
       std::lock_guard lock(mutex_);
-      spans_.push_back({std::move(job.label), job.bytes, job.queued, start, now()});
+      spans_.push_back({std::move(job.label), job.bytes, job.queued, start, now(), cpu_s});
       done_ = job.ticket;
       if (failure && !failure_) failure_ = failure;
     }

@@ -45,6 +45,7 @@ class CopyEngine {
     std::string label;
     int64_t bytes = 0;
     double queued = 0, start = 0, end = 0;
+    double cpu_s = 0;  // the copy thread's CPU time on it (memcpy on the CPU backend; not the emulated link's wait)
   };
   std::vector<Span> take_spans();  // the spans finished since the last call
   double now() const;              // seconds since the engine started, the spans' clock

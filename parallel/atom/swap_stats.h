@@ -15,6 +15,7 @@ struct SwapStats {
   int64_t activation_bytes = 0;  // of those, offloaded activations (both ways)
   double exposed_s = 0;        // time the compute waited for copies
   double copy_s = 0;           // time the copy engine was busy
+  double copy_cpu_s = 0;       // the copy thread's CPU time: on the CPU backend its memcpy shares the compute's cores
 };
 
 // What a step's parameter averaging did (parallel/atom/averager.h).

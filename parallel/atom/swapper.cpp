@@ -258,6 +258,7 @@ void LayerSwapper::grads_zeroed() { std::fill(store_grads_zero_.begin(), store_g
 void LayerSwapper::collect_copy_spans() {
   for (CopyEngine::Span& s : engine_.take_spans()) {
     stats_.copy_s += s.end - s.start;
+    stats_.copy_cpu_s += s.cpu_s;
     if (options_.timeline) copy_spans_.push_back(std::move(s));
   }
   if (!options_.timeline) compute_spans_.clear();

@@ -39,6 +39,7 @@ for r in records:
     assert r["peak_host_bytes"] >= 4 * budget, r  # weights, gradients and AdamW state: > 4x the device
     # two passes a step, each loading every sub-model's weights forward and all but the last two again backward
     assert r["h2d_bytes"] > 0 and r["d2h_bytes"] > 0 and r["exposed_copy_ms"] >= 0 and r["copy_ms"] > 0, r
+    assert 0 < r["copy_cpu_ms"] <= r["copy_ms"] * 1.05 + 1, r  # the memcpy: within the time the engine was busy
 PY
 # parallel.strategy: atom with a chosen split and deeper prefetch gives the same losses.
 run 0 train "$tiny" "${model[@]}" "${small[@]}" --set run.dir="$tmp/split3" --set parallel.strategy=atom \
