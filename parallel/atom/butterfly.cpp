@@ -81,27 +81,44 @@ std::vector<int64_t> butterfly_parts(const std::vector<double>& bandwidth, int64
   return parts;
 }
 
-ButterflyAllreduce::ButterflyAllreduce(Communicator& peers, std::vector<int64_t> parts)
+ButterflyAllreduce::ButterflyAllreduce(Communicator& peers, std::vector<int64_t> parts, int64_t stripe_bytes)
     : peers_(peers), parts_(std::move(parts)), offsets_(parts_.size()) {
   TRIDENT_CHECK(parts_.size() == static_cast<std::size_t>(peers.size()), "{} butterfly parts for {} peers",
                 parts_.size(), peers.size());
+  TRIDENT_CHECK(stripe_bytes > 0, "butterfly stripes of {} bytes", stripe_bytes);
   std::exclusive_scan(parts_.begin(), parts_.end(), offsets_.begin(), int64_t{0});
   received_.resize(static_cast<std::size_t>(parts_[static_cast<std::size_t>(peers.rank())] * peers.size()));
+  const int64_t total = std::reduce(parts_.begin(), parts_.end());
+  stripes_ = std::max<int64_t>(1, (comm_bytes(total, CommType::f32) + stripe_bytes - 1) / stripe_bytes);
 }
 
 void ButterflyAllreduce::sum(float* data) {
   const int W = peers_.size(), me = peers_.rank();
   const int64_t mine = parts_[static_cast<std::size_t>(me)];
-  const std::vector<int64_t> from_each(static_cast<std::size_t>(W), mine);
-  std::vector<int64_t> at(static_cast<std::size_t>(W));
-  for (int r = 0; r < W; ++r) at[static_cast<std::size_t>(r)] = r * mine;
-  peers_.alltoallv(data, parts_, offsets_, received_.data(), from_each, at, CommType::f32);
-  for (int64_t i = 0; i < mine; ++i) {  // in rank order; the sum goes where rank 0's copy was
-    float total = received_[static_cast<std::size_t>(i)];
-    for (int r = 1; r < W; ++r) total += received_[static_cast<std::size_t>(r * mine + i)];
-    received_[static_cast<std::size_t>(i)] = total;
+  // Stripe k takes the k-th of `stripes_` slices of every part: the same elements summed by the same owner in the
+  // same order as one stripe would, so the bits do not depend on the striping.
+  auto slice_begin = [&](int r, int64_t k) { return parts_[static_cast<std::size_t>(r)] * k / stripes_; };
+  std::vector<int64_t> counts(static_cast<std::size_t>(W)), displs(counts.size()), from_each(counts.size()),
+      at(counts.size());
+  for (int64_t k = 0; k < stripes_; ++k) {
+    for (int r = 0; r < W; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      counts[i] = slice_begin(r, k + 1) - slice_begin(r, k);
+      displs[i] = offsets_[i] + slice_begin(r, k);
+    }
+    const int64_t first = slice_begin(me, k), n = counts[static_cast<std::size_t>(me)];
+    for (int r = 0; r < W; ++r) {
+      from_each[static_cast<std::size_t>(r)] = n;
+      at[static_cast<std::size_t>(r)] = r * mine + first;
+    }
+    peers_.alltoallv(data, counts, displs, received_.data(), from_each, at, CommType::f32);
+    for (int64_t i = first; i < first + n; ++i) {  // in rank order; the sum goes where rank 0's copy was
+      float total = received_[static_cast<std::size_t>(i)];
+      for (int r = 1; r < W; ++r) total += received_[static_cast<std::size_t>(r * mine + i)];
+      received_[static_cast<std::size_t>(i)] = total;
+    }
+    peers_.allgatherv(received_.data() + first, n, data, counts, displs, CommType::f32);
   }
-  peers_.allgatherv(received_.data(), mine, data, parts_, offsets_, CommType::f32);
 }
 
 int64_t ButterflyAllreduce::bytes_sent() const {

@@ -23,13 +23,19 @@ std::vector<double> measure_peer_bandwidth(Communicator& peers, int64_t probe_by
 // count allows, the parts summing to count).
 std::vector<int64_t> butterfly_parts(const std::vector<double>& bandwidth, int64_t count);
 
+// A sum runs in stripes of about `stripe_bytes` of the vector, each a butterfly of its own over a slice of every
+// part: on a slow link a round is seconds of bytes, and a step's small collective (its loss sum) that the same TCP
+// connection carries waits behind what is queued, so at most a stripe (84 ms of a MiB at 100 Mbit/s).
 class ButterflyAllreduce {
  public:
+  static constexpr int64_t kStripeBytes = int64_t{1} << 20;
+
   // parts: one entry per rank of `peers`, summing to the vector's length (butterfly_parts).
-  ButterflyAllreduce(Communicator& peers, std::vector<int64_t> parts);
+  ButterflyAllreduce(Communicator& peers, std::vector<int64_t> parts, int64_t stripe_bytes = kStripeBytes);
 
   // data (the parts' total, fp32) becomes its sum over the peers, in place. Collective over the peers.
   void sum(float* data);
+  int64_t stripes() const { return stripes_; }
   // The bytes this peer sends in one sum: every part but its own out, and its summed part to every other peer.
   int64_t bytes_sent() const;
   const std::vector<int64_t>& parts() const { return parts_; }
@@ -38,6 +44,7 @@ class ButterflyAllreduce {
   Communicator& peers_;
   std::vector<int64_t> parts_, offsets_;
   std::vector<float> received_;  // this peer's part from every peer, rank after rank
+  int64_t stripes_ = 1;
 };
 
 }  // namespace trident

@@ -22,22 +22,26 @@ TEST_CASE("butterfly parts follow the peers' bandwidth and cover the vector", "[
   CHECK(std::reduce(parts.begin(), parts.end()) == 1'000'003);
 }
 
-TEST_CASE("a butterfly sum equals the rank-order sum, bit for bit, on every split", "[atom][mpi]") {
+TEST_CASE("a butterfly sum equals the rank-order sum, bit for bit, on every split and in stripes", "[atom][mpi]") {
   Communicator& peers = world();
   const int W = peers.size(), r = peers.rank();
   const int64_t N = 1001;
   std::vector<std::vector<float>> values(static_cast<std::size_t>(W), std::vector<float>(N));  // every peer's data
   for (int q = 0; q < W; ++q)
     for (int64_t i = 0; i < N; ++i)
-      values[q][i] = static_cast<float>(i % 17) / 10.0f + 1.0f / static_cast<float>(q + 3);
+      values[q][i] = static_cast<float>(i % 997) / 10.0f + 1.0f / static_cast<float>(q + 3);  // each index its own
   std::vector<float> expected = values[0];
   for (int q = 1; q < W; ++q)
     for (int64_t i = 0; i < N; ++i) expected[i] += values[q][i];
   std::vector<double> bandwidth(static_cast<std::size_t>(W));
   const int split = GENERATE(0, 1, 2);  // even, skewed, one peer with nothing to sum
   for (int q = 0; q < W; ++q) bandwidth[q] = split == 0 ? 1.0 : split == 1 ? q + 1.0 : (q == 0 ? 0.0 : 1.0);
-  CAPTURE(W, split);
-  ButterflyAllreduce butterfly(peers, butterfly_parts(bandwidth, N));
+  // one stripe, or stripes of 400 bytes (11 of them: 100 values each, of every part its share) and of 4 bytes (the
+  // most stripes: each slice of a part 0 or a few values)
+  const int64_t stripe_bytes = GENERATE(as<int64_t>{}, ButterflyAllreduce::kStripeBytes + 0, 400, 4);
+  CAPTURE(W, split, stripe_bytes);
+  ButterflyAllreduce butterfly(peers, butterfly_parts(bandwidth, N), stripe_bytes);
+  CHECK(butterfly.stripes() == (4 * N + stripe_bytes - 1) / stripe_bytes);
   std::vector<float> data = values[static_cast<std::size_t>(r)];
   butterfly.sum(data.data());
   CHECK(data == expected);

