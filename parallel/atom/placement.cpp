@@ -258,6 +258,9 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     for (int count = 0; count < static_cast<int>(starts.size()); ++count)
       if (bytes(starts, {count, offload}, N) <= budget) return consider(starts, {count, offload}, N);
   };
+  // A batch in several passes: every pass in one round, pass by pass, and rounds of 2, 4, ... passes.
+  std::vector<int64_t> round_sizes = {0, 1};
+  for (int64_t r = 2; r < N / m.max_seq_len; r *= 2) round_sizes.push_back(r);
   const bool may_offload = activations == "offload" || (activations == "auto" && plans_with(profile));
   const bool may_recompute = activations == "recompute" || activations == "auto";
   for (int64_t count = asked > 0 ? asked : 1; count <= (asked > 0 ? asked : L); ++count) {
@@ -274,14 +277,11 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
       if (may_offload) fewest(starts, true);
     }
     // With a profile, the split in several passes too, stashing all but the last sub-model for the most tokens a
-    // pass.
-    // every pass in one round, pass by pass, and rounds of 2, 4, ... passes
-    std::vector<int64_t> round_passes = {0, 1};
-    for (int64_t r = 2; r < N / m.max_seq_len; r *= 2) round_passes.push_back(r);
+    // pass, in each of the round sizes.
     if (plans_with(profile))
       for (bool offload : {false, true}) {
         if (!(offload ? may_offload : may_recompute)) continue;
-        for (int64_t passes : round_passes) {
+        for (int64_t passes : round_sizes) {
           const Stash most{all_but_last, offload, passes};
           // a pass must hold the longest document there can be
           if (const int64_t fit = capacity(starts, most); fit >= std::min(N, m.max_seq_len) && fit < N)
