@@ -2,9 +2,12 @@
 # The CPU backend against PyTorch (Debian's python3-torch) on this machine, side by side in one run: GPT-2 small
 # (124M, B=4, T=64) and a small shape (4 layers, width 256, vocab 8192, 4 x 256), fp32, forward + backward + AdamW.
 # Rounds are interleaved (every variant once per round), and each variant's median and minimum over the rounds are
-# reported. Variants: Trident on each BLAS library (device.blas) with OMP_WAIT_POLICY=active (spinning waits) and
-# passive (Trident's default), and PyTorch; then the same with one competing busy process on the machine, as the
-# slowdown against the quiet run. Also the sgemm roof of each library (`trident bench gemm`). Writes OUT/cpu.md.
+# reported. Variants: Trident on each BLAS library (device.blas) with its GEMMs in tiles on OpenMP's threads
+# (device.gemm_threads: tiles, the default) and passive OpenMP waits (the default); on the library device.blas: auto
+# picks, also one call a GEMM on the library's own threads (gemm_threads: library) and spinning waits
+# (OMP_WAIT_POLICY=active); and PyTorch. Then those on auto's library and PyTorch with one competing busy process on
+# the machine, as the slowdown against the quiet run. Also the sgemm roof of each library (`trident bench gemm`,
+# tiles and the library's own threads). Writes OUT/cpu.md.
 #   bash scripts/bench_cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
 # --quick: GPT-2 small only, 2 rounds. TRIDENT names the binary (default build/trident).
 set -euo pipefail
@@ -49,9 +52,10 @@ measure() {
              --vocab "$vocab" --batch "$batch" --seq "$seq" --steps 5 --warmup 2 |
            /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['ms_median'])") ;;
     *)
-      local lib=${variant%/*} wait=${variant#*/}
-      ms=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json \
-             --repeat 2 2>/dev/null | grep '^{' |
+      local lib wait gemm
+      IFS=/ read -r lib wait gemm <<<"$variant"
+      ms=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json --repeat 2 \
+             --set device.gemm_threads="$gemm" 2>/dev/null | grep '^{' |
            /usr/bin/python3 -c "import json, sys; print(json.loads(sys.stdin.readline())['ms/step'])") ;;
   esac
   printf '%s\t%s\t%s\t%s\n' "$load" "$name" "$variant" "$ms" >>"$out/samples.tsv"
@@ -64,8 +68,9 @@ rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
 print(re.search(r'auto picks (\S+)', rows[0]['bench']).group(1))") ||
   die "trident bench gemm did not say which library auto picks"
 variants=()
-for lib in "${libraries[@]}"; do variants+=("$lib/active" "$lib/passive"); done
-variants+=(pytorch)
+for lib in "${libraries[@]}"; do variants+=("$lib/passive/tiles"); done
+busy_variants=("$auto_lib/passive/tiles" "$auto_lib/passive/library" "$auto_lib/active/tiles" pytorch)
+variants+=("${busy_variants[@]:1}")
 echo "bench_cpu: $threads threads, $rounds rounds, libraries: ${libraries[*]} (auto picks $auto_lib)"
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round (quiet)"
@@ -77,7 +82,7 @@ busy=$!
 trap 'kill $busy 2>/dev/null || true' EXIT
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round (one busy process)"
-  for v in "$auto_lib/active" "$auto_lib/passive" pytorch; do measure busy "${shapes[0]}" "$v"; done
+  for v in "${busy_variants[@]}"; do measure busy "${shapes[0]}" "$v"; done
 done
 kill $busy 2>/dev/null || true
 
@@ -90,6 +95,11 @@ for line in open(f"{out}/samples.tsv"):
     load, shape, variant, ms = line.split("\t")
     samples[(load, shape, variant)].append(float(ms))
 tokens = {"gpt2-124m": 256, "small-4x256": 1024}
+def label(variant):  # "lib/wait/gemm" -> "lib, wait waits, GEMMs in tiles | on the library's threads"
+    if "/" not in variant:
+        return variant
+    lib, wait, gemm = variant.split("/")
+    return f"{lib}, {wait} waits, " + ("GEMMs in tiles" if gemm == "tiles" else "GEMMs on the library's threads")
 lines = [f"# CPU step: Trident vs PyTorch ({threads} threads, {rounds} interleaved rounds; median / min ms per step)", ""]
 lines += ["| shape | variant | ms/step (median) | min | tokens/s | vs PyTorch |", "|---|---|---|---|---|---|"]
 for (load, shape, variant), ms in sorted(samples.items()):
@@ -97,7 +107,7 @@ for (load, shape, variant), ms in sorted(samples.items()):
         continue
     torch = statistics.median(samples[(load, shape, "pytorch")])
     med = statistics.median(ms)
-    name = variant.replace("/", ", ") + (" waits" if "/" in variant else "")
+    name = label(variant)
     lines.append(f"| {shape} | {name} | {med:.0f} | {min(ms):.0f} | {tokens[shape] / med * 1e3:.0f} | {torch / med:.2f}x |")
 lines += ["", "With one competing busy process (GPT-2 small): slowdown against the quiet run", "",
           "| variant | quiet ms | busy ms | slowdown |", "|---|---|---|---|"]
@@ -105,13 +115,14 @@ for (load, shape, variant), ms in sorted(samples.items()):
     if load == "busy":
         quiet = statistics.median(samples[("quiet", shape, variant)])
         busy = statistics.median(ms)
-        name = variant.replace("/", ", ") + (" waits" if "/" in variant else "")
+        name = label(variant)
         lines.append(f"| {name} | {quiet:.0f} | {busy:.0f} | {busy / quiet:.2f}x |")
-lines += ["", "sgemm roof per library (`trident bench gemm`)", "", "| library | kernels | roof GFLOP/s |", "|---|---|---|"]
+lines += ["", "sgemm roof per library (`trident bench gemm`, GFLOP/s)", "",
+          "| library | kernels | tiles | library's threads |", "|---|---|---|---|"]
 for line in open(f"{out}/gemm.jsonl"):
     row = json.loads(line)
     if row.get("shape") == "roof (best)":
-        lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} |")
+        lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} | {row['library threads GFLOP/s']:.0f} |")
 open(f"{out}/cpu.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF

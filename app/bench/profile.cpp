@@ -157,7 +157,7 @@ void run_profile(const Options& options, const std::string& config_path, const s
                  const std::string& out) {
   const Config config = load_config(config_path, overrides);
   cost::check_profile_target(out);  // before measuring, so a bad file fails at once
-  use_configured_blas(options.blas.empty() ? config.device.blas : options.blas);
+  use_configured_blas(options.blas.empty() ? config.device.blas : options.blas, config.device.gemm_threads);
   const int64_t longest = config.model.max_seq_len;
   std::vector<int64_t> lengths;
   for (int64_t s = longest; s >= 16 && lengths.size() < 5; s /= 2) lengths.push_back(s);

@@ -80,10 +80,12 @@ Row measure(const Case& c, Backend& backend, Precision precision, double roof, d
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides) {
   std::vector<Case> cases;
   std::string backend_name = "cpu", precision_name = "fp32", blas = options.blas.empty() ? "auto" : options.blas;
+  std::string gemm_threads = "tiles";
   if (!config_path.empty()) {
     Config config = load_config(config_path, overrides);
     backend_name = config.device.backend;
     if (options.blas.empty()) blas = config.device.blas;
+    gemm_threads = config.device.gemm_threads;
     precision_name = config.train.precision;
     const int64_t T = config.model.max_seq_len;
     cases.push_back({config.run.name, config.model, T, std::max(T, config.train.batch_tokens / T * T)});
@@ -98,16 +100,17 @@ void run_step(const Options& options, const std::string& config_path, const std:
       cases.push_back({"small-4x256", m, m.max_seq_len, 8192});
     }
   }
-  use_configured_blas(blas);
+  use_configured_blas(blas, gemm_threads);
   Backend& backend = backend_for(backend_name, world().node_group()->rank());
   const Precision precision = precision_named(precision_name);
   std::string title;
   double roof = 0;
   if (backend.device() == Device::cpu) {
     roof = measure_sgemm_gflops(options.min_seconds);
-    title = fmt::format("training step, {} on the cpu ({}), {} threads, sgemm roof {:.0f} GFLOP/s ({}, {} kernels)",
-                        precision_name, precision == Precision::bf16 ? "bf16 emulated" : "native",
-                        omp_get_max_threads(), roof, cpu::current_blas().name, cpu::current_blas().kernels);
+    title = fmt::format("training step, {} on the cpu ({}), {} threads, sgemm roof {:.0f} GFLOP/s ({}, {} kernels, "
+                        "GEMMs on {})", precision_name, precision == Precision::bf16 ? "bf16 emulated" : "native",
+                        omp_get_max_threads(), roof, cpu::current_blas().name, cpu::current_blas().kernels,
+                        gemm_threads == "tiles" ? "tiles" : "the library's threads");
   } else {
     std::string how;
     roof = device_peak_flops(backend_name, world().node_group()->rank(), precision == Precision::bf16, &how) / 1e9;

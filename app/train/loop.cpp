@@ -207,7 +207,7 @@ void run_training(const Config& config) {
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
   spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run_dir.string(), ranks.size(),
                omp_get_max_threads(), backend.name());
-  use_configured_blas(config.device.blas);
+  use_configured_blas(config.device.blas, config.device.gemm_threads);
 
   std::unique_ptr<DocumentSource> documents = open_documents(config);
   test_delay("TRIDENT_TEST_STARTUP_DELAY_MS");

@@ -16,7 +16,7 @@ AdamWStep adamw_step(const AdamWHyper& h, int64_t step) {
 
 void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,
                   float grad_scale) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(guided)
   for (int64_t i = 0; i < n; ++i) adamw_update(params[i], m[i], v[i], grads[i] * grad_scale, step);
 }
 

@@ -5,11 +5,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,12 +101,18 @@ std::map<std::string, Library, std::less<>> loaded;
 std::map<std::string, std::string, std::less<>> refused;
 
 Library active = {};  // empty name: the linked OpenBLAS, described on first use
-std::atomic<int> active_threads{0};
-std::mutex set_threads_mutex;
+int active_threads = 0;  // the loaded library's own thread count, as last set (0: not yet)
+
+// Serial code only: calls inside OpenMP regions read the count, never set it.
+void set_library_threads(int threads) {
+  if (active.set_threads == nullptr || threads == active_threads) return;
+  active.set_threads(threads);
+  active_threads = threads;
+}
 
 // The largest error of the current sgemm against the double reference, relative to alpha sum_k |a b| + |beta c|
 // per entry, over every transpose combination at odd sizes with padded strides, alpha and beta neither 0 nor 1, and
-// a product large enough to take the blocked, threaded path.
+// a product large enough to take the blocked path.
 double check_error() {
   struct Case {
     int M, N, K;
@@ -153,6 +157,7 @@ void activate(const Library& lib) {
   const Library previous = active;
   active = lib;
   active_threads = 0;
+  set_library_threads(1);
   // fp32 products of at most 300 terms: a correct kernel stays within a few 1e-7.
   constexpr double kTolerance = 1e-5;
   if (const double error = check_error(); error > kTolerance) {
@@ -186,17 +191,17 @@ void blas_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float*
   const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
   if (active.sgemm == nullptr)  // the linked OpenBLAS
     return cblas_sgemm(CblasRowMajor, op_a, op_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  // Inside an OpenMP region a loaded library runs on the calling thread by itself (BLIS opens no nested region,
-  // OpenBLAS asks omp_in_parallel); outside, it is given OpenMP's thread count whenever that changes.
-  if (!omp_in_parallel()) {
-    const int threads = omp_get_max_threads();
-    if (threads != active_threads.load(std::memory_order_relaxed)) {
-      std::lock_guard lock(set_threads_mutex);
-      active.set_threads(threads);
-      active_threads = threads;
-    }
-  }
   active.sgemm(CblasRowMajor, op_a, op_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void blas_sgemm_own_threads(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                            const float* B, int ldb, float beta, float* C, int ldc) {
+  set_library_threads(omp_get_max_threads());  // the linked OpenBLAS follows OpenMP's count by itself
+  blas_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void blas_one_thread() {
+  if (!omp_in_parallel()) set_library_threads(1);
 }
 
 const std::vector<std::string>& blas_names() {

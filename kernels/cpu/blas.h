@@ -3,23 +3,23 @@
 //   openblas-debian  Debian's OpenBLAS 0.3.21, OpenMP build, linked into the binary: always there
 //   blis             Debian's BLIS 0.9, OpenMP build (libblis4-openmp), loaded with dlopen: its zen* configurations
 //   openblas         a current OpenBLAS release (PyPI's scipy-openblas32, which scripts/install-deps.sh installs into
-//                    .deps/python), loaded with dlopen: it knows recent CPUs (Zen 4/5 run its AVX-512 kernels), but
-//                    it is a pthreads build whose thread pool competes with OpenMP's for the cores
+//                    .deps/python), loaded with dlopen: it knows recent CPUs (Zen 4/5 run its AVX-512 kernels); a
+//                    pthreads build, whose own pool stays idle (every call is single-threaded, below)
 //   auto             openblas-debian, unless it runs its generic kernels (Prescott: OpenBLAS 0.3.21 does not know
 //                    the processor), then openblas, then blis: the first that loads, passes its check and runs
 //                    kernels made for the processor (else the first that passes)
-// The order is the measured one (README "CPU: the GEMM library"): the OpenMP build shares one thread pool with
-// Trident's own loops; the pthreads build ran the GPT-2 step 2x slower with OpenMP's default spinning waits and up to
-// 11% slower with passive ones (Trident's default) where both run the same kernels, and BLIS was slower still or
-// level. Where Debian's library falls back to its generic kernels it is far slower than both (an Intel Emerald
-// Rapids: 37-53 GFLOP/s against the current OpenBLAS's 250-290). The rule reads the kernel set, not a timing, so
-// every rank and every run of a machine takes the same library: a resumed run stays bit-exact.
+// The order is the measured one (README "CPU: the GEMM library"): where both run the same kernels, Debian's
+// OpenBLAS was as fast as the current one or faster, and BLIS slower or level. Where Debian's library falls back to
+// its generic kernels it is far slower than both (an Intel Emerald Rapids: 37-53 GFLOP/s against the current
+// OpenBLAS's 250-290). The rule reads the kernel set, not a timing, so every rank and every run of a machine takes
+// the same library: a resumed run stays bit-exact.
 // A library is checked before it is used: GEMMs of every transpose combination, odd sizes, strides and a non-zero
 // beta against the double reference. One that fails (a kernel set that computes wrong results on this processor)
 // is refused, and auto passes over it with the reason in blas_report().
 //
-// Every library runs on as many threads as OpenMP (omp_get_max_threads() outside parallel regions), and on one
-// thread inside an OpenMP parallel region, so per-tile GEMMs nest without oversubscribing the cores.
+// cpu::gemm calls a library single-threaded, one call a tile, on OpenMP's threads (gemm.h): Debian's OpenBLAS, an
+// OpenMP build, keeps to the calling thread inside an OpenMP region by itself; a loaded library is set to one thread
+// (blas_one_thread). With device.gemm_threads: library, one call runs on the library's own threads instead.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,8 +54,18 @@ const BlasLibrary& current_blas();
 // One line per library tried so far: in use, checked, or why it was refused (for logs and `trident bench gemm`).
 std::vector<std::string> blas_report();
 
-// What cpu::gemm calls: the current library's row-major sgemm (ta/tb: op(A) = A^T, op(B) = B^T).
+// What cpu::gemm calls: the current library's row-major sgemm (ta/tb: op(A) = A^T, op(B) = B^T), on one thread
+// inside an OpenMP region.
 void blas_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                 float beta, float* C, int ldc);
+
+// The same product on the library's own threads, as many as OpenMP's (device.gemm_threads: library; `trident bench
+// gemm` times it beside the tiles). Call it from serial code.
+void blas_sgemm_own_threads(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                            const float* B, int ldb, float beta, float* C, int ldc);
+
+// Sets a loaded library to one thread before single-threaded calls run in an OpenMP region (a no-op when it is
+// already, and when called inside a region).
+void blas_one_thread();
 
 }  // namespace trident::cpu

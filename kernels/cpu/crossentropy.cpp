@@ -20,7 +20,7 @@ void check_targets(const int32_t* targets, int64_t N, int V) {
 
 void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N, int V) {
   check_targets(targets, N, V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     const float* x = logits + t * V;
     losses[t] = targets[t] < 0 ? 0.0f : row_logsumexp(x, V) - x[targets[t]];
@@ -30,7 +30,7 @@ void crossentropy_forward(float* losses, const float* logits, const int32_t* tar
 void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
                                  const float* weight, int64_t N, int V) {
   check_targets(targets, N, V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     float* x = logits_to_dlogits + t * V;
     if (targets[t] < 0) {

@@ -6,7 +6,7 @@ namespace trident::cpu {
 
 void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
                        const float* wpe, int64_t N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     const float* w = wte + static_cast<int64_t>(tokens[t]) * C;
     float* y = out + t * C;
@@ -24,7 +24,7 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
                         int64_t N, int C) {
   constexpr int kSlice = 64;  // channels per work item: one cache line-aligned strip of 16 floats x 4
   const int slices = (C + kSlice - 1) / kSlice;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int s = 0; s < slices; ++s) {
     const int c0 = s * kSlice, c1 = std::min(C, c0 + kSlice);
     for (int64_t t = 0; t < N; ++t) {

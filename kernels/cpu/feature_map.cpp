@@ -8,7 +8,7 @@ namespace {
 template <FeatureMap Map>
 void forward_rows(float* qkv, float* qk_pre, int64_t N, int C) {
   const int64_t width = 2 * int64_t{C};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     float* row = qkv + t * 3 * C;
     float* pre = qk_pre + t * width;
@@ -23,7 +23,7 @@ void forward_rows(float* qkv, float* qk_pre, int64_t N, int C) {
 template <FeatureMap Map>
 void backward_rows(float* dqkv, const float* qk_pre, int64_t N, int C) {
   const int64_t width = 2 * int64_t{C};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     float* row = dqkv + t * 3 * C;
     const float* pre = qk_pre + t * width;

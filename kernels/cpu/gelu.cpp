@@ -6,7 +6,7 @@
 namespace trident::cpu {
 
 void bias_gelu_forward(float* pre, float* out, const float* bias, int64_t N, int OC) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     float* p = pre + t * OC;
     float* y = out + t * OC;
@@ -28,7 +28,7 @@ void gelu_grad_row(float* dpre, const float* pre, const float* dout, int OC) {
 
 void bias_gelu_backward(float* dpre, float* dbias, const float* pre, const float* dout, int64_t N, int OC) {
   if (dbias == nullptr) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
     for (int64_t t = 0; t < N; ++t) gelu_grad_row(dpre + t * OC, pre + t * OC, dout + t * OC, OC);
     return;
   }

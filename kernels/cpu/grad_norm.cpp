@@ -29,7 +29,7 @@ double squared_norm(const float* x, int64_t n) {
   constexpr int64_t kBlock = 1 << 14;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> partial(static_cast<std::size_t>(blocks));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t b = 0; b < blocks; ++b)
     partial[b] = block_squared_norm(x + b * kBlock, std::min(kBlock, n - b * kBlock));
   double total = 0.0;
@@ -38,7 +38,7 @@ double squared_norm(const float* x, int64_t n) {
 }
 
 void scale(float* x, int64_t n, float s) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(guided)
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 

@@ -9,7 +9,7 @@ namespace trident::cpu {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int64_t N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     const float* x = inp + t * C;
     float* y = out + t * C;
@@ -24,7 +24,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int64_t N, int C) {
   // dinp = rstd * (g - mean(g) - xhat * mean(g * xhat)), with g = dout * weight and xhat the normalised input.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t t = 0; t < N; ++t) {
     const float* dy = dout + t * C;
     const float* x = inp + t * C;

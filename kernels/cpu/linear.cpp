@@ -10,7 +10,7 @@ namespace trident::cpu {
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int C, int OC) {
   float beta = 0.0f;
   if (bias != nullptr) {  // start from the broadcast bias and let the GEMM accumulate onto it
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
     for (int64_t t = 0; t < N; ++t) std::memcpy(out + t * OC, bias, sizeof(float) * OC);
     beta = 1.0f;
   }

@@ -6,7 +6,7 @@
 namespace trident::cpu {
 
 void rmsnorm_forward(float* out, float* rrms, const float* inp, const float* gate, int64_t rows, int D) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = inp + r * D;
     float sq = 0.0f;
@@ -26,7 +26,7 @@ void rmsnorm_forward(float* out, float* rrms, const float* inp, const float* gat
 
 void rmsnorm_backward(float* dinp, float* dgate, const float* dout, const float* inp, const float* gate,
                       const float* rrms, int64_t rows, int D) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = inp + r * D;
     const float* dy = dout + r * D;

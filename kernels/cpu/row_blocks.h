@@ -15,13 +15,13 @@ template <class RowFn>
 void reduce_rows_deterministic(float* out, int64_t N, int C, RowFn&& add_row) {
   const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
   std::vector<float> partial(static_cast<std::size_t>(blocks) * C, 0.0f);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t b = 0; b < blocks; ++b) {
     float* acc = partial.data() + b * C;
     const int64_t end = std::min(N, (b + 1) * kRowBlock);
     for (int64_t r = b * kRowBlock; r < end; ++r) add_row(r, acc);
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int c = 0; c < C; ++c) {
     float sum = 0.0f;
     for (int64_t b = 0; b < blocks; ++b) sum += partial[b * C + c];

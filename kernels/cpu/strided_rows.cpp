@@ -8,13 +8,13 @@ namespace trident::cpu {
 
 template <class T>
 void copy_rows(T* dst, int64_t ld_dst, const T* src, int64_t ld_src, int64_t rows, int64_t cols) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t i = 0; i < rows; ++i) std::copy(src + i * ld_src, src + i * ld_src + cols, dst + i * ld_dst);
 }
 
 template <class T>
 void add_rows(T* dst, int64_t ld_dst, const T* src, int64_t ld_src, int64_t rows, int64_t cols) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(guided)
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t c = 0; c < cols; ++c) {
       T& d = dst[i * ld_dst + c];

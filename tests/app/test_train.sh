@@ -87,7 +87,7 @@ grep -q "bf16 on the cpu backend is emulated" "$tmp/bf16/trident.log" || fail "n
 mkdir -p "$tmp/bf16_resumed/checkpoints"
 cp -r "$tmp/bf16/checkpoints/step_00000010" "$tmp/bf16_resumed/checkpoints/"
 run 0 train "$tiny" --set run.dir="$tmp/bf16_resumed" --set train.precision=bf16 --set train.steps=20
-run 0 train "$tiny" --set run.dir="$tmp/fp32_20" --set train.steps=20
+run 0 train "$tiny" --set run.dir="$tmp/fp32_20" --set train.steps=20 --set checkpoint.every=10
 /usr/bin/python3 - "$tmp/fp32_20/metrics.jsonl" "$tmp/bf16/metrics.jsonl" "$tmp/bf16_resumed/metrics.jsonl" <<'PY' \
   || fail "bf16 losses do not follow fp32, or the resumed bf16 run diverged"
 import json, sys
@@ -98,6 +98,25 @@ worst = max(abs(x - y) / y for x, y in zip(bf16, fp32))
 assert worst <= 2e-3, ("bf16 strays from fp32 by", worst)  # measured 6e-5
 assert resumed == bf16[10:], "resume is not bit-identical"
 PY
+
+# The thread count does not change a bit (GEMM tiles by shape, fixed reduction blocks): a run on 3 threads, and the
+# 2-thread run resumed at step 10 on 1 thread, give the 2-thread run's losses and weights.
+run 0 train "$tiny" --set run.dir="$tmp/threads3" --set train.steps=20 --set device.threads=3
+mkdir -p "$tmp/threads1_resumed/checkpoints"
+cp -r "$tmp/fp32_20/checkpoints/step_00000010" "$tmp/threads1_resumed/checkpoints/"
+run 0 train "$tiny" --set run.dir="$tmp/threads1_resumed" --set train.steps=20 --set device.threads=1
+grep -q "1 rank(s) x 1 thread(s)" "$tmp/threads1_resumed/trident.log" || fail "device.threads=1 not in the log"
+/usr/bin/python3 - "$tmp/fp32_20/metrics.jsonl" "$tmp/threads3/metrics.jsonl" "$tmp/threads1_resumed/metrics.jsonl" \
+  <<'PY' || fail "the thread count changed the losses"
+import json, sys
+two, three, one_resumed = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:])
+assert three == two, "3 threads differ from 2"
+assert one_resumed == two[10:], "resumed on 1 thread differs from 2"
+PY
+cmp -s "$tmp/fp32_20/model_final.safetensors" "$tmp/threads3/model_final.safetensors" ||
+  fail "3 threads trained other weights than 2"
+cmp -s "$tmp/fp32_20/model_final.safetensors" "$tmp/threads1_resumed/model_final.safetensors" ||
+  fail "resumed on 1 thread trained other weights than 2"
 
 # Bad data and unsupported settings are clear errors.
 run 2 train "$tiny" --set run.dir="$tmp/bad" --set data.kind=text --set data.path="$tmp/no_such.txt" \

@@ -1,3 +1,5 @@
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -8,6 +10,7 @@
 
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
+#include "kernels/cpu/blas.h"
 #include "support/assert_close.h"
 #include "support/fixtures.h"
 #include "support/random.h"
@@ -292,4 +295,42 @@ TEST_CASE("memory_bytes is what the model takes from its allocator", "[core][mod
         const AdamW optimizer(model.layout(), TrainConfig{}, allocator);
         CHECK(static_cast<int64_t>(allocator.in_use() - before) == AdamW::memory_bytes(model.num_params()));
       }
+}
+
+TEST_CASE("a step's loss and gradients have the same bits on 1, 2 and 3 threads", "[core][model]") {
+  // On every library: the GEMMs are cut into tiles by shape alone (kernels/cpu/gemm.h) and the reductions into fixed
+  // blocks, so a run may resume or go on with another thread count and stay bit-exact. Width 64 at 1,024 tokens is
+  // tests/app/configs/tiny_train.yaml's model, whose bits the pthreads OpenBLAS's own threading changed; width 256
+  // has GEMMs of several tiles.
+  const std::string attention = GENERATE("softmax", "linear");
+  const int width = GENERATE(64, 256);
+  const std::string blas = GENERATE("openblas-debian", "openblas", "blis");
+  CAPTURE(attention, width, blas);
+  if (blas != "openblas-debian" && !cpu::blas_loading_supported()) return;  // a sanitizer build has only the one
+  cpu::use_blas(blas);
+  ModelConfig m = tiny_model(attention);
+  m.n_embd = width;
+  m.n_head = 4;
+  m.vocab_size = width == 64 ? 64 : 512;
+  m.max_seq_len = 256;
+  m.linear_chunk = 32;
+  GPT model(m, 1024, test_allocator());
+  model.init_weights(13);
+  OwnedBatch b = make_batch(width == 64 ? std::vector<int>(16, 64) : std::vector<int>{256, 100, 156}, m.vocab_size,
+                            17);
+  const int saved = omp_get_max_threads();
+  std::vector<double> losses;
+  std::vector<std::vector<float>> grads;
+  for (const int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    model.zero_grads();
+    losses.push_back(model.forward_backward(b.view(), 1.0f / b.num_targets()));
+    grads.emplace_back(model.grads(), model.grads() + model.num_params());
+  }
+  omp_set_num_threads(saved);
+  cpu::use_blas("openblas-debian");
+  CHECK(losses[1] == losses[0]);
+  CHECK(losses[2] == losses[0]);
+  CHECK(grads[1] == grads[0]);
+  CHECK(grads[2] == grads[0]);
 }

@@ -1,3 +1,8 @@
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "kernels/cpu/gemm.h"
@@ -80,4 +85,73 @@ TEST_CASE("gemm handles every transpose combination, strides and strided batches
   cpu::gemm_strided_batched(ta, tb, M, N, K, alpha, A.data(), lda, sa, B.data(), ldb, sb, beta, batched.data(), ldc,
                             sc, batch);
   check_close("gemm_strided_batched", batched, expect, 1e-5);
+}
+
+TEST_CASE("gemm's tile grid covers the output, depends on the shape alone and keeps tiles worth a call",
+          "[kernels][gemm]") {
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (const Shape s : {Shape{256, 768, 768}, Shape{768, 3072, 256}, Shape{1024, 50304, 768}, Shape{13, 7, 29},
+                        Shape{1, 4096, 4096}, Shape{333, 97, 5000}, Shape{4096, 1, 64}}) {
+    CAPTURE(s.M, s.N, s.K);
+    const cpu::GemmGrid grid = cpu::gemm_grid(s.M, s.N, s.K);
+    CHECK(grid.tiles() >= 1);
+    CHECK(grid.tiles() <= cpu::GemmGrid::kMaxTiles);
+    CHECK(grid.row_start(0) == 0);
+    CHECK(grid.col_start(0) == 0);
+    CHECK(grid.row_start(grid.rows) == s.M);
+    CHECK(grid.col_start(grid.cols) == s.N);
+    for (int64_t r = 0; r < grid.rows; ++r) CHECK(grid.row_start(r) < grid.row_start(r + 1));
+    for (int64_t c = 0; c < grid.cols; ++c) CHECK(grid.col_start(c) < grid.col_start(c + 1));
+    if (grid.tiles() > 1) {  // no tile smaller than the rule allows (boundaries rounded to kTileAlign)
+      const double smallest_rows = double(s.M) / grid.rows - cpu::GemmGrid::kTileAlign;
+      const double smallest_cols = double(s.N) / grid.cols - cpu::GemmGrid::kTileAlign;
+      CHECK(std::max(smallest_rows, 1.0) * std::max(smallest_cols, 1.0) * 2.0 * s.K >=
+            cpu::GemmGrid::kMinTileFlops * 0.5);
+    }
+  }
+  CHECK(cpu::gemm_grid(256, 768, 768).tiles() > 1);  // a GPT-2 projection at 256 tokens is shared out
+  CHECK(cpu::gemm_grid(13, 7, 29).tiles() == 1);     // a small product is one call
+}
+
+TEST_CASE("a tiled gemm equals the reference and has the same bits on any thread count", "[kernels][gemm]") {
+  const int64_t M = 512, N = 600, K = 512, pad = 5;
+  auto ta = GENERATE(Trans::no, Trans::yes);
+  auto tb = GENERATE(Trans::no, Trans::yes);
+  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
+  REQUIRE(cpu::gemm_grid(M, N, K).rows > 1);
+  REQUIRE(cpu::gemm_grid(M, N, K).cols > 1);
+  const int64_t lda = (at ? M : K) + pad, ldb = (bt ? K : N) + pad, ldc = N + pad;
+  auto A = random_normal<float>((at ? K : M) * lda, 12), B = random_normal<float>((bt ? N : K) * ldb, 13);
+  auto C0 = random_normal<float>(M * ldc, 14);
+  const float alpha = 0.75f, beta = 0.5f;
+  std::vector<double> expect(C0.begin(), C0.end());
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < N; ++c) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(at ? A[k * lda + r] : A[r * lda + k]) * double(bt ? B[c * ldb + k] : B[k * ldb + c]);
+      expect[r * ldc + c] = alpha * acc + beta * C0[r * ldc + c];
+    }
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<float>> results;
+  for (const int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> C = C0;
+    cpu::gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+    results.push_back(C);
+  }
+  // device.gemm_threads: library, one call on the library's own threads
+  cpu::use_gemm_threads("library");
+  std::vector<float> library = C0;
+  cpu::gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, library.data(), ldc);
+  cpu::use_gemm_threads("tiles");
+  omp_set_num_threads(saved);
+  check_close("tiled gemm", results[0], expect, 1e-5);
+  CHECK(results[1] == results[0]);
+  CHECK(results[2] == results[0]);
+  check_close("gemm on the library's threads", library, expect, 1e-5);
+  CHECK_THROWS_WITH(cpu::use_gemm_threads("fast"), Catch::Contains("device.gemm_threads"));
+  CHECK(cpu::gemm_threads() == cpu::GemmThreads::tiles);
 }
