@@ -5,9 +5,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -101,11 +103,14 @@ std::map<std::string, Library, std::less<>> loaded;
 std::map<std::string, std::string, std::less<>> refused;
 
 Library active = {};  // empty name: the linked OpenBLAS, described on first use
-int active_threads = 0;  // the loaded library's own thread count, as last set (0: not yet)
+std::atomic<int> active_threads{0};  // the loaded library's own thread count, as last set (0: not yet)
+std::mutex set_threads_mutex;
 
-// Serial code only: calls inside OpenMP regions read the count, never set it.
+// From code outside OpenMP regions (calls inside them only read the count), on any thread.
 void set_library_threads(int threads) {
-  if (active.set_threads == nullptr || threads == active_threads) return;
+  if (active.set_threads == nullptr || threads == active_threads.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(set_threads_mutex);
+  if (threads == active_threads) return;
   active.set_threads(threads);
   active_threads = threads;
 }
