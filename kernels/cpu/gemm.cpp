@@ -11,10 +11,12 @@ namespace {
 
 GemmThreads threading = GemmThreads::tiles;
 
+// One library call: single-threaded (blas_sgemm), or on the library's own threads (blas_sgemm_own_threads).
 void library_gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  blas_sgemm(ta == Trans::yes, tb == Trans::yes, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
-             A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc, bool own_threads = false) {
+  (own_threads ? blas_sgemm_own_threads : blas_sgemm)(
+      ta == Trans::yes, tb == Trans::yes, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+      static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
 }  // namespace
@@ -56,9 +58,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   if (M == 0 || N == 0) return;
   if (omp_in_parallel()) return library_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (threading == GemmThreads::library)
-    return blas_sgemm_own_threads(ta == Trans::yes, tb == Trans::yes, static_cast<int>(M), static_cast<int>(N),
-                                  static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb),
-                                  beta, C, static_cast<int>(ldc));
+    return library_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, /*own_threads=*/true);
   const GemmGrid grid = gemm_grid(M, N, K);
   blas_one_thread();
   // Always a parallel region, even for one tile: inside it every library runs single-threaded (blas.h), so a tile's
