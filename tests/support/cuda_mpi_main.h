@@ -1,22 +1,21 @@
 #pragma once
-// main() of an MPI test on CUDA devices (define CATCH_CONFIG_RUNNER first): each rank takes the device of its
-// node-local rank and runs the tests with `run(device)`; without a usable device every rank prints why and exits 77
-// (ctest's skip). Listing the tests needs no device.
+// main() of an MPI test on CUDA devices: each rank takes the device of its node-local rank and runs the tests with
+// `run(session, device)`; without a usable device every rank prints why and exits 77 (ctest's skip). Listing the
+// tests needs no device.
 #include <cstdio>
 #include <string>
 
-#include <catch2/catch.hpp>
-
 #include "kernels/cuda/device.h"
 #include "parallel/comm/communicator.h"
+#include "support/catch_session.h"
 
 namespace trident::test {
 
 template <class Run>
 int cuda_mpi_main(int argc, char** argv, Run&& run) {
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  if (session.config().listTestNamesOnly() || session.config().listTests()) return session.run();
+  CatchSession session(argc, argv);
+  if (session.parse_error() != 0) return session.parse_error();
+  if (session.only_lists()) return session.run();
   std::string why;
   const int devices = cuda::device_count(&why);
   if (devices == 0) {

@@ -2,7 +2,6 @@
 // host data (integer-valued floats, so the sums are exact whatever order NCCL adds in). Runs under mpirun with 1, 2
 // and 4 ranks, one device per rank (node-local rank modulo the device count). Without a usable CUDA device every
 // rank prints why and exits 77, which ctest reports as skipped.
-#define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include "kernels/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
+#include "support/catch_session.h"
 #include "support/device_vector.h"
 
 using namespace trident;
@@ -215,10 +215,10 @@ TEST_CASE("nccl counters match MPI's definitions; host pointers and bad peers ar
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  trident::test::CatchSession session(argc, argv);
+  if (session.parse_error() != 0) return session.parse_error();
   // Listing the tests (ctest asks, at build time) needs neither MPI nor a device.
-  if (session.config().listTestNamesOnly() || session.config().listTests()) return session.run();
+  if (session.only_lists()) return session.run();
 
   Communicator& mpi = world();
   int devices = 0;

@@ -2,7 +2,6 @@
 // Outputs and input gradients of both variants against the CPU kernel on the whole batch, as the CPU tests do
 // (tests/parallel/lasp/test_lasp.cpp), within the CUDA linear-attention kernel's fp32 tolerance (2e-5). Runs under
 // mpirun with 1, 2 and 4 ranks, one device per rank; without a usable device every rank prints why and exits 77.
-#define CATCH_CONFIG_RUNNER
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -69,7 +68,7 @@ TEST_CASE("LASP on the cuda backend equals the kernel on the whole batch", "[las
 }
 
 int main(int argc, char** argv) {
-  return cuda_mpi_main(argc, argv, [](Catch::Session& session, int device) {
+  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device) {
     std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
     g_cuda = backend.get();
     const int result = session.run();

@@ -2,7 +2,6 @@
 // NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax), fp32 and bf16 activations: outputs
 // and input gradients against the CPU backend's kernels on the whole batch. Runs under mpirun with 1, 2 and 4 ranks,
 // one device per rank; without a usable device every rank prints why and exits 77.
-#define CATCH_CONFIG_RUNNER
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -125,7 +124,7 @@ TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal 
 }
 
 int main(int argc, char** argv) {
-  return cuda_mpi_main(argc, argv, [](Catch::Session& session, int device) {
+  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device) {
     std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
     std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device);
     g_cuda = backend.get();
