@@ -1,7 +1,7 @@
 #pragma once
 // SIMT emulation: the subset of the CUDA runtime the attention kernels use, on the host, so their .cu sources run in
 // CI where no GPU is (tests/kernels/simt/README.md). "Device" memory is host memory. A launch runs the grid's blocks
-// one after another; a block's threads are fibers (ucontext) on the calling thread, switched at barriers:
+// one after another; a block's threads are fibers on the calling thread, switched at barriers:
 // __syncthreads waits for the block, __syncwarp and the shuffles for the thread's warp. A barrier that only part of
 // a block reaches is reported and aborts. Dynamic shared memory is filled with NaN before each block, so reading what
 // no thread wrote shows in the results. Arithmetic is the host's: kernel_exp is the host polynomial, not expf.
@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #define __global__
@@ -50,9 +51,13 @@ namespace trident::simt {
 
 inline constexpr std::size_t kFiberStack = 64 * 1024;
 
+// A fiber starts once a launch (makecontext, one setcontext) and then runs the block body in a loop, once a block; it
+// switches to and from the scheduler with _setjmp/_longjmp, which leave the signal mask alone: swapcontext makes a
+// system call for it at every switch, which took 90% of the emulation's time.
 struct Fiber {
-  ucontext_t context;
+  jmp_buf context;  // where the fiber resumes: at a barrier, or before its next block
   std::unique_ptr<char[]> stack{new char[kFiberStack]};
+  bool started = false;
   bool done = false;
 };
 
@@ -71,7 +76,7 @@ struct Block {
   std::vector<uint64_t> warp_generation;
   std::vector<uint64_t> exchange;  // a shuffle slot per thread
   std::vector<uint64_t> shared;    // 8-byte aligned, as the device's dynamic shared memory
-  ucontext_t scheduler;
+  jmp_buf scheduler;
   const std::function<void()>* body = nullptr;
 };
 
@@ -92,13 +97,34 @@ inline void barrier(unsigned& arrived, uint64_t& generation, unsigned count) {
     return;
   }
   const uint64_t mine = generation;
-  while (generation == mine) swapcontext(&b.fibers[b.running].context, &b.scheduler);
+  while (generation == mine)
+    if (_setjmp(b.fibers[b.running].context) == 0) _longjmp(b.scheduler, 1);
 }
 
-inline void fiber_entry() {
-  Block& b = *current;
-  (*b.body)();
-  b.fibers[b.running].done = true;  // returning resumes the scheduler (uc_link)
+// A fiber's life: the block body, once for each block of the launch, back to the scheduler after each. It never
+// returns: the launch ends with every fiber parked before its next block, and their stacks are freed with the Block.
+[[noreturn]] inline void fiber_main() {
+  for (;;) {
+    Block& b = *current;
+    (*b.body)();
+    Fiber& fiber = b.fibers[b.running];
+    fiber.done = true;
+    if (_setjmp(fiber.context) == 0) _longjmp(b.scheduler, 1);
+  }
+}
+
+// Runs the fiber until it waits at a barrier or finishes its block.
+inline void resume(Block& b, Fiber& fiber) {
+  if (_setjmp(b.scheduler) != 0) return;
+  if (fiber.started) _longjmp(fiber.context, 1);
+  fiber.started = true;
+  ucontext_t start;
+  getcontext(&start);
+  start.uc_stack.ss_sp = fiber.stack.get();
+  start.uc_stack.ss_size = kFiberStack;
+  start.uc_link = nullptr;
+  makecontext(&start, fiber_main, 0);
+  setcontext(&start);
 }
 
 // Runs one block to completion: every fiber in turn until it waits at a barrier or finishes; a full pass without
@@ -110,16 +136,7 @@ inline void run_block(Block& b, const std::function<void()>& body) {
   const float nan = std::nanf("");
   float* f = reinterpret_cast<float*>(b.shared.data());
   std::fill(f, f + 2 * b.shared.size(), nan);
-  ucontext_t start;
-  getcontext(&start);
-  for (Fiber& fiber : b.fibers) {
-    fiber.done = false;
-    fiber.context = start;
-    fiber.context.uc_stack.ss_sp = fiber.stack.get();
-    fiber.context.uc_stack.ss_size = kFiberStack;
-    fiber.context.uc_link = &b.scheduler;
-    makecontext(&fiber.context, fiber_entry, 0);
-  }
+  for (Fiber& fiber : b.fibers) fiber.done = false;
   std::size_t remaining = b.fibers.size();
   while (remaining > 0) {
     b.progress = false;
@@ -127,7 +144,7 @@ inline void run_block(Block& b, const std::function<void()>& body) {
       if (b.fibers[t].done) continue;
       b.running = t;  // the linear thread index: warps are consecutive runs of 32 of it
       threadIdx = dim3(t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y));
-      swapcontext(&b.scheduler, &b.fibers[t].context);
+      resume(b, b.fibers[t]);
       if (b.fibers[t].done) {
         --remaining;
         b.progress = true;
