@@ -18,6 +18,7 @@
 #include "core/metrics/roof.h"
 #include "app/train/device_blas.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "app/train/step.h"
@@ -110,7 +111,7 @@ void run_step(const Options& options, const std::string& config_path, const std:
     title = fmt::format("training step, {} on the cpu ({}), {} threads, sgemm roof {:.0f} GFLOP/s ({}, {} kernels, "
                         "GEMMs on {})", precision_name, precision == Precision::bf16 ? "bf16 emulated" : "native",
                         omp_get_max_threads(), roof, cpu::current_blas().name, cpu::current_blas().kernels,
-                        gemm_threads == "tiles" ? "tiles" : "the library's threads");
+                        cpu::gemm_threads() == cpu::GemmThreads::tiles ? "tiles" : "the library's threads");
   } else {
     std::string how;
     roof = device_peak_flops(backend_name, world().node_group()->rank(), precision == Precision::bf16, &how) / 1e9;

@@ -16,8 +16,9 @@ void use_configured_blas(const std::string& name, const std::string& gemm_thread
     throw_config_error("device.blas: {}: {}", name, e.what());
   }
   for (const std::string& line : cpu::blas_report()) spdlog::info("BLAS {}", line);
-  spdlog::info("GEMMs: {}", gemm_threads == "tiles" ? "tiles fixed by the shape on OpenMP's threads (device.gemm_threads)"
-                                                     : "one call on the library's own threads (device.gemm_threads)");
+  spdlog::info("GEMMs: {}", cpu::gemm_threads() == cpu::GemmThreads::tiles
+                                ? "tiles fixed by the shape on OpenMP's threads (device.gemm_threads)"
+                                : "one call on the library's own threads (device.gemm_threads)");
 }
 
 }  // namespace trident
