@@ -212,9 +212,9 @@ const std::vector<Key>& schema() {
        "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, openblas, blis that loads, "
        "computes correct products and runs kernels made for this processor (not a generic fallback)"},
       {"device.gemm_threads", StringField{member(&C::device, &DeviceConfig::gemm_threads), {"tiles", "library"}},
-       "how a CPU GEMM uses the threads (kernels/cpu/gemm.h): tiles = tiles fixed by the shape, taken by OpenMP's "
-       "threads one at a time (the same bits on any thread count, steady beside other processes); library = one "
-       "call on the library's own threads (bits depend on the thread count)"},
+       "how a CPU GEMM uses the threads (kernels/cpu/gemm.h): tiles = tiles fixed by the shape and core count, "
+       "taken by OpenMP's threads one at a time (the same bits on any thread count, steady beside other processes); "
+       "library = one call on the library's own threads (bits depend on the thread count)"},
 
       {"checkpoint.every", IntField{member(&C::checkpoint, &CheckpointConfig::every), 0},
        "steps between checkpoints; 0 = only at the end"},

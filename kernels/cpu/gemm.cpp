@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "kernels/common/error.h"
 #include "kernels/cpu/blas.h"
 
@@ -39,11 +41,11 @@ int64_t GemmGrid::boundary(int64_t extent, int64_t parts, int64_t i) {
   return even / step * step;
 }
 
-GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K) {
+GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K, int64_t max_tiles) {
   GemmGrid grid;
   grid.M = M;
   grid.N = N;
-  while (grid.tiles() < GemmGrid::kMaxTiles) {
+  while (grid.tiles() < max_tiles) {
     const double tile_m = double(M) / grid.rows, tile_n = double(N) / grid.cols;
     if (tile_m * tile_n * double(K) < GemmGrid::kMinTileFlops) break;  // a half's flops: 2 (m n / 2) K
     const bool split_rows = tile_m >= tile_n;
@@ -53,13 +55,19 @@ GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K) {
   return grid;
 }
 
+int64_t gemm_max_tiles() {
+  static const int64_t max_tiles =
+      std::min(GemmGrid::kMaxTiles, GemmGrid::kTilesPerCore * std::max(int64_t{1}, int64_t{omp_get_num_procs()}));
+  return max_tiles;
+}
+
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (omp_in_parallel()) return library_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (threading == GemmThreads::library)
     return library_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, /*own_threads=*/true);
-  const GemmGrid grid = gemm_grid(M, N, K);
+  const GemmGrid grid = gemm_grid(M, N, K, gemm_max_tiles());
   blas_one_thread();
   // Always a parallel region, even for one tile: inside it every library runs single-threaded (blas.h), so a tile's
   // bits do not depend on how many threads there are.

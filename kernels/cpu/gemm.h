@@ -2,12 +2,13 @@
 // Row-major single-precision GEMM through the BLAS library device.blas chose (kernels/cpu/blas.h): C = alpha * op(A)
 // op(B) + beta * C, op = transpose or not.
 //
-// Called from serial code, a GEMM's output is cut into a grid of tiles that depends on the shape alone (gemm_grid),
-// and OpenMP's threads take the tiles one at a time, each a single-threaded library call. So:
+// Called from serial code, a GEMM's output is cut into a grid of tiles that depends on the shape and the machine's
+// core count, never on the thread count (gemm_grid), and OpenMP's threads take the tiles one at a time, each a
+// single-threaded library call. So:
 //   - a thread whose core another process takes does fewer tiles instead of holding up the others at a static split
 //     (the step beside one busy process: README "CPU: the GEMM library");
-//   - every product's bits are the same on any thread count, as the fixed-block reductions of the other kernels
-//     are: a run may resume or continue on another thread count and stay bit-exact;
+//   - every product's bits are the same on any thread count (device.threads), as the fixed-block reductions of the
+//     other kernels are: a run may resume or continue on another thread count and stay bit-exact;
 //   - every library runs in OpenMP's thread pool (the pthreads OpenBLAS's own pool stays idle).
 // Called inside an OpenMP region (per-head attention, gemm_strided_batched) it runs on the calling thread.
 // GemmThreads::library (device.gemm_threads) instead makes one call on the library's own threads, as many as
@@ -38,12 +39,15 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
 
 // How gemm cuts an M x N output with inner dimension K: `rows` x `cols` tiles, tile (r, c) spanning rows
 // [row_start(r), row_start(r + 1)) and columns [col_start(c), col_start(c + 1)). The tiles halve the longer side
-// until there are kMaxTiles or a tile would fall under kMinTileFlops or a side under kMinTileSide; boundaries sit on
-// multiples of kTileAlign where the side allows. Each tile packs its own panels of A and B, which the library's own
-// threads would share: the minimums bound that repacking (timed alone, the tiles of a GPT-2-small step at 256 tokens
-// ran 5-30% below one call on the library's threads; README "CPU: the GEMM library").
+// until there are `max_tiles` or a tile would fall under kMinTileFlops or a side under kMinTileSide; boundaries sit
+// on multiples of kTileAlign where the side allows. Each tile packs its own panels of A and B, which the library's
+// own threads would share: the minimums and the cap bound that repacking. gemm caps the tiles at kTilesPerCore a
+// core of the machine (gemm_max_tiles), enough for the threads to even out a core taken by another process: on 2
+// cores, 8 tiles instead of up to 64 made the GEMMs of a GPT-2-small step at 256 tokens 4-10% faster timed alone,
+// quiet and beside a busy process, and the step about 3% faster (README "CPU: the GEMM library").
 struct GemmGrid {
   static constexpr int64_t kMaxTiles = 64;
+  static constexpr int64_t kTilesPerCore = 4;
   static constexpr double kMinTileFlops = 64e6;
   static constexpr int64_t kMinTileSide = 64;
   static constexpr int64_t kTileAlign = 16;
@@ -57,6 +61,9 @@ struct GemmGrid {
   static int64_t boundary(int64_t extent, int64_t parts, int64_t i);
 };
 
-GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K);
+GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K, int64_t max_tiles = GemmGrid::kMaxTiles);
+
+// kTilesPerCore for each core OpenMP sees on this machine (omp_get_num_procs: not the thread count), at most kMaxTiles.
+int64_t gemm_max_tiles();
 
 }  // namespace trident::cpu

@@ -298,8 +298,9 @@ TEST_CASE("memory_bytes is what the model takes from its allocator", "[core][mod
 }
 
 TEST_CASE("a step's loss and gradients have the same bits on 1, 2 and 3 threads", "[core][model]") {
-  // On every library: the GEMMs are cut into tiles by shape alone (kernels/cpu/gemm.h) and the reductions into fixed
-  // blocks, so a run may resume or go on with another thread count and stay bit-exact. Width 64 at 1,024 tokens is
+  // On every library: the GEMMs are cut into tiles by shape and core count, never by thread count
+  // (kernels/cpu/gemm.h), and the reductions into fixed blocks, so a run may resume or go on with another thread
+  // count and stay bit-exact. Width 64 at 1,024 tokens is
   // tests/app/configs/tiny_train.yaml's model, whose bits the pthreads OpenBLAS's own threading changed; width 256
   // has GEMMs of several tiles.
   const std::string attention = GENERATE("softmax", "linear");

@@ -87,17 +87,18 @@ TEST_CASE("gemm handles every transpose combination, strides and strided batches
   check_close("gemm_strided_batched", batched, expect, 1e-5);
 }
 
-TEST_CASE("gemm's tile grid covers the output, depends on the shape alone and keeps tiles worth a call",
+TEST_CASE("gemm's tile grid covers the output, keeps tiles worth a call and is capped by the cores, not the threads",
           "[kernels][gemm]") {
   struct Shape {
     int64_t M, N, K;
   };
   for (const Shape s : {Shape{256, 768, 768}, Shape{768, 3072, 256}, Shape{1024, 50304, 768}, Shape{13, 7, 29},
                         Shape{1, 4096, 4096}, Shape{333, 97, 5000}, Shape{4096, 1, 64}}) {
-    CAPTURE(s.M, s.N, s.K);
-    const cpu::GemmGrid grid = cpu::gemm_grid(s.M, s.N, s.K);
+    const int64_t max_tiles = GENERATE(cpu::GemmGrid::kMaxTiles, 8, 1);
+    CAPTURE(s.M, s.N, s.K, max_tiles);
+    const cpu::GemmGrid grid = cpu::gemm_grid(s.M, s.N, s.K, max_tiles);
     CHECK(grid.tiles() >= 1);
-    CHECK(grid.tiles() <= cpu::GemmGrid::kMaxTiles);
+    CHECK(grid.tiles() <= max_tiles);
     CHECK(grid.row_start(0) == 0);
     CHECK(grid.col_start(0) == 0);
     CHECK(grid.row_start(grid.rows) == s.M);
@@ -113,6 +114,11 @@ TEST_CASE("gemm's tile grid covers the output, depends on the shape alone and ke
   }
   CHECK(cpu::gemm_grid(256, 768, 768).tiles() > 1);  // a GPT-2 projection at 256 tokens is shared out
   CHECK(cpu::gemm_grid(13, 7, 29).tiles() == 1);     // a small product is one call
+  CHECK(cpu::gemm_grid(1024, 50304, 768).tiles() == cpu::GemmGrid::kMaxTiles);
+  CHECK(cpu::gemm_grid(1024, 50304, 768, 8).tiles() == 8);
+  // gemm's cap follows the machine's cores, not the thread count, so a product's bits do not depend on device.threads
+  const int64_t procs = omp_get_num_procs();
+  CHECK(cpu::gemm_max_tiles() == std::min(cpu::GemmGrid::kMaxTiles, cpu::GemmGrid::kTilesPerCore * procs));
 }
 
 TEST_CASE("a tiled gemm equals the reference and has the same bits on any thread count", "[kernels][gemm]") {
@@ -120,8 +126,8 @@ TEST_CASE("a tiled gemm equals the reference and has the same bits on any thread
   auto ta = GENERATE(Trans::no, Trans::yes);
   auto tb = GENERATE(Trans::no, Trans::yes);
   const bool at = ta == Trans::yes, bt = tb == Trans::yes;
-  REQUIRE(cpu::gemm_grid(M, N, K).rows > 1);
-  REQUIRE(cpu::gemm_grid(M, N, K).cols > 1);
+  REQUIRE(cpu::gemm_grid(M, N, K, cpu::gemm_max_tiles()).rows > 1);  // the grid gemm runs here
+  REQUIRE(cpu::gemm_grid(M, N, K, cpu::gemm_max_tiles()).cols > 1);
   const int64_t lda = (at ? M : K) + pad, ldb = (bt ? K : N) + pad, ldc = N + pad;
   auto A = random_normal<float>((at ? K : M) * lda, 12), B = random_normal<float>((bt ? N : K) * ldb, 13);
   auto C0 = random_normal<float>(M * ldc, 14);
