@@ -44,7 +44,7 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
 // own threads would share: the minimums and the cap bound that repacking. gemm caps the tiles at kTilesPerCore a
 // core of the machine (gemm_max_tiles), enough for the threads to even out a core taken by another process: on 2
 // cores, 8 tiles instead of up to 64 made the GEMMs of a GPT-2-small step at 256 tokens 4-10% faster timed alone,
-// quiet and beside a busy process, and the step about 3% faster (README "CPU: the GEMM library").
+// quiet and beside a busy process (README "CPU: the GEMM library").
 struct GemmGrid {
   static constexpr int64_t kMaxTiles = 64;
   static constexpr int64_t kTilesPerCore = 4;
