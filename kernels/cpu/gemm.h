@@ -61,7 +61,7 @@ struct GemmGrid {
   static int64_t boundary(int64_t extent, int64_t parts, int64_t i);
 };
 
-GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K, int64_t max_tiles = GemmGrid::kMaxTiles);
+GemmGrid gemm_grid(int64_t M, int64_t N, int64_t K, int64_t max_tiles);
 
 // kTilesPerCore for each core OpenMP sees on this machine (omp_get_num_procs: not the thread count), at most kMaxTiles.
 int64_t gemm_max_tiles();

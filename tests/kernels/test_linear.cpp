@@ -112,9 +112,10 @@ TEST_CASE("gemm's tile grid covers the output, keeps tiles worth a call and is c
             cpu::GemmGrid::kMinTileFlops * 0.5);
     }
   }
-  CHECK(cpu::gemm_grid(256, 768, 768).tiles() > 1);  // a GPT-2 projection at 256 tokens is shared out
-  CHECK(cpu::gemm_grid(13, 7, 29).tiles() == 1);     // a small product is one call
-  CHECK(cpu::gemm_grid(1024, 50304, 768).tiles() == cpu::GemmGrid::kMaxTiles);
+  constexpr int64_t most = cpu::GemmGrid::kMaxTiles;
+  CHECK(cpu::gemm_grid(256, 768, 768, most).tiles() > 1);  // a GPT-2 projection at 256 tokens is shared out
+  CHECK(cpu::gemm_grid(13, 7, 29, most).tiles() == 1);     // a small product is one call
+  CHECK(cpu::gemm_grid(1024, 50304, 768, most).tiles() == most);
   CHECK(cpu::gemm_grid(1024, 50304, 768, 8).tiles() == 8);
   // gemm's cap follows the machine's cores, not the thread count, so a product's bits do not depend on device.threads
   const int64_t procs = omp_get_num_procs();

@@ -2,9 +2,6 @@
 // host data (integer-valued floats, so the sums are exact whatever order NCCL adds in). Runs under mpirun with 1, 2
 // and 4 ranks, one device per rank (node-local rank modulo the device count). Without a usable CUDA device every
 // rank prints why and exits 77, which ctest reports as skipped.
-#include <cuda_runtime.h>
-
-#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -16,7 +13,7 @@
 #include "kernels/common/error.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
-#include "support/catch_session.h"
+#include "support/cuda_mpi_main.h"
 #include "support/device_vector.h"
 
 using namespace trident;
@@ -215,27 +212,12 @@ TEST_CASE("nccl counters match MPI's definitions; host pointers and bad peers ar
 }
 
 int main(int argc, char** argv) {
-  trident::test::CatchSession session(argc, argv);
-  if (session.parse_error() != 0) return session.parse_error();
-  // Listing the tests (ctest asks, at build time) needs neither MPI nor a device.
-  if (session.only_lists()) return session.run();
-
-  Communicator& mpi = world();
-  int devices = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&devices);
-  if (rc != cudaSuccess || devices == 0) {
-    if (mpi.rank() == 0)
-      std::printf("skipped: no usable CUDA device (%s)\n",
-                  rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found none");
-    return 77;
-  }
-  g_device = mpi.node_group()->rank() % devices;
-  int result = 0;
-  {
-    std::unique_ptr<Communicator> nccl = make_nccl_communicator(mpi, g_device);
+  return trident::test::cuda_mpi_main(argc, argv, [](trident::test::CatchSession& session, int device) {
+    g_device = device;
+    std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device);
     g_nccl = nccl.get();
-    result = session.run();
+    const int result = session.run();
     g_nccl = nullptr;
-  }  // NCCL goes before MPI is finalised and before the CUDA runtime tears down
-  return result;
+    return result;  // NCCL goes before MPI is finalised and before the CUDA runtime tears down
+  });
 }
