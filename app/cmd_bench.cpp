@@ -9,6 +9,7 @@
 #include "app/commands.h"
 #include "kernels/common/error.h"
 #include "kernels/backends.h"
+#include "kernels/cpu/blas.h"
 
 namespace trident::app {
 
@@ -20,9 +21,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--repeat", options->min_seconds, "Seconds to time each measurement for (default 0.3)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--blas", options->blas,
-                  "The CPU's GEMM library (device.blas): auto, openblas-debian, blis, openblas (default: the config's, "
+                  "The CPU's GEMM library (device.blas): auto, openblas-debian, blis, openblas, onednn (default: the config's, "
                   "else auto; bench gemm: every library side by side)")
-      ->check(CLI::IsMember({"auto", "openblas-debian", "blis", "openblas"}));
+      ->check(CLI::IsMember(cpu::blas_names()));
 
   CLI::App* gemm = cmd->add_subcommand("gemm", "sgemm GFLOP/s at the model's GEMM shapes (the MFU roof)");
   gemm->fallthrough()->callback([options] { bench::run_gemm(*options); });

@@ -28,7 +28,7 @@ unset OMP_WAIT_POLICY
 shapes=("gpt2-124m|12|768|12|50304|4|64")
 ((quick)) || shapes+=("small-4x256|4|256|8|8192|4|256")
 libraries=()
-for lib in openblas-debian blis openblas; do
+for lib in openblas-debian blis openblas onednn; do
   if "$trident" bench gemm --blas "$lib" --repeat 0.05 >/dev/null 2>&1; then libraries+=("$lib"); fi
 done
 
@@ -48,7 +48,7 @@ measure() {
   IFS='|' read -r name layers width heads vocab batch seq <<<"$shape"
   case $variant in
     pytorch)
-      ms=$(/usr/bin/python3 scripts/bench_cpu_torch.py --layers "$layers" --width "$width" --heads "$heads" \
+      ms=$(env "${torch_env[@]}" /usr/bin/python3 scripts/bench_cpu_torch.py --layers "$layers" --width "$width" --heads "$heads" \
              --vocab "$vocab" --batch "$batch" --seq "$seq" --steps 5 --warmup 2 |
            /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['ms_median'])") ;;
     *)
@@ -67,6 +67,24 @@ auto_lib=$("$trident" bench gemm --json --repeat 0.01 2>/dev/null | /usr/bin/pyt
 rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
 print(re.search(r'auto picks (\S+)', rows[0]['bench']).group(1))") ||
   die "trident bench gemm did not say which library auto picks"
+# PyTorch's GEMMs run on Debian's OpenBLAS 0.3.21. Where that release does not know the processor it falls back to
+# its generic Prescott kernels, and the comparison would measure that library more than the step: PyTorch then runs
+# with OPENBLAS_CORETYPE naming the kernel set the current OpenBLAS picks here, once Trident has checked that
+# 0.3.21's kernels of that name compute correct products on this processor. A preset OPENBLAS_CORETYPE is kept.
+gemm_kernels() {  # library -> the kernel set `trident bench gemm` reports for it ("" if it does not load)
+  "$trident" bench gemm --blas "$1" --json --repeat 0.01 2>/dev/null | /usr/bin/python3 -c "import json, sys
+rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
+print(next((r['kernels'] for r in rows if r.get('blas') == sys.argv[1]), ''))" "$1" || true
+}
+torch_env=() torch_kernels=$(gemm_kernels openblas-debian)
+if [[ -z ${OPENBLAS_CORETYPE:-} && $torch_kernels == Prescott ]]; then
+  native=$(gemm_kernels openblas)
+  if [[ -n $native ]] && [[ $(OPENBLAS_CORETYPE=$native gemm_kernels openblas-debian) == "$native" ]]; then
+    torch_env=("OPENBLAS_CORETYPE=$native") torch_kernels=$native
+  fi
+fi
+echo "bench_cpu: PyTorch's OpenBLAS runs its $torch_kernels kernels${torch_env[*]:+ (${torch_env[*]})}"
+
 variants=()
 for lib in "${libraries[@]}"; do variants+=("$lib/passive/tiles"); done
 busy_variants=("$auto_lib/passive/tiles" "$auto_lib/passive/library" "$auto_lib/active/tiles" pytorch)
@@ -87,9 +105,9 @@ done
 kill $busy 2>/dev/null || true
 
 "$trident" bench gemm --json --repeat 1 2>/dev/null | grep '^{' >"$out/gemm.jsonl"
-/usr/bin/python3 - "$out" "$threads" "$rounds" <<'EOF'
+/usr/bin/python3 - "$out" "$threads" "$rounds" "$torch_kernels" "${torch_env[*]}" <<'EOF'
 import collections, json, statistics, sys
-out, threads, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
+out, threads, rounds, torch_kernels, torch_env = sys.argv[1:6]
 samples = collections.defaultdict(list)
 for line in open(f"{out}/samples.tsv"):
     load, shape, variant, ms = line.split("\t")
@@ -100,7 +118,9 @@ def label(variant):  # "lib/wait/gemm" -> "lib, wait waits, GEMMs in tiles | on 
         return variant
     lib, wait, gemm = variant.split("/")
     return f"{lib}, {wait} waits, " + ("GEMMs in tiles" if gemm == "tiles" else "GEMMs on the library's threads")
-lines = [f"# CPU step: Trident vs PyTorch ({threads} threads, {rounds} interleaved rounds; median / min ms per step)", ""]
+lines = [f"# CPU step: Trident vs PyTorch ({threads} threads, {rounds} interleaved rounds; median / min ms per step)", "",
+         f"PyTorch's GEMMs: Debian's OpenBLAS 0.3.21 on its {torch_kernels} kernels"
+         + (f" ({torch_env}: the release does not know this processor)" if torch_env else ""), ""]
 lines += ["| shape | variant | ms/step (median) | min | tokens/s | vs PyTorch |", "|---|---|---|---|---|---|"]
 for (load, shape, variant), ms in sorted(samples.items()):
     if load != "quiet":

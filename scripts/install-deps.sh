@@ -9,8 +9,9 @@ packages=(
   # libraries
   openmpi-bin libopenmpi-dev libpmix-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
   nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev
-  # a second BLAS for device.blas (kernels/cpu/blas.h), loaded at start-up
-  libblis4-openmp
+  # more GEMM libraries for device.blas (kernels/cpu/blas.h), loaded at start-up: BLIS, and oneDNN (its sgemm; the
+  # headers give its signatures)
+  libblis4-openmp libdnnl-dev
   # the sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer runtimes, its OpenMP
   clang libclang-rt-14-dev libomp-dev
   # independent reference implementation for the parity tests

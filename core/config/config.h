@@ -112,7 +112,8 @@ struct DeviceConfig {
   std::string backend = "cpu";  // cpu | cuda
   double memory_gb = 8.0;       // device memory budget per rank (GiB)
   int64_t threads = 0;          // OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores
-  std::string blas = "auto";    // the CPU GEMM library: auto | openblas-debian | blis | openblas (kernels/cpu/blas.h)
+  std::string blas = "auto";    // the CPU GEMM library (kernels/cpu/blas.h): auto | openblas-debian | blis | openblas
+                                // | onednn
   std::string gemm_threads = "tiles";  // how a CPU GEMM uses the threads: tiles | library (kernels/cpu/gemm.h)
 
   bool operator==(const DeviceConfig&) const = default;

@@ -208,9 +208,9 @@ const std::vector<Key>& schema() {
       {"device.threads", IntField{member(&C::device, &DeviceConfig::threads), 0, 1024},
        "OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores (more threads than cores oversubscribe them)"},
       {"device.blas",
-       StringField{member(&C::device, &DeviceConfig::blas), {"auto", "openblas-debian", "blis", "openblas"}},
-       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, openblas, blis that loads, "
-       "computes correct products and runs kernels made for this processor (not a generic fallback)"},
+       StringField{member(&C::device, &DeviceConfig::blas), {"auto", "openblas-debian", "blis", "openblas", "onednn"}},
+       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, onednn, openblas, blis that "
+       "loads, computes correct products and runs kernels made for this processor (not a generic fallback)"},
       {"device.gemm_threads", StringField{member(&C::device, &DeviceConfig::gemm_threads), {"tiles", "library"}},
        "how a CPU GEMM uses the threads (kernels/cpu/gemm.h): tiles = tiles fixed by the shape and core count, "
        "taken by OpenMP's threads one at a time (the same bits on any thread count, steady beside other processes); "

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <oneapi/dnnl/dnnl.h>  // types and signatures only: the library itself is loaded with dlopen
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "kernels/common/error.h"
 #include "kernels/cpu/gemm.h"
@@ -98,6 +100,29 @@ Library load_blis() {
           blis_set_threads};
 }
 
+// oneDNN's sgemm (row-major, 'N'/'T', 64-bit sizes) behind the CBLAS signature the others share. It runs on the
+// calling thread inside an OpenMP region and on OpenMP's threads outside one, as the linked OpenBLAS does.
+decltype(&dnnl_sgemm) onednn_sgemm_fn = nullptr;
+void onednn_sgemm(int /*row-major*/, int ta, int tb, int M, int N, int K, float alpha, const float* A, int lda,
+                  const float* B, int ldb, float beta, float* C, int ldc) {
+  const dnnl_status_t status = onednn_sgemm_fn(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', M, N, K,
+                                               alpha, A, lda, B, ldb, beta, C, ldc);
+  TRIDENT_CHECK(status == dnnl_success, "dnnl_sgemm {}x{}x{} returned status {}", M, N, K, int(status));
+}
+
+Library load_onednn() {
+  const std::string path = TRIDENT_ONEDNN_PATH;
+  void* handle = open_library(path);
+  onednn_sgemm_fn = symbol<decltype(&dnnl_sgemm)>(handle, path, "dnnl_sgemm");
+  const dnnl_version_t* version = symbol<decltype(&dnnl_version)>(handle, path, "dnnl_version")();
+  auto isa = symbol<decltype(&dnnl_get_effective_cpu_isa)>(handle, path, "dnnl_get_effective_cpu_isa");
+  auto isa_name = symbol<decltype(&dnnl_cpu_isa2str)>(handle, path, "dnnl_cpu_isa2str");
+  std::string kernels = trimmed(isa_name(isa()));  // "cpu_isa_avx512_core_amx": the widest instruction set it uses
+  if (kernels.starts_with("cpu_isa_")) kernels.erase(0, 8);
+  return {{"onednn", fmt::format("oneDNN {}.{}.{}", version->major, version->minor, version->patch), kernels, path},
+          onednn_sgemm};
+}
+
 // The libraries tried so far (each loaded once), and why each refused one was refused.
 std::map<std::string, Library, std::less<>> loaded;
 std::map<std::string, std::string, std::less<>> refused;
@@ -177,7 +202,10 @@ const BlasLibrary& use_one(std::string_view name) {
   try {
     auto it = loaded.find(name);
     if (it == loaded.end()) {
-      const Library lib = name == "openblas" ? load_openblas() : name == "blis" ? load_blis() : load_debian();
+      const Library lib = name == "openblas" ? load_openblas()
+                          : name == "blis"   ? load_blis()
+                          : name == "onednn" ? load_onednn()
+                                             : load_debian();
       it = loaded.emplace(std::string(name), lib).first;
     }
     activate(it->second);
@@ -210,17 +238,17 @@ void blas_one_thread() {
 }
 
 const std::vector<std::string>& blas_names() {
-  static const std::vector<std::string> names = {"auto", "openblas-debian", "blis", "openblas"};
+  static const std::vector<std::string> names = {"auto", "openblas-debian", "blis", "openblas", "onednn"};
   return names;
 }
 
 const BlasLibrary& use_blas(std::string_view name) {
   if (std::find(blas_names().begin(), blas_names().end(), name) == blas_names().end())
-    throw_config_error("device.blas: '{}' is not a BLAS library Trident knows (auto, openblas-debian, blis, "
-                       "openblas)", name);
+    throw_config_error("device.blas: '{}' is not a BLAS library Trident knows ({})", name,
+                       fmt::join(blas_names(), ", "));
   if (name != "auto") return use_one(name);
   std::string fallback;  // the first that passed, should every one that passes run generic kernels
-  for (const char* candidate : {"openblas-debian", "openblas", "blis"}) {
+  for (const char* candidate : {"openblas-debian", "onednn", "openblas", "blis"}) {
     try {
       if (!generic_kernels(use_one(candidate))) return active.info;
       if (fallback.empty()) fallback = candidate;
@@ -233,8 +261,10 @@ const BlasLibrary& use_blas(std::string_view name) {
   return use_one(fallback);
 }
 
-// OpenBLAS's DYNAMIC_ARCH fallback core, and BLIS's reference configuration.
-bool generic_kernels(const BlasLibrary& lib) { return lib.kernels == "Prescott" || lib.kernels == "generic"; }
+// OpenBLAS's DYNAMIC_ARCH fallback core, BLIS's reference configuration, oneDNN without a JIT instruction set.
+bool generic_kernels(const BlasLibrary& lib) {
+  return lib.kernels == "Prescott" || lib.kernels == "generic" || lib.kernels == "all";
+}
 
 bool blas_loading_supported() { return !kAddressSanitizer; }
 

@@ -5,21 +5,24 @@
 //   openblas         a current OpenBLAS release (PyPI's scipy-openblas32, which scripts/install-deps.sh installs into
 //                    .deps/python), loaded with dlopen: it knows recent CPUs (Zen 4/5 run its AVX-512 kernels); a
 //                    pthreads build, whose own pool stays idle (every call is single-threaded, below)
+//   onednn           Debian's oneDNN 2.6 (libdnnl2, OpenMP build), loaded with dlopen: its dnnl_sgemm, JIT-compiled
+//                    for the widest instruction set the processor has (the kernel set it reports)
 //   auto             openblas-debian, unless it runs its generic kernels (Prescott: OpenBLAS 0.3.21 does not know
-//                    the processor), then openblas, then blis: the first that loads, passes its check and runs
+//                    the processor), then onednn, openblas, blis: the first that loads, passes its check and runs
 //                    kernels made for the processor (else the first that passes)
 // The order is the measured one (README "CPU: the GEMM library"): where both run the same kernels, Debian's
 // OpenBLAS was as fast as the current one or faster, and BLIS slower or level. Where Debian's library falls back to
-// its generic kernels it is far slower than both (an Intel Emerald Rapids: 37-53 GFLOP/s against the current
-// OpenBLAS's 250-290). The rule reads the kernel set, not a timing, so every rank and every run of a machine takes
-// the same library: a resumed run stays bit-exact.
+// its generic kernels it is far slower than all (an Intel Emerald Rapids: 37-56 GFLOP/s against 250-290), and there
+// oneDNN ran a GPT-2-small step's GEMMs in tiles faster than the current OpenBLAS. The rule reads the kernel set, not
+// a timing, so every rank and every run of a machine takes the same library: a resumed run stays bit-exact.
 // A library is checked before it is used: GEMMs of every transpose combination, odd sizes, strides and a non-zero
 // beta against the double reference. One that fails (a kernel set that computes wrong results on this processor)
 // is refused, and auto passes over it with the reason in blas_report().
 //
-// cpu::gemm calls a library single-threaded, one call a tile, on OpenMP's threads (gemm.h): Debian's OpenBLAS, an
-// OpenMP build, keeps to the calling thread inside an OpenMP region by itself; a loaded library is set to one thread
-// (blas_one_thread). With device.gemm_threads: library, one call runs on the library's own threads instead.
+// cpu::gemm calls a library single-threaded, one call a tile, on OpenMP's threads (gemm.h): Debian's OpenBLAS and
+// oneDNN, OpenMP builds, keep to the calling thread inside an OpenMP region by themselves; a loaded library with its
+// own pool is set to one thread (blas_one_thread). With device.gemm_threads: library, one call runs on the library's
+// own threads instead.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -305,7 +305,7 @@ TEST_CASE("a step's loss and gradients have the same bits on 1, 2 and 3 threads"
   // has GEMMs of several tiles.
   const std::string attention = GENERATE("softmax", "linear");
   const int width = GENERATE(64, 256);
-  const std::string blas = GENERATE("openblas-debian", "openblas", "blis");
+  const std::string blas = GENERATE("openblas-debian", "openblas", "blis", "onednn");
   CAPTURE(attention, width, blas);
   if (blas != "openblas-debian" && !cpu::blas_loading_supported()) return;  // a sanitizer build has only the one
   cpu::use_blas(blas);
