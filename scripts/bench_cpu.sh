@@ -5,7 +5,8 @@
 # reported. Variants: Trident on each BLAS library (device.blas) with its GEMMs in tiles on OpenMP's threads
 # (device.gemm_threads: tiles, the default) and passive OpenMP waits (the default); on the library device.blas: auto
 # picks, also one call a GEMM on the library's own threads (gemm_threads: library) and spinning waits
-# (OMP_WAIT_POLICY=active); and PyTorch. Then those on auto's library and PyTorch with one competing busy process on
+# (OMP_WAIT_POLICY=active); and PyTorch (its GEMMs on Debian's OpenMP OpenBLAS, kernels made for the processor:
+# below). Then those on auto's library and PyTorch with one competing busy process on
 # the machine, as the slowdown against the quiet run. Also the sgemm roof of each library (`trident bench gemm`,
 # tiles and the library's own threads). Writes OUT/cpu.md.
 #   bash scripts/bench_cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
@@ -27,10 +28,6 @@ unset OMP_WAIT_POLICY
 # name|layers|width|heads|vocab|batch|seq
 shapes=("gpt2-124m|12|768|12|50304|4|64")
 ((quick)) || shapes+=("small-4x256|4|256|8|8192|4|256")
-libraries=()
-for lib in openblas-debian blis openblas onednn; do
-  if "$trident" bench gemm --blas "$lib" --repeat 0.05 >/dev/null 2>&1; then libraries+=("$lib"); fi
-done
 
 config_for() {  # shape -> a config file for `trident bench step`
   local name layers width heads vocab batch seq
@@ -62,28 +59,38 @@ measure() {
   printf '  %-6s %-12s %-26s %9.1f ms\n' "$load" "$name" "$variant" "$ms"
 }
 
-# The library device.blas: auto picks on this machine (`trident bench gemm` names it in its title).
-auto_lib=$("$trident" bench gemm --json --repeat 0.01 2>/dev/null | /usr/bin/python3 -c "import json, re, sys
+# `trident bench gemm` names the libraries that load and pass their check here, the kernel set of each, and the one
+# device.blas: auto picks (in its title): lines "auto LIB" and "LIB KERNELS".
+gemm_libraries() {
+  "$trident" bench gemm --json --repeat 0.01 "$@" 2>/dev/null | /usr/bin/python3 -c "import json, re, sys
 rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
-print(re.search(r'auto picks (\S+)', rows[0]['bench']).group(1))") ||
-  die "trident bench gemm did not say which library auto picks"
-# PyTorch's GEMMs run on Debian's OpenBLAS 0.3.21. Where that release does not know the processor it falls back to
-# its generic Prescott kernels, and the comparison would measure that library more than the step: PyTorch then runs
-# with OPENBLAS_CORETYPE naming the kernel set the current OpenBLAS picks here, once Trident has checked that
-# 0.3.21's kernels of that name compute correct products on this processor. A preset OPENBLAS_CORETYPE is kept.
-gemm_kernels() {  # library -> the kernel set `trident bench gemm` reports for it ("" if it does not load)
-  "$trident" bench gemm --blas "$1" --json --repeat 0.01 2>/dev/null | /usr/bin/python3 -c "import json, sys
-rows = [json.loads(line) for line in sys.stdin if line.startswith('{')]
-print(next((r['kernels'] for r in rows if r.get('blas') == sys.argv[1]), ''))" "$1" || true
+print('auto', re.search(r'auto picks (\S+)', rows[0]['bench']).group(1))
+for lib in dict.fromkeys(r['blas'] for r in rows):
+    print(lib, next(r['kernels'] for r in rows if r['blas'] == lib))"
 }
-torch_env=() torch_kernels=$(gemm_kernels openblas-debian)
-if [[ -z ${OPENBLAS_CORETYPE:-} && $torch_kernels == Prescott ]]; then
-  native=$(gemm_kernels openblas)
-  if [[ -n $native ]] && [[ $(OPENBLAS_CORETYPE=$native gemm_kernels openblas-debian) == "$native" ]]; then
-    torch_env=("OPENBLAS_CORETYPE=$native") torch_kernels=$native
-  fi
+found=$(gemm_libraries) || die "trident bench gemm did not say which libraries load and which one auto picks"
+auto_lib=$(awk '$1 == "auto" {print $2}' <<<"$found")
+mapfile -t libraries < <(awk '$1 != "auto" {print $1}' <<<"$found")
+kernels_of() { awk -v lib="$1" '$1 == lib {print $2}' <<<"$found"; }
+# PyTorch's GEMMs run on Debian's OpenBLAS 0.3.21, and on its pthreads build as installed: that build's thread pool
+# spins beside PyTorch's OpenMP threads and takes the cores they need (GPT-2 small on the Emerald Rapids: 4.3 s a
+# step against 2.3 s). PyTorch runs here on the OpenMP build instead, the one Trident links (Debian's libblas.so.3
+# alternative, chosen for PyTorch alone with LD_LIBRARY_PATH). Where that release does not know the processor it
+# falls back to its generic Prescott kernels, and the comparison would measure that library more than the step:
+# PyTorch then also gets OPENBLAS_CORETYPE naming the kernel set the current OpenBLAS picks here, once Trident has
+# checked that 0.3.21's kernels of that name compute correct products on this processor. A preset OPENBLAS_CORETYPE
+# is kept.
+torch_env=() torch_blas="pthreads build" torch_kernels=$(kernels_of openblas-debian) native=$(kernels_of openblas)
+openmp_blas=/usr/lib/$(gcc -dumpmachine)/openblas-openmp
+if [[ -e $openmp_blas/libblas.so.3 ]]; then
+  torch_env+=("LD_LIBRARY_PATH=$openmp_blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") torch_blas="OpenMP build"
 fi
-echo "bench_cpu: PyTorch's OpenBLAS runs its $torch_kernels kernels${torch_env[*]:+ (${torch_env[*]})}"
+if [[ -z ${OPENBLAS_CORETYPE:-} && $torch_kernels == Prescott && -n $native ]] &&
+   [[ $(OPENBLAS_CORETYPE=$native gemm_libraries --blas openblas-debian) == *"openblas-debian $native"* ]]; then
+  torch_env+=("OPENBLAS_CORETYPE=$native") torch_kernels=$native
+fi
+torch_how="Debian's OpenBLAS 0.3.21, $torch_blas, $torch_kernels kernels${torch_env[*]:+ (${torch_env[*]})}"
+echo "bench_cpu: PyTorch's GEMMs: $torch_how"
 
 variants=()
 for lib in "${libraries[@]}"; do variants+=("$lib/passive/tiles"); done
@@ -105,9 +112,9 @@ done
 kill $busy 2>/dev/null || true
 
 "$trident" bench gemm --json --repeat 1 2>/dev/null | grep '^{' >"$out/gemm.jsonl"
-/usr/bin/python3 - "$out" "$threads" "$rounds" "$torch_kernels" "${torch_env[*]}" <<'EOF'
+/usr/bin/python3 - "$out" "$threads" "$rounds" "$torch_how" <<'EOF'
 import collections, json, statistics, sys
-out, threads, rounds, torch_kernels, torch_env = sys.argv[1:6]
+out, threads, rounds, torch_how = sys.argv[1:5]
 samples = collections.defaultdict(list)
 for line in open(f"{out}/samples.tsv"):
     load, shape, variant, ms = line.split("\t")
@@ -119,8 +126,7 @@ def label(variant):  # "lib/wait/gemm" -> "lib, wait waits, GEMMs in tiles | on 
     lib, wait, gemm = variant.split("/")
     return f"{lib}, {wait} waits, " + ("GEMMs in tiles" if gemm == "tiles" else "GEMMs on the library's threads")
 lines = [f"# CPU step: Trident vs PyTorch ({threads} threads, {rounds} interleaved rounds; median / min ms per step)", "",
-         f"PyTorch's GEMMs: Debian's OpenBLAS 0.3.21 on its {torch_kernels} kernels"
-         + (f" ({torch_env}: the release does not know this processor)" if torch_env else ""), ""]
+         f"PyTorch's GEMMs: {torch_how}", ""]
 lines += ["| shape | variant | ms/step (median) | min | tokens/s | vs PyTorch |", "|---|---|---|---|---|---|"]
 for (load, shape, variant), ms in sorted(samples.items()):
     if load != "quiet":
