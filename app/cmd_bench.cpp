@@ -21,8 +21,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--repeat", options->min_seconds, "Seconds to time each measurement for (default 0.3)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--blas", options->blas,
-                  "The CPU's GEMM library (device.blas): auto, openblas-debian, blis, openblas, onednn (default: the "
-                  "config's, else auto; bench gemm: every library side by side)")
+                  "The CPU's GEMM library (device.blas: one of the names shown; default: the config's, else "
+                  "auto; bench gemm: every library side by side)")
       ->check(CLI::IsMember(cpu::blas_names()));
 
   CLI::App* gemm = cmd->add_subcommand("gemm", "sgemm GFLOP/s at the model's GEMM shapes (the MFU roof)");
