@@ -209,7 +209,7 @@ const std::vector<Key>& schema() {
        "OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores (more threads than cores oversubscribe them)"},
       {"device.blas",
        StringField{member(&C::device, &DeviceConfig::blas), {"auto", "openblas-debian", "blis", "openblas", "onednn"}},
-       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, openblas, onednn, blis that "
+       "the CPU's GEMM library (kernels/cpu/blas.h); auto = the first of openblas-debian, onednn, openblas, blis that "
        "loads, computes correct products and runs kernels made for this processor (not a generic fallback)"},
       {"device.gemm_threads", StringField{member(&C::device, &DeviceConfig::gemm_threads), {"tiles", "library"}},
        "how a CPU GEMM uses the threads (kernels/cpu/gemm.h): tiles = tiles fixed by the shape and core count, "

@@ -248,7 +248,7 @@ const BlasLibrary& use_blas(std::string_view name) {
                        fmt::join(blas_names(), ", "));
   if (name != "auto") return use_one(name);
   std::string fallback;  // the first that passed, should every one that passes run generic kernels
-  for (const char* candidate : {"openblas-debian", "openblas", "onednn", "blis"}) {
+  for (const char* candidate : {"openblas-debian", "onednn", "openblas", "blis"}) {
     try {
       if (!generic_kernels(use_one(candidate))) return active.info;
       if (fallback.empty()) fallback = candidate;

@@ -8,14 +8,15 @@
 //   onednn           Debian's oneDNN 2.6 (libdnnl2, OpenMP build), loaded with dlopen: its dnnl_sgemm, JIT-compiled
 //                    for the widest instruction set the processor has (the kernel set it reports)
 //   auto             openblas-debian, unless it runs its generic kernels (Prescott: OpenBLAS 0.3.21 does not know
-//                    the processor), then openblas, onednn, blis: the first that loads, passes its check and runs
+//                    the processor), then onednn, openblas, blis: the first that loads, passes its check and runs
 //                    kernels made for the processor (else the first that passes)
 // The order is the measured one (README "CPU: the GEMM library"): where both run the same kernels, Debian's
 // OpenBLAS was as fast as the current one or faster, and BLIS slower or level. Where Debian's library falls back to
-// its generic kernels it is far slower than all (an Intel Emerald Rapids: 37-56 GFLOP/s against 250-290). There
-// oneDNN ran a GPT-2-small step 7% faster than the current OpenBLAS, but auto does not take it before the current
-// OpenBLAS until a crash seen once with it is understood (README "CPU: the GEMM library"). The rule reads the kernel
-// set, not a timing, so every rank and every run of a machine takes the same library: a resumed run stays bit-exact.
+// its generic kernels it is far slower than all (an Intel Emerald Rapids: 37-56 GFLOP/s against 250-290), and there
+// oneDNN ran a GPT-2-small step's GEMMs in tiles faster than the current OpenBLAS. The rule reads the kernel set, not
+// a timing, so every rank and every run of a machine takes the same library: a resumed run stays bit-exact.
+// oneDNN 2.6's dnnl_sgemm corrupts the heap when a signal handler runs on its thread in the middle of a call (the
+// others do not): trident takes its stop signals on a thread of their own (app/train/signals.h).
 // A library is checked before it is used: GEMMs of every transpose combination, odd sizes, strides and a non-zero
 // beta against the double reference. One that fails (a kernel set that computes wrong results on this processor)
 // is refused, and auto passes over it with the reason in blas_report().

@@ -23,7 +23,7 @@ for f in config.resolved.yaml trident.log metrics.jsonl model_init.safetensors m
   [[ -s $tmp/synthetic/$f ]] || fail "run dir lacks $f"
 done
 # device.blas: auto, logged with the library's kernel set
-grep -qE "BLAS (openblas-debian|openblas): in use, OpenBLAS" "$tmp/synthetic/trident.log" || fail "no BLAS line in the log"
+grep -qE "BLAS (openblas-debian: in use, OpenBLAS|onednn: in use, oneDNN)" "$tmp/synthetic/trident.log" || fail "no BLAS line in the log"
 json_check "$tmp/synthetic" '
 assert len(records) == 60, len(records)
 fields = ["step", "loss", "lr", "tokens", "step_ms", "tokens_per_s", "mfu", "peak_mem_bytes"]

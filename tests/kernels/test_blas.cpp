@@ -55,11 +55,11 @@ TEST_CASE("every BLAS library device.blas names loads, passes its check and comp
     check_library_products();
   }
   omp_set_num_threads(threads);
-  // auto: the first of openblas-debian, openblas, onednn, blis that passes and runs kernels made for this processor.
+  // auto: the first of openblas-debian, onednn, openblas, blis that passes and runs kernels made for this processor.
   const std::string picked = cpu::use_blas("auto").name;
   const bool debian_generic = cpu::generic_kernels(cpu::use_blas("openblas-debian"));
-  // the current OpenBLAS knows every processor here; a sanitizer build loads no other library
-  CHECK(picked == (debian_generic && cpu::blas_loading_supported() ? "openblas" : "openblas-debian"));
+  // oneDNN's JIT knows every processor here; a sanitizer build loads no other library
+  CHECK(picked == (debian_generic && cpu::blas_loading_supported() ? "onednn" : "openblas-debian"));
   CHECK(cpu::use_blas("auto").name == picked);  // the same every time
   const std::vector<std::string> report = cpu::blas_report();
   CHECK(report.size() == 4);  // each in use, checked or refused with the reason
