@@ -10,7 +10,8 @@
 namespace trident {
 
 namespace {
-std::atomic<int> g_stop_signal{0};  // written by the handler: a lock-free atomic is async-signal-safe
+// Written by the signals' thread, or by the handler (a lock-free atomic is async-signal-safe).
+std::atomic<int> g_stop_signal{0};
 void on_stop_signal(int signal) { g_stop_signal.store(signal); }
 }  // namespace
 

@@ -24,10 +24,11 @@ using namespace trident;
 
 namespace {
 
-bool blocked_here(int signal) {
+// Whether the calling thread blocks both stop signals.
+bool stops_blocked_here() {
   sigset_t mask;
   pthread_sigmask(SIG_BLOCK, nullptr, &mask);
-  return sigismember(&mask, signal) == 1;
+  return sigismember(&mask, SIGTERM) == 1 && sigismember(&mask, SIGUSR1) == 1;
 }
 
 // Polls stop_signal() for up to 10 s.
@@ -44,10 +45,10 @@ TEST_CASE("stop signals are blocked on every thread started after install and st
   CHECK(stop_signal() == 0);
   std::vector<int> blocked(static_cast<size_t>(omp_get_max_threads()), 0);
 #pragma omp parallel
-  blocked[static_cast<size_t>(omp_get_thread_num())] = blocked_here(SIGTERM) && blocked_here(SIGUSR1);
+  blocked[static_cast<size_t>(omp_get_thread_num())] = stops_blocked_here();
   for (size_t t = 0; t < blocked.size(); ++t) CHECK(blocked[t] == 1);
   bool worker_blocked = false;
-  std::thread([&] { worker_blocked = blocked_here(SIGTERM) && blocked_here(SIGUSR1); }).join();
+  std::thread([&] { worker_blocked = stops_blocked_here(); }).join();
   CHECK(worker_blocked);
   REQUIRE(kill(getpid(), SIGTERM) == 0);  // to the process, as Slurm and mpirun send it: recorded, not fatal
   CHECK(wait_for_stop_signal() == SIGTERM);
