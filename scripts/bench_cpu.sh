@@ -8,7 +8,9 @@
 # (OMP_WAIT_POLICY=active); and PyTorch (its GEMMs on Debian's OpenMP OpenBLAS, kernels made for the processor:
 # below). Then those on auto's library and PyTorch with one competing busy process on
 # the machine, as the slowdown against the quiet run. Also the sgemm roof of each library (`trident bench gemm`,
-# tiles and the library's own threads). Writes OUT/cpu.md.
+# tiles and the library's own threads), and the bound no implementation passes: each step's model FLOPs at the best
+# roof, as if the whole step were GEMMs at that rate (PyTorch's time over it is the most any step could beat PyTorch
+# by here). Writes OUT/cpu.md.
 #   bash scripts/bench_cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
 # --quick: GPT-2 small only, 2 rounds. TRIDENT names the binary (default build/trident).
 set -euo pipefail
@@ -51,9 +53,13 @@ measure() {
     *)
       local lib wait gemm
       IFS=/ read -r lib wait gemm <<<"$variant"
-      ms=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json --repeat 2 \
-             --set device.gemm_threads="$gemm" 2>/dev/null | grep '^{' |
-           /usr/bin/python3 -c "import json, sys; print(json.loads(sys.stdin.readline())['ms/step'])") ;;
+      local row
+      row=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json --repeat 2 \
+              --set device.gemm_threads="$gemm" 2>/dev/null | grep '^{' | head -n 1)
+      ms=$(/usr/bin/python3 -c "import json, sys; print(json.loads(sys.argv[1])['ms/step'])" "$row")
+      # the step's model FLOPs (GFLOP/s x seconds), the same for every variant: for the bound in cpu.md
+      /usr/bin/python3 -c "import json, sys; r = json.loads(sys.argv[1]); print(sys.argv[2], r['GFLOP/s'] * r['ms/step'] / 1e3)" \
+        "$row" "$name" >>"$out/gflop.tsv" ;;
   esac
   printf '%s\t%s\t%s\t%s\n' "$load" "$name" "$variant" "$ms" >>"$out/samples.tsv"
   printf '  %-6s %-12s %-26s %9.1f ms\n' "$load" "$name" "$variant" "$ms"
@@ -149,6 +155,21 @@ for line in open(f"{out}/gemm.jsonl"):
     row = json.loads(line)
     if row.get("shape") == "roof (best)":
         lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} | {row['library threads GFLOP/s']:.0f} |")
+# The bound no implementation passes here: the step's model FLOPs at the best roof of any library, all GEMM, nothing
+# else. PyTorch's median over it is the most any CPU step could beat PyTorch by on this machine.
+roof = max((r["GFLOP/s"], r["library threads GFLOP/s"], r["blas"]) for r in map(json.loads, open(f"{out}/gemm.jsonl"))
+           if r.get("shape") == "roof (best)")
+gflop = {shape: float(g) for shape, g in (line.split() for line in open(f"{out}/gflop.tsv"))}
+lines += ["", f"The bound: each step's model FLOPs at the best roof above ({max(roof[:2]):.0f} GFLOP/s, {roof[2]}), as if "
+          "the whole step were GEMMs at that rate", "",
+          "| shape | GFLOP a step | bound ms | PyTorch / bound (the most any step could beat PyTorch by) | "
+          "the fastest Trident variant's MFU (bound / its time) |", "|---|---|---|---|---|"]
+for shape, g in sorted(gflop.items()):
+    bound = g / max(roof[:2]) * 1e3
+    torch = statistics.median(samples[("quiet", shape, "pytorch")])
+    best = min(statistics.median(ms) for (load, s, v), ms in samples.items()
+               if load == "quiet" and s == shape and v != "pytorch")
+    lines.append(f"| {shape} | {g:.1f} | {bound:.0f} | {torch / bound:.2f}x | {bound / best:.2f} |")
 open(f"{out}/cpu.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
