@@ -53,13 +53,14 @@ measure() {
     *)
       local lib wait gemm
       IFS=/ read -r lib wait gemm <<<"$variant"
-      local row
-      row=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json --repeat 2 \
-              --set device.gemm_threads="$gemm" 2>/dev/null | grep '^{' | head -n 1)
-      ms=$(/usr/bin/python3 -c "import json, sys; print(json.loads(sys.argv[1])['ms/step'])" "$row")
-      # the step's model FLOPs (GFLOP/s x seconds), the same for every variant: for the bound in cpu.md
-      /usr/bin/python3 -c "import json, sys; r = json.loads(sys.argv[1]); print(sys.argv[2], r['GFLOP/s'] * r['ms/step'] / 1e3)" \
-        "$row" "$name" >>"$out/gflop.tsv" ;;
+      # ms/step, and the step's model GFLOP (GFLOP/s x seconds, the same for every variant) for the bound in cpu.md
+      local measured gflop
+      measured=$(OMP_WAIT_POLICY=$wait "$trident" bench step "$(config_for "$shape")" --blas "$lib" --json --repeat 2 \
+                   --set device.gemm_threads="$gemm" 2>/dev/null | grep '^{' |
+                 /usr/bin/python3 -c "import json, sys; r = json.loads(sys.stdin.readline())
+print(r['ms/step'], r['GFLOP/s'] * r['ms/step'] / 1e3)")
+      read -r ms gflop <<<"$measured"
+      printf '%s\t%s\n' "$name" "$gflop" >>"$out/gflop.tsv" ;;
   esac
   printf '%s\t%s\t%s\t%s\n' "$load" "$name" "$variant" "$ms" >>"$out/samples.tsv"
   printf '  %-6s %-12s %-26s %9.1f ms\n' "$load" "$name" "$variant" "$ms"
@@ -151,14 +152,12 @@ for (load, shape, variant), ms in sorted(samples.items()):
         lines.append(f"| {name} | {quiet:.0f} | {busy:.0f} | {busy / quiet:.2f}x |")
 lines += ["", "sgemm roof per library (`trident bench gemm`, GFLOP/s)", "",
           "| library | kernels | tiles | library's threads |", "|---|---|---|---|"]
-for line in open(f"{out}/gemm.jsonl"):
-    row = json.loads(line)
-    if row.get("shape") == "roof (best)":
-        lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} | {row['library threads GFLOP/s']:.0f} |")
+roofs = [row for row in map(json.loads, open(f"{out}/gemm.jsonl")) if row.get("shape") == "roof (best)"]
+for row in roofs:
+    lines.append(f"| {row['blas']} | {row['kernels']} | {row['GFLOP/s']:.0f} | {row['library threads GFLOP/s']:.0f} |")
 # The bound no implementation passes here: the step's model FLOPs at the best roof of any library, all GEMM, nothing
 # else. PyTorch's median over it is the most any CPU step could beat PyTorch by on this machine.
-roof, roof_blas = max((max(r["GFLOP/s"], r["library threads GFLOP/s"]), r["blas"])
-                      for r in map(json.loads, open(f"{out}/gemm.jsonl")) if r.get("shape") == "roof (best)")
+roof, roof_blas = max((max(r["GFLOP/s"], r["library threads GFLOP/s"]), r["blas"]) for r in roofs)
 gflop = {shape: float(g) for shape, g in (line.split() for line in open(f"{out}/gflop.tsv"))}
 lines += ["", f"The bound: each step's model FLOPs at the best roof above ({roof:.0f} GFLOP/s, {roof_blas}), as if "
           "the whole step were GEMMs at that rate", "",
