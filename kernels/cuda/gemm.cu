@@ -44,7 +44,10 @@ class ThreadHandles {
       cublasHandle_t h = nullptr;
       TRIDENT_CUBLAS_CHECK(cublasCreate(&h));
       handles_[device] = h;
-      TRIDENT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));  // no TF32 unless a call asks for it
+      // No TF32 unless a call asks for it, and no reductions in bf16: cuBLAS may otherwise sum split-K partial
+      // products in the output type, rounding a bf16 result more than once.
+      TRIDENT_CUBLAS_CHECK(cublasSetMathMode(
+          h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     }
     return handles_[device];
   }

@@ -30,8 +30,9 @@ enum class Fp32Math : bool { exact = false, tf32 = true };
 // The cuBLAS handle of the calling thread for the current device, created on first use (one per thread and device,
 // destroyed when the thread exits) and bound to `stream` before being returned. cuBLAS handles are not safe to share
 // between threads that change the stream, hence one per thread; every launcher calls this right before its cuBLAS
-// call, so a handle never runs on a stale stream. The handle keeps cuBLAS's default math mode (no TF32) and host
-// pointer mode (alpha/beta on the host). Results are bit-reproducible run to run on the same GPU model and cuBLAS
+// call, so a handle never runs on a stale stream. The handle's math mode is cuBLAS's default (no TF32) with
+// reduced-precision reductions disallowed (split-K partial sums stay fp32), and its pointer mode is the host's
+// (alpha/beta on the host). Results are bit-reproducible run to run on the same GPU model and cuBLAS
 // version, as cuBLAS documents, when a handle is used from one stream at a time (its default workspace).
 cublasHandle_t cublas_handle(cudaStream_t stream);
 

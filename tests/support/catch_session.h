@@ -15,7 +15,7 @@ class CatchSession {
 
   int parse_error() const { return parse_error_; }  // non-zero: the command line was rejected, exit with it
   bool only_lists() const;  // the tests are listed, not run (ctest asks at build time): no MPI or device needed
-  int run();
+  int run();  // 0 when every test passed, else 1 (never 77, ctest's skip)
 
  private:
   struct Impl;

@@ -131,3 +131,17 @@ TEST_CASE("cuda gemm_strided_batched equals the CPU batched gemm (fp32, bf16)", 
     }
   }
 }
+
+// cuBLAS may split K and sum the partial products in the output type unless the handle disallows it; a bf16 result
+// must be rounded once, from the fp32 sum (kernels/cuda/gemm.h). 1.0625 * 1.0625 = 1.12890625 lies halfway between
+// two bf16 values and rounds down to 1.125, so summing the two products in bf16 gives 1.125 + 2^-8 -> 1.125 where
+// the fp32 sum 1.1328125 is a bf16 value itself.
+TEST_CASE("cuda bf16 gemm rounds its result once: no split-K reduction in bf16", "[cuda][gemm]") {
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  REQUIRE(cublasGetMathMode(cuda::cublas_handle(nullptr), &mode) == CUBLAS_STATUS_SUCCESS);
+  CHECK((mode & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) != 0);
+
+  DeviceVector<bf16> a(to_bf16({1.0625f, 1.0f / 256})), b(to_bf16({1.0625f, 1.0f})), c(to_bf16({0.0f}));
+  cuda::gemm(Trans::no, Trans::no, 1, 1, 2, 1.0f, a.data(), 2, b.data(), 1, 0.0f, c.data(), 1, nullptr);
+  CHECK(bf16_to_float(c.to_host()[0]) == 1.1328125f);
+}

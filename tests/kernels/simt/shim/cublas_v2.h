@@ -2,7 +2,10 @@
 // SIMT emulation (cuda_runtime.h here): the cuBLAS calls kernels/cuda/gemm.cu makes, as a plain column-major GEMM on
 // the host (fp32 accumulation in k order, bf16 rounded to nearest even on output). It checks the operand layout
 // gemm.cu hands to cuBLAS (the row-major/column-major swap, leading dimensions, strides, alpha and beta), not
-// cuBLAS's arithmetic; TF32 compute is computed in full fp32.
+// cuBLAS's arithmetic; TF32 compute is computed in full fp32. One liberty cuBLAS takes is modelled: a handle whose
+// math mode allows reduced-precision reductions (no CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) may split K
+// and sum the partial products in the output type, so there a bf16 result is rounded twice (each half of K, then
+// their sum), as cuBLAS's split-K kernels may do.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,22 +15,34 @@
 
 using cublasStatus_t = int;
 enum : int { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
-using cublasHandle_t = struct cublasContext*;
 enum cublasOperation_t { CUBLAS_OP_N, CUBLAS_OP_T };
-enum cublasMath_t { CUBLAS_DEFAULT_MATH };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16 };
+struct cublasContext {
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
+using cublasHandle_t = cublasContext*;
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT };
 enum cudaDataType_t { CUDA_R_32F, CUDA_R_16BF };
 
 inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-  static int context;
-  *handle = reinterpret_cast<cublasHandle_t>(&context);
+  *handle = new cublasContext;
   return CUBLAS_STATUS_SUCCESS;
 }
-inline cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
 inline const char* cublasGetStatusString(cublasStatus_t) { return "cuBLAS status (SIMT emulation)"; }
 inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
-inline cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  *mode = handle->math;
+  return CUBLAS_STATUS_SUCCESS;
+}
 
 namespace trident::simt {
 
@@ -42,18 +57,26 @@ inline void store(void* p, cudaDataType_t type, int64_t i, float x) {
     static_cast<bf16*>(p)[i] = float_to_bf16(x);
 }
 
-// Column-major C (m x n, ldc) = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n; beta == 0 ignores C.
+// The value `x` takes when stored as `type` (bf16 rounds to nearest even).
+inline float rounded(float x, cudaDataType_t type) {
+  return type == CUDA_R_32F ? x : bf16_to_float(float_to_bf16(x));
+}
+
+// Column-major C (m x n, ldc) = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n; beta == 0 ignores C. With
+// `split_k_in_output_type`, the two halves of K are summed apart and each rounded to C's type before their sum.
 inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, float alpha,
                  const void* A, cudaDataType_t a_type, int64_t lda, const void* B, cudaDataType_t b_type, int64_t ldb,
-                 float beta, void* C, cudaDataType_t c_type, int64_t ldc) {
+                 float beta, void* C, cudaDataType_t c_type, int64_t ldc, bool split_k_in_output_type) {
+  const int64_t split = split_k_in_output_type ? k / 2 : k;
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < m; ++i) {
-      float sum = 0.0f;
+      float part[2] = {0.0f, 0.0f};
       for (int64_t p = 0; p < k; ++p) {
         const float a = load(A, a_type, ta == CUBLAS_OP_N ? i + p * lda : p + i * lda);
         const float b = load(B, b_type, tb == CUBLAS_OP_N ? p + j * ldb : j + p * ldb);
-        sum += a * b;
+        part[p < split ? 0 : 1] += a * b;
       }
+      const float sum = split == k ? part[0] : rounded(part[0], c_type) + rounded(part[1], c_type);
       const float c = beta == 0.0f ? 0.0f : beta * load(C, c_type, i + j * ldc);
       store(C, c_type, i + j * ldc, alpha * sum + c);
     }
@@ -63,14 +86,15 @@ inline std::size_t element_size(cudaDataType_t type) { return type == CUDA_R_32F
 
 }  // namespace trident::simt
 
-inline cublasStatus_t cublasGemmEx_64(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+inline cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
                                       int64_t n, int64_t k, const void* alpha, const void* A, cudaDataType_t a_type,
                                       int64_t lda, const void* B, cudaDataType_t b_type, int64_t ldb,
                                       const void* beta, void* C, cudaDataType_t c_type, int64_t ldc,
                                       cublasComputeType_t, cublasGemmAlgo_t) {
   if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  const bool reduced = (handle->math & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) == 0;
   trident::simt::gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, a_type, lda, B, b_type, ldb,
-                      *static_cast<const float*>(beta), C, c_type, ldc);
+                      *static_cast<const float*>(beta), C, c_type, ldc, reduced && c_type != CUDA_R_32F);
   return CUBLAS_STATUS_SUCCESS;
 }
 
