@@ -46,6 +46,7 @@
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "parallel/comm/nccl.h"
 #endif
 
@@ -128,13 +129,13 @@ void restart_metrics_aside(const fs::path& run_dir) {
 }
 
 // The NCCL communicator of `host`'s members on this process's device when `backend` is the GPU (collective over
-// `host`); nullptr on the CPU, whose buffers `host` itself takes.
+// `host`), ordered after the backend's compute stream; nullptr on the CPU, whose buffers `host` itself takes.
 std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend) {
   if (backend.device() != Device::cuda) return nullptr;
 #if TRIDENT_WITH_CUDA
   int device = 0;
   cudaGetDevice(&device);
-  return make_nccl_communicator(host, device);
+  return make_nccl_communicator(host, device, cuda::compute_stream(backend));
 #else
   return nullptr;  // unreachable: a build without CUDA has no cuda backend
 #endif

@@ -5,6 +5,7 @@
 #include "kernels/cuda/attention_block.h"
 #include "kernels/cuda/attention_linear.h"
 #include "kernels/cuda/attention_softmax.h"
+#include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/copy_queue.h"
 #include "kernels/cuda/crossentropy.h"
@@ -269,8 +270,9 @@ class CudaBackend final : public Backend {
   double squared_norm(const float* x, int64_t n) override { return cuda::squared_norm(x, n, stream()); }
   void scale(float* x, int64_t n, float s) override { cuda::scale(x, n, s, stream()); }
 
- private:
   cudaStream_t stream() const { return streams_.compute.get(); }
+
+ private:
 
   int device_;
   DeviceStreams streams_;  // before memory_: the pool orders its frees on the compute stream
@@ -283,6 +285,12 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   TRIDENT_CUDA_CHECK(cudaSetDevice(device));
   return std::make_unique<CudaBackend>(device);
+}
+
+cudaStream_t compute_stream(Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  TRIDENT_CHECK(cuda != nullptr, "compute_stream: backend '{}' is not the CUDA backend", backend.name());
+  return cuda->stream();
 }
 
 }  // namespace trident::cuda

@@ -3,6 +3,8 @@
 // bf16, on one device and one compute stream (copies beside it: copy_queue.h). Device memory from the
 // device's pool (memory.h). Everything is asynchronous on the compute stream except download(), squared_norm() and the
 // cross-entropy launchers, which wait for it.
+#include <cuda_runtime.h>
+
 #include <memory>
 
 #include "kernels/backend.h"
@@ -11,5 +13,9 @@ namespace trident::cuda {
 
 // Selects `device` for the calling thread and builds its backend. Throws RuntimeError when it cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(int device);
+
+// The stream a CUDA backend runs its ops on, in order: what a consumer on another stream (an NCCL communicator)
+// must wait for before it reads what the ops wrote. `backend` must be a CUDA backend.
+cudaStream_t compute_stream(Backend& backend);
 
 }  // namespace trident::cuda

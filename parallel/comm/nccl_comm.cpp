@@ -54,7 +54,7 @@ class NcclRequest final : public Request {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(Communicator& host, int device);
+  NcclCommunicator(Communicator& host, int device, cudaStream_t producer);
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator() override;
@@ -143,6 +143,8 @@ class NcclCommunicator final : public Communicator {
   template <class Body>
   void grouped(const std::string& op, Body body);
 
+  // The communicator's stream waits for the work issued so far on the producer stream.
+  void after_producer(const std::string& op);
   void check_peer(int peer, const std::string& op) const;
   void enqueue_send(const std::string& op, const void* data, int64_t count, CommType type, int peer);
   void enqueue_recv(const std::string& op, void* data, int64_t count, CommType type, int peer);
@@ -152,9 +154,11 @@ class NcclCommunicator final : public Communicator {
 
   Communicator& host_;
   int device_;
+  cudaStream_t producer_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;
+  cudaEvent_t produced_ = nullptr;  // recorded on the producer before each operation
   int32_t* scratch_ = nullptr;  // one device int for barrier()
   CommCounters counters_;
   std::map<Communicator*, std::unique_ptr<NcclCommunicator>> children_;  // by host sub-communicator
@@ -194,7 +198,8 @@ bool NcclRequest::test() {
 
 // ---- lifetime -------------------------------------------------------------------------------------------------
 
-NcclCommunicator::NcclCommunicator(Communicator& host, int device) : host_(host), device_(device) {
+NcclCommunicator::NcclCommunicator(Communicator& host, int device, cudaStream_t producer)
+    : host_(host), device_(device), producer_(producer) {
   // Every member must have its device before any enters ncclCommInitRank, or the others would wait there forever.
   std::string why;
   int count = 0;
@@ -220,6 +225,7 @@ NcclCommunicator::NcclCommunicator(Communicator& host, int device) : host_(host)
   check(ncclCommInitRank(&comm_, size(), hello.id, rank()), "init");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init");
   check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "init");
+  check(cudaEventCreateWithFlags(&produced_, cudaEventDisableTiming), "init");
   check(cudaMalloc(reinterpret_cast<void**>(&scratch_), sizeof(int32_t)), "init");
 }
 
@@ -229,13 +235,14 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_ != nullptr) ncclCommDestroy(comm_);
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (done_ != nullptr) cudaEventDestroy(done_);
+  if (produced_ != nullptr) cudaEventDestroy(produced_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 Communicator* NcclCommunicator::over(Communicator* host_child) {
   if (host_child == nullptr) return nullptr;  // split with a negative colour
   std::unique_ptr<NcclCommunicator>& slot = children_[host_child];
-  if (!slot) slot = std::make_unique<NcclCommunicator>(*host_child, device_);
+  if (!slot) slot = std::make_unique<NcclCommunicator>(*host_child, device_, producer_);
   return slot.get();
 }
 
@@ -280,9 +287,15 @@ void NcclCommunicator::check_device_pointer(const void* data, int64_t bytes, con
                          data));
 }
 
+void NcclCommunicator::after_producer(const std::string& op) {
+  check(cudaEventRecord(produced_, producer_), op);
+  check(cudaStreamWaitEvent(stream_, produced_, 0), op);
+}
+
 template <class Body>
 void NcclCommunicator::grouped(const std::string& op, Body body) {
   check_live(op);
+  after_producer(op);
   check(ncclGroupStart(), op);
   try {
     body();
@@ -304,12 +317,14 @@ void NcclCommunicator::check_peer(int peer, const std::string& op) const {
 void NcclCommunicator::enqueue_send(const std::string& op, const void* data, int64_t count, CommType type, int peer) {
   check_peer(peer, op);
   check_device_pointer(data, comm_bytes(count, type), op);
+  after_producer(op);
   check(ncclSend(data, static_cast<size_t>(count), nccl_type(type), peer, comm_, stream_), op);
 }
 
 void NcclCommunicator::enqueue_recv(const std::string& op, void* data, int64_t count, CommType type, int peer) {
   check_peer(peer, op);
   check_device_pointer(data, comm_bytes(count, type), op);
+  after_producer(op);
   check(ncclRecv(data, static_cast<size_t>(count), nccl_type(type), peer, comm_, stream_), op);
 }
 
@@ -318,6 +333,7 @@ void NcclCommunicator::enqueue_recv(const std::string& op, void* data, int64_t c
 void NcclCommunicator::enqueue_allreduce(const std::string& op, void* data, int64_t count, CommType type) {
   check_device_pointer(data, comm_bytes(count, type), op);
   check_live(op);
+  after_producer(op);
   check(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(type), ncclSum, comm_, stream_), op);
 }
 
@@ -326,6 +342,7 @@ void NcclCommunicator::broadcast(void* data, int64_t count, CommType type, int r
   if (root < 0 || root >= size()) fail("broadcast", fmt::format("root {} is not a rank in [0, {})", root, size()));
   check_device_pointer(data, comm_bytes(count, type), "broadcast");
   check_live("broadcast");
+  after_producer("broadcast");
   check(ncclBroadcast(data, data, static_cast<size_t>(count), nccl_type(type), root, comm_, stream_), "broadcast");
   finish("broadcast");
 }
@@ -335,6 +352,7 @@ void NcclCommunicator::allgather(const void* in, void* out, int64_t count, CommT
   check_device_pointer(in, comm_bytes(count, type), "allgather");
   check_device_pointer(out, comm_bytes(count, type) * size(), "allgather");
   check_live("allgather");
+  after_producer("allgather");
   check(ncclAllGather(in, out, static_cast<size_t>(count), nccl_type(type), comm_, stream_), "allgather");
   finish("allgather");
 }
@@ -407,8 +425,8 @@ void NcclCommunicator::barrier() {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, int device) {
-  return std::make_unique<NcclCommunicator>(host, device);
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, int device, cudaStream_t producer) {
+  return std::make_unique<NcclCommunicator>(host, device, producer);
 }
 
 }  // namespace trident

@@ -126,7 +126,7 @@ TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal 
 int main(int argc, char** argv) {
   return cuda_mpi_main(argc, argv, [](CatchSession& session, int device) {
     std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
-    std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device);
+    std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device, cuda::compute_stream(*backend));
     g_cuda = backend.get();
     g_nccl = nccl.get();
     const int result = session.run();
