@@ -11,9 +11,10 @@ int device_count(std::string* why);
 // "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB" for logs and benchmark headers.
 std::string device_description(int device);
 
-// Dense peak FLOP/s of `device`: tensor-core bf16 (fp32 accumulate) when `bf16`, else fp32 FMA without TF32. FLOP per
-// clock per SM by architecture (sm_80: 2048 bf16, 128 fp32; sm_90: 4096 bf16, 256 fp32) x SMs x the clock the
-// device reports (cudaDevAttrClockRate); 0 for other architectures. `how` says which. MFU is quoted against it.
+// Dense peak FLOP/s of `device`: tensor-core bf16 (fp32 accumulate) when `bf16`, else fp32 FMA without TF32. NVIDIA's
+// datasheet figure for the cards it knows (A100, H100 SXM/PCIe/NVL, H200); otherwise FLOP per clock per SM by
+// architecture (sm_80: 2048 bf16, 128 fp32; sm_90: 4096 bf16, 256 fp32) x SMs x the device's maximum clock; 0 for
+// other architectures. `how` says which. MFU is quoted against it.
 double dense_peak_flops(int device, bool bf16, std::string* how);
 
 }  // namespace trident::cuda

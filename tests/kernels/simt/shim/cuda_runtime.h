@@ -286,6 +286,7 @@ struct cudaDeviceProp {
   char name[256];
   std::size_t totalGlobalMem;
   int major, minor;
+  int multiProcessorCount;
 };
 namespace trident::simt {
 inline int handle_storage;  // what stream, event and pool handles point to
@@ -303,6 +304,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   *prop = {};
   std::snprintf(prop->name, sizeof prop->name, "SIMT emulation");
   prop->totalGlobalMem = std::size_t(1) << 32;
+  prop->multiProcessorCount = 1;
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
