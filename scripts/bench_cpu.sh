@@ -47,7 +47,7 @@ measure() {
   IFS='|' read -r name layers width heads vocab batch seq <<<"$shape"
   case $variant in
     pytorch)
-      ms=$(env "${torch_env[@]}" /usr/bin/python3 scripts/bench_cpu_torch.py --layers "$layers" --width "$width" \
+      ms=$(env "${torch_env[@]}" /usr/bin/python3 scripts/bench_torch.py --layers "$layers" --width "$width" \
              --heads "$heads" --vocab "$vocab" --batch "$batch" --seq "$seq" --steps 5 --warmup 2 |
            /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['ms_median'])") ;;
     *)
