@@ -42,6 +42,19 @@ Backend& backend_for(const std::string& name, int local_rank) {
 #endif
 }
 
+void check_ranks_per_gpu(const std::string& name, int node_ranks) {
+#if TRIDENT_WITH_CUDA
+  if (name != "cuda") return;
+  const int gpus = cuda::device_count(nullptr);
+  if (node_ranks > gpus)
+    throw_config_error("device.backend: 'cuda' with {} ranks on this node and {} GPU(s): NCCL takes one rank a GPU, "
+                       "so start at most {} rank(s) a node (mpirun -np / -N, srun --ntasks-per-node)",
+                       node_ranks, gpus, gpus);
+#else
+  (void)name, (void)node_ranks;
+#endif
+}
+
 double device_peak_flops(const std::string& name, int local_rank, bool bf16, std::string* how) {
 #if TRIDENT_WITH_CUDA
   if (name == "cuda") return cuda::dense_peak_flops(local_rank % cuda::device_count(nullptr), bf16, how);

@@ -21,6 +21,10 @@ BackendStatus backend_status(const std::string& name);
 // `local_rank % devices` (created on first use, then kept). Throws ConfigError saying what is missing.
 Backend& backend_for(const std::string& name, int local_rank);
 
+// NCCL takes one rank a GPU: throws ConfigError naming device.backend when `node_ranks` ranks of this node would
+// share fewer GPUs (backend_for gives rank r GPU r % GPUs). Nothing to check for the cpu backend.
+void check_ranks_per_gpu(const std::string& name, int node_ranks);
+
 // The dense peak FLOP/s of the GPU backend_for(name, local_rank) runs on, for bf16 or fp32 matmuls
 // (kernels/cuda/device.h); 0 for the CPU (whose roof is measured: core/metrics/roof.h) or an unknown GPU. `how` says
 // where the number comes from.

@@ -21,6 +21,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # the English text the quickstart model trains on
   fortunes
+  # a bare Debian root for the GPU kit's self-test (tests/app/test_gpu_kit.sh)
+  debootstrap
 )
 
 missing=()

@@ -39,6 +39,7 @@
 #include "kernels/backends.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
+#include "parallel/comm/staged.h"
 #include "parallel/pipeline/stages.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
@@ -128,9 +129,13 @@ void restart_metrics_aside(const fs::path& run_dir) {
                "(train.resume: auto); its metrics are kept in {}", run_dir.string(), aside.filename().string());
 }
 
-// The NCCL communicator of `host`'s members on this process's device when `backend` is the GPU (collective over
-// `host`), ordered after the backend's compute stream; nullptr on the CPU, whose buffers `host` itself takes.
-std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend) {
+// The communicator of `host`'s members for buffers in the backend's memory (collective over `host`): with
+// device.comm: host, the buffers staged through host copies over `host` (on the CPU backend too, where the copies
+// are memcpy: how CI runs the staged path end to end); else NCCL on the GPU, ordered after the backend's compute
+// stream, and nullptr on the CPU, whose buffers `host` itself takes.
+std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend,
+                                                  const std::string& comm) {
+  if (comm == "host") return make_staged_communicator(host, backend);
   if (backend.device() != Device::cuda) return nullptr;
 #if TRIDENT_WITH_CUDA
   int device = 0;
@@ -163,10 +168,12 @@ void run_training(const Config& config) {
   install_stop_signal_handlers();
   check_supported(config);
   Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
+  if (config.device.comm == "nccl") check_ranks_per_gpu(config.device.backend, world().node_group()->size());
   Communicator& ranks = world();
   // The communicators of every group the strategies may use, made now (collective). Gradients are reduced where they
-  // live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI).
-  RunGroups groups(ranks, [&backend](Communicator& host) { return device_communicator(host, backend); },
+  // live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI) or staged through the host.
+  RunGroups groups(ranks,
+                   [&](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
                    candidate_degrees(config, ranks.size()));
   const Precision precision = precision_named(config.train.precision);
   // A swapped model (ATOM) holds a pass of placement->tokens; a resident one what device.memory_gb leaves.

@@ -110,6 +110,7 @@ struct ParallelConfig {
 
 struct DeviceConfig {
   std::string backend = "cpu";  // cpu | cuda
+  std::string comm = "nccl";    // cuda: nccl | host (device buffers staged through host memory over MPI)
   double memory_gb = 8.0;       // device memory budget per rank (GiB)
   int64_t threads = 0;          // OpenMP threads per rank; 0 = OMP_NUM_THREADS or all cores
   std::string blas = "auto";    // the CPU GEMM library (kernels/cpu/blas.h): auto | openblas-debian | blis | openblas

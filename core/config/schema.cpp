@@ -202,6 +202,9 @@ const std::vector<Key>& schema() {
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},
+      {"device.comm", StringField{member(&C::device, &DeviceConfig::comm), {"nccl", "host"}},
+       "how ranks exchange the backend's buffers: nccl (cuda: NCCL, one rank a GPU; cpu: MPI directly) or host "
+       "(staged through host copies over MPI: any number of ranks on one GPU, for checks rather than speed)"},
       {"device.memory_gb",
        FloatField{.member = member(&C::device, &DeviceConfig::memory_gb), .min = 0, .min_open = true},
        "device memory budget per rank (GiB)"},

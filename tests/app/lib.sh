@@ -2,6 +2,7 @@
 # The caller sets TRIDENT (the binary) before sourcing this file. Prints each check; exits 1 at the first failure,
 # showing the command's output.
 trident=${TRIDENT:?set TRIDENT to the trident binary}
+python=${PYTHON:-/usr/bin/python3}  # for JSON: any python3 (the GPU kit runs where /usr/bin/python3 may lack)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checks=0
@@ -71,7 +72,7 @@ mpi() {
 
 # close A B TOL: two runs' losses agree step by step within relative TOL.
 close() {
-  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY' || fail "losses of $1 and $2 differ beyond $3"
+  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY' || fail "losses of $1 and $2 differ beyond $3"
 import json, sys
 a, b = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
 assert len(a) == len(b), (len(a), len(b))

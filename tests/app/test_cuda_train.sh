@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
-# (gradients over NCCL) give the CPU's losses in fp32, and so do LASP, Ulysses and Ring Attention at sp = 2; bf16
+# (gradients over NCCL, or staged through the host where the node has one GPU) give the CPU's losses in fp32,
+# and so do LASP, Ulysses and Ring Attention at sp = 2; bf16
 # (also with sequence parallelism) follows the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed
 # run continues bit for bit.
 # Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
@@ -20,15 +21,22 @@ if ((probe == 2)) && grep -q "device.backend: 'cuda' is not available" "$tmp/err
   exit 77
 fi
 ((probe == 0)) || fail "the CUDA probe run failed with exit $probe"
+# NCCL takes one rank a GPU: where this node has fewer than two, the 2-rank runs share the one GPU and exchange
+# device buffers staged through host memory over MPI (device.comm: host) instead.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+two_ranks=()
+((gpus >= 2)) || two_ranks=(--set device.comm=host)
+echo "2-rank runs: ${two_ranks[*]:-device.comm: nccl} ($gpus GPU(s) on this node)"
+mpi2() { mpi 2 "$@" "${two_ranks[@]}"; }
 
 mpi 1 0 train "$tiny" "${base[@]}" --set run.dir="$tmp/cpu"
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/cuda1"
 close "$tmp/cpu" "$tmp/cuda1" 1e-4
-mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/cuda2"
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/cuda2"
 close "$tmp/cpu" "$tmp/cuda2" 1e-4
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set train.precision=bf16 --set run.dir="$tmp/bf16"
 close "$tmp/cpu" "$tmp/bf16" 2e-3
-/usr/bin/python3 - "$tmp/cuda1/metrics.jsonl" "$tmp/bf16/metrics.jsonl" <<'PY' || fail "MFU missing on cuda"
+"$python" - "$tmp/cuda1/metrics.jsonl" "$tmp/bf16/metrics.jsonl" <<'PY' || fail "MFU missing on cuda"
 import json, sys
 for path in sys.argv[1:]:
     assert all(0 < json.loads(l)["mfu"] < 1 for l in open(path)), path
@@ -37,27 +45,27 @@ PY
 # LASP (sp = 2) on the GPU: the 1-rank CPU losses of the linear-attention model.
 linear=(--set model.attention=linear)
 mpi 1 0 train "$tiny" "${base[@]}" "${linear[@]}" --set run.dir="$tmp/cpu_linear"
-mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.size=2 --set run.dir="$tmp/lasp"
 close "$tmp/cpu_linear" "$tmp/lasp" 1e-4
 # Ulysses (sp = 2, all-to-alls over NCCL) on the GPU: the 1-rank CPU losses of the softmax model; in bf16, LASP and
 # Ulysses follow the fp32 curve as bf16 data parallelism does.
-mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ulysses --set parallel.sp.size=2 --set run.dir="$tmp/ulysses"
 close "$tmp/cpu" "$tmp/ulysses" 1e-4
-mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ulysses --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ulysses_bf16"
 close "$tmp/cpu" "$tmp/ulysses_bf16" 2e-3
-mpi 2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" "${linear[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/lasp_bf16"
 close "$tmp/cpu_linear" "$tmp/lasp_bf16" 2e-3
 # Ring Attention (sp = 2, K/V blocks and dK/dV accumulators over NCCL, the CUDA block kernels) on the GPU: the same
 # softmax losses in fp32, the fp32 curve in bf16.
-mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set run.dir="$tmp/ring"
 close "$tmp/cpu" "$tmp/ring" 1e-4
 grep -q "ring sp=2: 1 replica(s) x sequence-parallel groups of 2 ranks" "$tmp/ring/trident.log" || fail "the log does not name Ring"
-mpi 2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
 close "$tmp/cpu" "$tmp/ring_bf16" 2e-3
 
@@ -70,7 +78,7 @@ mpi 1 0 train "$tiny" "${atom_model[@]}" --set parallel.strategy=dp --set run.di
 mpi 1 0 train "$tiny" "${atom_model[@]}" --set parallel.strategy=atom --set device.memory_gb=0.02 \
   --set run.dir="$tmp/atom_swapped"
 close "$tmp/atom_resident" "$tmp/atom_swapped" 1e-5
-/usr/bin/python3 - "$tmp/atom_swapped/metrics.jsonl" <<'PY' || fail "the swapped GPU run's metrics are wrong"
+"$python" - "$tmp/atom_swapped/metrics.jsonl" <<'PY' || fail "the swapped GPU run's metrics are wrong"
 import json, sys
 for r in map(json.loads, open(sys.argv[1])):
     assert r["strategy"] == "atom" and r["sub_models"] > 1 and r["peak_mem_bytes"] <= 0.02 * 2**30, r
@@ -82,7 +90,7 @@ mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set checkpoint.ev
 mkdir -p "$tmp/resumed/checkpoints"
 cp -r "$tmp/straight/checkpoints/step_00000010" "$tmp/resumed/checkpoints/"
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/resumed"
-/usr/bin/python3 - "$tmp/straight/metrics.jsonl" "$tmp/resumed/metrics.jsonl" <<'PY' || fail "resumed run diverged"
+"$python" - "$tmp/straight/metrics.jsonl" "$tmp/resumed/metrics.jsonl" <<'PY' || fail "resumed run diverged"
 import json, sys
 a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
 assert [r["loss"] for r in a if r["step"] >= 10] == [r["loss"] for r in b], "not bit-identical"
