@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
-# (gradients over NCCL, or staged through the host where the node has one GPU) give the CPU's losses in fp32,
-# and so do LASP, Ulysses and Ring Attention at sp = 2; bf16
-# (also with sequence parallelism) follows the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed
-# run continues bit for bit.
+# (gradients over NCCL, or staged through the host where the node has one GPU) give the CPU's losses in fp32, and so
+# do LASP, Ulysses and Ring Attention at sp = 2 and FlexSP on 2 ranks; bf16 (also with sequence parallelism) follows
+# the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed run continues bit for bit.
 # Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
@@ -68,6 +67,10 @@ grep -q "ring sp=2: 1 replica(s) x sequence-parallel groups of 2 ranks" "$tmp/ri
 mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
 close "$tmp/cpu" "$tmp/ring_bf16" 2e-3
+# FlexSP (2 ranks, Ulysses inside its groups, the profile measured at start-up on the GPU): the softmax losses.
+mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=flexsp \
+  --set parallel.flexsp.inner=ulysses --set run.dir="$tmp/flexsp"
+close "$tmp/cpu" "$tmp/flexsp" 1e-4
 
 # ATOM on the GPU: a model whose weights, gradients and AdamW state are several times device.memory_gb trains
 # swapped (the store pinned on the host, sub-models copied on a stream of their own beside the compute) with the

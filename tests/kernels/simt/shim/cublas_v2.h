@@ -2,7 +2,7 @@
 // SIMT emulation (cuda_runtime.h here): the cuBLAS calls kernels/cuda/gemm.cu makes, as a plain column-major GEMM on
 // the host (fp32 accumulation in k order, bf16 rounded to nearest even on output). It checks the operand layout
 // gemm.cu hands to cuBLAS (the row-major/column-major swap, leading dimensions, strides, alpha and beta), not
-// cuBLAS's arithmetic; TF32 compute is computed in full fp32. One liberty cuBLAS takes is modelled: a handle whose
+// cuBLAS's arithmetic; TF32 compute is computed in full fp32. A GEMM queues on the handle's stream, as a launch does. One liberty cuBLAS takes is modelled: a handle whose
 // math mode allows reduced-precision reductions (no CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) may split K
 // and sum the partial products in the output type, so there a bf16 result is rounded twice (each half of K, then
 // their sum), as cuBLAS's split-K kernels may do.
@@ -19,6 +19,7 @@ enum cublasOperation_t { CUBLAS_OP_N, CUBLAS_OP_T };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16 };
 struct cublasContext {
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  cudaStream_t stream = nullptr;  // where its GEMMs queue (cublasSetStream)
 };
 using cublasHandle_t = cublasContext*;
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
@@ -34,7 +35,10 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline const char* cublasGetStatusString(cublasStatus_t) { return "cuBLAS status (SIMT emulation)"; }
-inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   handle->math = mode;
   return CUBLAS_STATUS_SUCCESS;
@@ -92,9 +96,11 @@ inline cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t t
                                       const void* beta, void* C, cudaDataType_t c_type, int64_t ldc,
                                       cublasComputeType_t, cublasGemmAlgo_t) {
   if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  const bool reduced = (handle->math & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) == 0;
-  trident::simt::gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, a_type, lda, B, b_type, ldb,
-                      *static_cast<const float*>(beta), C, c_type, ldc, reduced && c_type != CUDA_R_32F);
+  const bool split = (handle->math & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) == 0 && c_type != CUDA_R_32F;
+  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);  // host pointer mode
+  trident::simt::enqueue(handle->stream, [=] {
+    trident::simt::gemm(ta, tb, m, n, k, a, A, a_type, lda, B, b_type, ldb, b, C, c_type, ldc, split);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -12,9 +12,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <set>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <setjmp.h>
@@ -26,12 +32,19 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 // A block's threads are fibers of one host thread and blocks run one after another, so a function-local static is
-// what __shared__ is: one variable the block's threads share.
-#define __shared__ static
+// what __shared__ is: one variable the block's threads share. Every such static lives in the section simt_shared,
+// which run_block fills with 0xff bytes (NaN as float and double) before each block, as it fills dynamic shared
+// memory: reading what no thread of the block wrote shows in the results.
+#define __shared__ __attribute__((section("simt_shared"))) static
+extern "C" {
+extern char __start_simt_shared[] __attribute__((weak));  // the linker's bounds of the section (absent: none)
+extern char __stop_simt_shared[] __attribute__((weak));
+}
 
 using cudaError_t = int;
 enum : int { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
-using cudaStream_t = struct CUstream_st*;
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 
@@ -136,6 +149,7 @@ inline void run_block(Block& b, const std::function<void()>& body) {
   const float nan = std::nanf("");
   float* f = reinterpret_cast<float*>(b.shared.data());
   std::fill(f, f + 2 * b.shared.size(), nan);
+  if (__start_simt_shared != nullptr) std::fill(__start_simt_shared, __stop_simt_shared, char(0xff));
   for (Fiber& fiber : b.fibers) fiber.done = false;
   std::size_t remaining = b.fibers.size();
   while (remaining > 0) {
@@ -158,43 +172,59 @@ inline void run_block(Block& b, const std::function<void()>& body) {
   }
 }
 
+// The grid's blocks in a shuffled order (a GPU promises none): a kernel whose result depends on which block runs
+// first shows it. The order is seeded by the launch's number, so a run repeats itself.
 template <class Body>
 void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const Body& body) {
   const std::lock_guard<std::mutex> one_at_a_time(launches);
+  static uint64_t launch_number = 0;
   gridDim = grid;
   blockDim = block;
   const std::function<void()> run = body;
   Block b(block.x * block.y * block.z, shared_bytes);
   current = &b;
+  std::vector<dim3> order;
+  order.reserve(std::size_t(grid.x) * grid.y * grid.z);
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = dim3(x, y, z);
-        run_block(b, run);
-      }
+      for (unsigned x = 0; x < grid.x; ++x) order.emplace_back(x, y, z);
+  std::mt19937_64 rng(++launch_number);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (const dim3& index : order) {
+    blockIdx = index;
+    run_block(b, run);
+  }
   current = nullptr;
 }
 
 // TRIDENT_LAUNCH(grid, block, shared, stream, kernel)(args...): the grid, run to completion.
+// Queues the grid on its stream (deferred: the runtime below), the arguments copied as a launch copies them.
+void enqueue_launch(CUstream_st* stream, std::function<void()> grid);
+
 template <class... Params>
 struct Launch {
   void (*kernel)(Params...);
   dim3 grid, block;
   std::size_t shared_bytes;
+  CUstream_st* stream;
   template <class... Args>
   void operator()(Args&&... args) const {
-    run_grid(grid, block, shared_bytes, [&] { kernel(args...); });
+    enqueue_launch(stream, [kernel = kernel, grid = grid, block = block, shared_bytes = shared_bytes,
+                            packed = std::make_tuple(std::decay_t<Args>(args)...)] {
+      std::apply([&](const auto&... a) { run_grid(grid, block, shared_bytes, [&] { kernel(a...); }); }, packed);
+    });
   }
 };
 template <class... Params>
-Launch<Params...> launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes) {
-  return {kernel, grid, block, shared_bytes};
+Launch<Params...> launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+                         CUstream_st* stream) {
+  return {kernel, grid, block, shared_bytes, stream};
 }
 
 }  // namespace trident::simt
 
 #define TRIDENT_LAUNCH(grid, block, shared_bytes, stream, ...) \
-  ::trident::simt::launch(__VA_ARGS__, grid, block, shared_bytes)
+  ::trident::simt::launch(__VA_ARGS__, grid, block, shared_bytes, stream)
 #define TRIDENT_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::trident::simt::shared_memory())
 
 inline void __syncthreads() {
@@ -233,17 +263,136 @@ T atomicMin(T* address, T value) {
   return old;
 }
 
-// ---- the runtime: host memory, everything synchronous ----
+// ---- the runtime: host memory; streams are deferred queues ----
+// Work on a stream made with cudaStreamCreateWithFlags is queued and runs only when something waits for it: a
+// stream or event synchronize (cudaEventQuery counts: it waits too), another stream's cudaStreamWaitEvent once that
+// stream runs, cudaDeviceSynchronize, cudaFree. So host code or another stream that reads too early sees what was
+// there before (stale, or the NaN of fresh shared memory), as a GPU can show it. The legacy stream (nullptr) runs
+// at once and, as on a GPU, does not wait for the non-blocking streams Trident makes; neither does a blocking
+// cudaMemcpy. A copy between the device and pageable host memory is synchronous, as CUDA's is (after the stream's
+// earlier work); one with page-locked memory (cudaMallocHost) is queued.
+enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cudaMemoryTypeDevice = 2,
+                      cudaMemoryTypeManaged = 3 };
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+struct CUstream_st {
+  std::deque<std::function<void()>> work;
+  uint64_t issued = 0;  // items ever queued
+  uint64_t done = 0;    // items run
+};
+struct CUevent_st {
+  CUstream_st* stream = nullptr;  // where it was recorded (nullptr: nothing to wait for)
+  uint64_t position = 0;          // the items of that stream it follows
+};
+
+namespace trident::simt {
+
+// The emulated device's state. One recursive lock: queued work runs on whichever host thread waits for it (ATOM's
+// copy thread may run compute kernels a copy waits for), and running it may wait for another stream.
+struct Device {
+  std::recursive_mutex mutex;
+  std::set<CUstream_st*> streams;
+  std::map<uintptr_t, std::size_t> device_memory, pinned_memory;  // start -> bytes
+};
+inline Device& device() {
+  static Device d;
+  return d;
+}
+inline bool within(const std::map<uintptr_t, std::size_t>& ranges, const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = ranges.upper_bound(a);
+  if (it == ranges.begin()) return false;
+  --it;
+  return a < it->first + std::max<std::size_t>(it->second, 1);
+}
+// Runs `stream`'s queued work up to its `upto`-th item.
+inline void drain(CUstream_st* stream, uint64_t upto) {
+  if (stream == nullptr) return;
+  const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+  while (stream->done < upto && !stream->work.empty()) {
+    std::function<void()> item = std::move(stream->work.front());
+    stream->work.pop_front();
+    item();
+    ++stream->done;
+  }
+}
+inline void drain_all() {
+  const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+  const std::vector<CUstream_st*> streams(device().streams.begin(), device().streams.end());
+  for (CUstream_st* s : streams) drain(s, s->issued);
+}
+// Queues `work` on `stream`, or runs it now on the legacy stream.
+inline void enqueue(CUstream_st* stream, std::function<void()> work) {
+  if (stream == nullptr) {
+    work();
+    return;
+  }
+  const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+  stream->work.push_back(std::move(work));
+  ++stream->issued;
+}
+// A copy touching pageable host memory (`host`, not from cudaMallocHost) is synchronous after the stream's earlier
+// work; others are queued.
+inline void copy_on(CUstream_st* stream, const void* host, std::function<void()> copy) {
+  bool pageable = false;
+  {
+    const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+    pageable = host != nullptr && !within(device().pinned_memory, host) && !within(device().device_memory, host);
+  }
+  if (pageable && stream != nullptr) {
+    drain(stream, stream->issued);
+    copy();
+  } else {
+    enqueue(stream, std::move(copy));
+  }
+}
+inline void* allocate(std::map<uintptr_t, std::size_t>& ranges, std::size_t bytes) {
+  void* p = std::malloc(bytes > 0 ? bytes : 1);
+  if (p != nullptr) {
+    const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+    ranges[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
+  return p;
+}
+inline void release(std::map<uintptr_t, std::size_t>& ranges, void* p) {
+  if (p == nullptr) return;
+  const std::lock_guard<std::recursive_mutex> lock(device().mutex);
+  ranges.erase(reinterpret_cast<uintptr_t>(p));
+  std::free(p);
+}
+
+}  // namespace trident::simt
+
 inline cudaError_t cudaMalloc(void** p, std::size_t bytes) {
-  *p = std::malloc(bytes > 0 ? bytes : 1);
+  *p = trident::simt::allocate(trident::simt::device().device_memory, bytes);
   return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 template <class T>
 cudaError_t cudaMalloc(T** p, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
+// cudaFree waits for the whole device first, as CUDA's does.
 inline cudaError_t cudaFree(void* p) {
-  std::free(p);
+  trident::simt::drain_all();
+  trident::simt::release(trident::simt::device().device_memory, p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMallocHost(void** p, std::size_t bytes) {
+  *p = trident::simt::allocate(trident::simt::device().pinned_memory, bytes);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  trident::simt::drain_all();
+  trident::simt::release(trident::simt::device().pinned_memory, p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
+  trident::simt::enqueue(stream, [p] { trident::simt::release(trident::simt::device().device_memory, p); });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
@@ -254,23 +403,38 @@ inline cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
   std::memset(p, value, bytes);
   return cudaSuccess;
 }
-inline cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
-}
-inline cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t) {
-  return cudaMemset(p, value, bytes);
-}
-inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
-                                     std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t) {
-  for (std::size_t r = 0; r < height; ++r)
-    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  const void* host = kind == cudaMemcpyHostToDevice ? src : kind == cudaMemcpyDeviceToHost ? dst : nullptr;
+  trident::simt::copy_on(stream, host, [=] {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  });
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) {
+  trident::simt::enqueue(stream, [=] { std::memset(p, value, bytes); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
+                                     std::size_t width, std::size_t height, cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+  const void* host = kind == cudaMemcpyHostToDevice ? src : kind == cudaMemcpyDeviceToHost ? dst : nullptr;
+  trident::simt::copy_on(stream, host, [=] {
+    for (std::size_t r = 0; r < height; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  });
+  return cudaSuccess;
+}
+inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p) {
+  const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
+  *attributes = {};
+  attributes->type = trident::simt::within(trident::simt::device().device_memory, p)   ? cudaMemoryTypeDevice
+                     : trident::simt::within(trident::simt::device().pinned_memory, p) ? cudaMemoryTypeHost
+                                                                                         : cudaMemoryTypeUnregistered;
+  return cudaSuccess;
+}
 
-// ---- one emulated device, streams and events: every call has finished when it returns ----
+// ---- one emulated device: streams, events, attributes ----
 enum : int { cudaErrorNotReady = 600 };
 enum : unsigned { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
 enum cudaDeviceAttr {
@@ -280,7 +444,7 @@ enum cudaDeviceAttr {
   cudaDevAttrClockRate
 };
 enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold };
-using cudaEvent_t = struct CUevent_st*;
+using cudaEvent_t = CUevent_st*;
 using cudaMemPool_t = struct CUmemPoolHandle_st*;
 struct cudaDeviceProp {
   char name[256];
@@ -288,13 +452,6 @@ struct cudaDeviceProp {
   int major, minor;
   int multiProcessorCount;
 };
-namespace trident::simt {
-inline int handle_storage;  // what stream, event and pool handles point to
-template <class Handle>
-Handle handle() {
-  return reinterpret_cast<Handle>(&handle_storage);
-}
-}  // namespace trident::simt
 inline cudaError_t cudaGetDeviceCount(int* count) {
   *count = 1;
   return cudaSuccess;
@@ -313,36 +470,71 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int d
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
-  *pool = trident::simt::handle<cudaMemPool_t>();
+  static int storage;  // a handle with nothing behind it: the pool is cudaMallocAsync's malloc
+  *pool = reinterpret_cast<cudaMemPool_t>(&storage);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
-inline cudaError_t cudaMallocHost(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
-inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = trident::simt::handle<cudaStream_t>();
+  *stream = new CUstream_st;
+  const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
+  trident::simt::device().streams.insert(*stream);
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (stream == nullptr) return cudaSuccess;
+  trident::simt::drain(stream, stream->issued);  // CUDA finishes a destroyed stream's work
+  const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
+  trident::simt::device().streams.erase(stream);
+  delete stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (stream != nullptr) trident::simt::drain(stream, stream->issued);
+  return cudaSuccess;
+}
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
-  *event = trident::simt::handle<cudaEvent_t>();
+  *event = new CUevent_st;
   return cudaSuccess;
 }
-inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;  // a stream waiting for it keeps its own copy of where it was recorded
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
+  event->stream = stream;
+  event->position = stream != nullptr ? stream->issued : 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  trident::simt::drain(event->stream, event->position);
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  CUstream_st* const recorded = event->stream;
+  const uint64_t position = event->position;
+  trident::simt::enqueue(stream, [recorded, position] { trident::simt::drain(recorded, position); });
+  return cudaSuccess;
+}
 inline const char* cudaGetErrorName(cudaError_t) { return "cudaError (SIMT emulation)"; }
 inline cudaError_t cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidValue; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() {
+  trident::simt::drain_all();
+  return cudaSuccess;
+}
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "error (SIMT emulation)"; }
 template <class Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel, cudaFuncAttribute, int) {
   return cudaSuccess;
 }
+
+namespace trident::simt {
+inline void enqueue_launch(CUstream_st* stream, std::function<void()> grid) { enqueue(stream, std::move(grid)); }
+}  // namespace trident::simt
