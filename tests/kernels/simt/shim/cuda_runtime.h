@@ -1,10 +1,12 @@
 #pragma once
-// SIMT emulation: the subset of the CUDA runtime the attention kernels use, on the host, so their .cu sources run in
-// CI where no GPU is (tests/kernels/simt/README.md). "Device" memory is host memory. A launch runs the grid's blocks
-// one after another; a block's threads are fibers on the calling thread, switched at barriers:
-// __syncthreads waits for the block, __syncwarp and the shuffles for the thread's warp. A barrier that only part of
-// a block reaches is reported and aborts. Dynamic shared memory is filled with NaN before each block, so reading what
-// no thread wrote shows in the results. Arithmetic is the host's: kernel_exp is the host polynomial, not expf.
+// SIMT emulation: the subset of the CUDA runtime the kernels and the CUDA backend use, on the host, so their sources
+// run in CI where no GPU is (tests/kernels/simt/README.md). "Device" memory is host memory. A launch runs the grid's
+// blocks one after another in a shuffled order; a block's threads are fibers on the calling thread, switched at
+// barriers: __syncthreads waits for the block, __syncwarp and the shuffles for the thread's warp. A barrier that only
+// part of a block reaches is reported and aborts. Dynamic and static shared memory are poisoned (NaN) before each
+// block, so reading what no thread wrote shows in the results. Non-blocking streams are deferred queues: their work
+// runs only when something waits for it, so a missing order between streams, or host code reading too early, shows.
+// Arithmetic is the host's: kernel_exp is the host polynomial, not expf.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

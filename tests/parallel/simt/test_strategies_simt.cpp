@@ -1,0 +1,145 @@
+// The strategies on the CUDA backend across ranks, in CI: the backend under the SIMT emulation (its streams deferred
+// queues, tests/kernels/simt/README.md), its NCCL communicator (parallel/comm/nccl_comm.cpp, unchanged) over the
+// emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention and FlexSP with
+// groups of several sizes give the CPU backend's single-rank gradient within 1e-4 (the bound of the gpu tests: the
+// backends sum in different orders). A communicator that did not wait for the compute stream would reduce gradients
+// before the backward's kernels have written them, and fail here. Run under mpirun with 1, 2 and 4 ranks; checks use
+// CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "parallel/comm/nccl.h"
+#include "parallel/flexsp/strategy.h"
+#include "parallel/static_sp/static_sp.h"
+#include "support/assert_close.h"
+#include "support/catch_session.h"
+#include "support/fixtures.h"
+#include "support/strategy_fixtures.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+Backend* g_cuda = nullptr;     // the emulated device's backend, made in main
+RunGroups* g_groups = nullptr;  // every power-of-two degree dividing the world, with NCCL twins
+
+// The gradient of the whole batch on one rank of the CPU backend, scaled as `scale` asks.
+std::vector<float> cpu_single_rank_gradient(const Config& c, const Batch& b, int seed, float scale) {
+  GPT model(c.model, 256, test_allocator());
+  model.init_weights(seed);
+  const TokenBatch whole{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+                         b.num_sequences()};
+  model.zero_grads();
+  model.forward_backward(whole, scale);
+  return {model.grads(), model.grads() + model.num_params()};
+}
+
+// `strategy` run on a CUDA model from the same weights: its gradient, downloaded.
+std::vector<float> cuda_gradient(Strategy& strategy, const Config& c, const Batch& b, int seed, float scale) {
+  Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
+  GPT model(c.model, 256, device, *g_cuda, Precision::fp32);
+  model.init_weights(seed);
+  model.zero_grads();
+  const StepSums sums = strategy.train(model, b, scale);
+  CHECK(sums.tokens == b.num_tokens());
+  std::vector<float> grads(static_cast<std::size_t>(model.num_params()));
+  g_cuda->download(grads.data(), model.grads(), sizeof(float) * grads.size());
+  return grads;
+}
+
+float inverse_targets(const Batch& b) {
+  int64_t targets = 0;
+  for (int32_t t : b.targets) targets += t >= 0;
+  return 1.0f / static_cast<float>(targets);
+}
+
+}  // namespace
+
+TEST_CASE("every static layout on the CUDA backend over NCCL equals the CPU backend's single rank", "[simt]") {
+  struct Layout {
+    const char* attention;
+    const char* method;
+    int sp_size;
+    const char* lasp_variant;
+  };
+  const int W = world().size();
+  for (const Layout& l : {Layout{"softmax", "dp", 1, "ring"}, Layout{"linear", "dp", 1, "ring"},
+                          Layout{"linear", "lasp", W, "ring"}, Layout{"linear", "lasp", W, "allgather"},
+                          Layout{"linear", "ulysses", 2, "ring"}, Layout{"softmax", "ulysses", W, "ring"},
+                          Layout{"softmax", "ring", W, "ring"}, Layout{"softmax", "ring", 2, "ring"}}) {
+    if (W % l.sp_size != 0) continue;
+    Config c = tiny_strategy_config(l.attention, 64);
+    c.parallel.lasp_variant = l.lasp_variant;
+    const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
+    const float scale = inverse_targets(b);
+    StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, l.method, l.sp_size);
+    INFO(l.attention << " " << strategy.name() << " (" << l.lasp_variant << ") on " << W << " ranks");
+    CHECK(strategy.feasible(b).ok);
+    check_close("gradient through " + strategy.name() + " on cuda", cuda_gradient(strategy, c, b, 5, scale),
+                cpu_single_rank_gradient(c, b, 5, scale), 1e-4);
+  }
+}
+
+TEST_CASE("FlexSP with groups of several sizes on the CUDA backend equals the CPU backend's single rank", "[simt]") {
+  const int W = world().size();
+  if ((W & (W - 1)) != 0) return;  // FlexSP needs a power-of-two world
+  const cost::Profile profile = cost::parse_profile(fmt::format(R"(
+cluster: {{name: test, nodes: 1, devices_per_node: {}, device_memory_gb: 1}}
+network:
+  intra_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
+  inter_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
+compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-4, beta1_s: 1.0e-4}}
+)",
+                                                                W),
+                                                    "test profile");
+  // 4 ranks: a pair beside two single ranks, then one group of all; 2 ranks: a pair, then two single ranks.
+  FlexSequenceParallel::Planner mixed_plan;
+  if (W > 1)
+    mixed_plan = [W](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+      using Groups = std::vector<std::pair<int64_t, std::vector<int64_t>>>;
+      const std::vector<Groups> micro = W == 4 ? std::vector<Groups>{{{2, {0}}, {1, {1, 3}}, {1, {2}}}, {{4, {4, 5}}}}
+                                               : std::vector<Groups>{{{2, {0}}}, {{1, {1, 3}}, {1, {2, 4, 5}}}};
+      flexsp::BatchPlan plan;
+      plan.lengths.assign(lengths.begin(), lengths.end());
+      for (const Groups& layout : micro) plan.micro_batches.push_back(flexsp::make_micro_batch(layout, lengths, cost));
+      return plan;
+    };
+  for (const char* attention : {"softmax", "linear"}) {
+    const Config c = tiny_strategy_config(attention, 256);
+    // A rank holds 48 tokens: the 90-token document needs a group.
+    FlexSequenceParallel flexsp({*g_groups, *g_cuda, c, 48, &profile}, FlexInner::ulysses, mixed_plan);
+    const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
+    const float scale = inverse_targets(b);
+    INFO(attention << " FlexSP on " << W << " ranks");
+    check_close("gradient through FlexSP on cuda", cuda_gradient(flexsp, c, b, 3, scale),
+                cpu_single_rank_gradient(c, b, 3, scale), 1e-4);
+  }
+}
+
+int main(int argc, char** argv) {
+  CatchSession session(argc, argv);
+  if (session.parse_error() != 0) return session.parse_error();
+  if (session.only_lists()) return session.run();
+  std::unique_ptr<Backend> backend = cuda::make_cuda_backend(0);  // every rank on the one emulated device
+  std::vector<int> degrees;
+  for (int d = 1; d <= world().size(); d *= 2)
+    if (world().size() % d == 0) degrees.push_back(d);
+  auto groups = std::make_unique<RunGroups>(
+      world(), [&](Communicator& host) { return make_nccl_communicator(host, 0, cuda::compute_stream(*backend)); },
+      degrees);
+  g_cuda = backend.get();
+  g_groups = groups.get();
+  const int result = session.run();
+  g_groups = nullptr;
+  g_cuda = nullptr;
+  groups.reset();  // the NCCL communicators go before the backend and before MPI is finalised
+  return result;
+}
