@@ -31,7 +31,8 @@ void log_butterfly(const ParameterAverager& averager) {
 
 AtomStrategy::AtomStrategy(const StrategyEnv& env)
     : swapper_(env.swapper),
-      peers_(env.groups.world(), env.groups.gradients()),
+      // A swapped model's gradients live in the host store (page-locked on cuda): summed over MPI, not NCCL.
+      peers_(env.groups.world(), env.swapper ? env.groups.world() : env.groups.gradients()),
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
   const ParallelConfig& p = env.config.parallel;

@@ -1,7 +1,8 @@
 // The strategies on the CUDA backend across ranks, in CI: the backend under the SIMT emulation (its streams deferred
 // queues, tests/kernels/simt/README.md), its NCCL communicator (parallel/comm/nccl_comm.cpp, unchanged) over the
-// emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention and FlexSP with
-// groups of several sizes give the CPU backend's single-rank gradient within 1e-4 (the bound of the gpu tests: the
+// emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention, FlexSP with groups
+// of several sizes and ATOM's exact peers (swapping, their gradients in the host store) give the CPU backend's
+// single-rank gradient within 1e-4 (the bound of the gpu tests: the
 // backends sum in different orders). A communicator that did not wait for the compute stream would reduce gradients
 // before the backward's kernels have written them, and fail here. Run under mpirun with 1, 2 and 4 ranks; checks use
 // CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
@@ -15,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "parallel/atom/strategy.h"
+#include "parallel/atom/swapper.h"
 #include "parallel/comm/nccl.h"
 #include "parallel/flexsp/strategy.h"
 #include "parallel/static_sp/static_sp.h"
@@ -122,6 +125,32 @@ compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-4, beta1_s: 1.0
     check_close("gradient through FlexSP on cuda", cuda_gradient(flexsp, c, b, 3, scale),
                 cpu_single_rank_gradient(c, b, 3, scale), 1e-4);
   }
+}
+
+TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backend's single rank", "[simt]") {
+  const Config c = tiny_strategy_config("softmax", 64);
+  const int64_t tokens = 256;
+  const std::vector<int> starts{0, 1};  // two sub-models of one layer each
+  // The host store in the backend's page-locked memory; the device holds two slots and the resident ends.
+  Allocator store({.name = "host store", .budget_bytes = std::size_t(1) << 30,
+                   .resource = &g_cuda->staging_memory()});
+  const Swapping swapping{.segment_starts = starts, .store = &store};
+  const int64_t budget = GPT::memory_bytes(c.model, tokens, Precision::fp32, Device::cuda, &swapping) +
+                         LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
+  Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget),
+                    .resource = &g_cuda->memory()});
+  GPT model(c.model, tokens, device, *g_cuda, Precision::fp32, &swapping);
+  LayerSwapper swapper(model, device, {.slots = 2});
+  model.init_weights(5);
+  AtomStrategy atom({*g_groups, *g_cuda, c, tokens, nullptr, &swapper});
+  const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
+  const float scale = inverse_targets(b);
+  model.zero_grads();
+  const StepSums sums = atom.train(model, b, scale);
+  CHECK(sums.tokens == b.num_tokens());
+  // a swapped model's gradients are in the host store
+  check_close("gradient of ATOM's peers on cuda", std::vector<float>(model.grads(), model.grads() + model.num_params()),
+              cpu_single_rank_gradient(c, b, 5, scale), 1e-4);
 }
 
 int main(int argc, char** argv) {

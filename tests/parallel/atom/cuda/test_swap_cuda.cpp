@@ -4,8 +4,9 @@
 // the losses, evaluation losses and gradients. A copy that raced the compute (a slot overwritten while still read, a
 // drain before the backward finished) shows as a difference. Built twice: against a real device (label gpu, skipped
 // without one), where the bound is 1e-6 because cuBLAS may pick another kernel for a weight at another address
-// alignment, and under the SIMT emulation (label simt: every stream synchronous, which checks what is copied where,
-// not the ordering), where the same kernels on the same inputs must agree bit for bit.
+// alignment, and under the SIMT emulation (label simt: streams are deferred queues, so a copy that does not wait for
+// the compute it follows reads what was there before), where the same kernels on the same inputs must agree bit for
+// bit.
 #include <cmath>
 #include <cstring>
 #include <memory>
