@@ -163,7 +163,8 @@ class Backend {
                                         const float* lse, const float* delta, const float* kv, int64_t n_k,
                                         int64_t k_pos0, int H, int D) = 0;
 
-  // ---- loss (kernels/cpu/crossentropy.h) ----
+  // ---- loss (kernels/cpu/crossentropy.h). A target outside [0, V) other than -1 is the caller's to reject (the
+  // model does, on the host): the CPU backend throws, the CUDA backend gives that row a NaN loss. ----
   virtual void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
                                     int V) = 0;
   virtual void crossentropy_forward(float* losses, const bf16* logits, const int32_t* targets, int64_t N,

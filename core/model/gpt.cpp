@@ -233,6 +233,12 @@ void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
     if (layout_.wpe >= 0 && (b.positions[t] < 0 || b.positions[t] >= config_.max_seq_len))
       throw_runtime_error("position {} of token {} is outside [0, {}) (model.max_seq_len)", b.positions[t], t,
                           config_.max_seq_len);
+    // Checked here, on the host, so the backends' cross-entropy need not report it from the device (a wait per
+    // chunk of the LM head on a GPU).
+    if (b.targets != nullptr && (b.targets[t] < -1 || b.targets[t] >= config_.vocab_size))
+      throw_runtime_error("target {} of token {} of the batch is outside the vocabulary [0, {}) (model.vocab_size) "
+                          "and not -1 (no target)",
+                          b.targets[t], t, config_.vocab_size);
   }
 }
 

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kRowThreads)
       }
       if (threadIdx.x == 0) {
         losses[t] = valid ? 0.0f : CUDART_NAN_F;
-        if (!valid) atomicMin(bad_token, static_cast<unsigned long long>(t));
+        if (!valid && bad_token != nullptr) atomicMin(bad_token, static_cast<unsigned long long>(t));
       }
       continue;
     }
@@ -114,12 +114,18 @@ __global__ void __launch_bounds__(kRowThreads)
 
 template <class T, bool kBackward>
 void launch(float* losses, const T* logits, T* dlogits, const int32_t* targets, const float* weight, int64_t N,
-            int V, cudaStream_t stream) {
+            int V, cudaStream_t stream, TargetCheck check) {
   if (N == 0) return;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(N, INT_MAX));
+  if (check == TargetCheck::caller) {  // no flag: nothing to wait for
+    TRIDENT_LAUNCH(grid, kRowThreads, 0, stream, crossentropy_kernel<T, kBackward>)(
+        losses, logits, dlogits, targets, weight, N, V, static_cast<unsigned long long*>(nullptr));
+    TRIDENT_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   unsigned long long* bad_token = nullptr;
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&bad_token), sizeof *bad_token, stream));
   TRIDENT_CUDA_CHECK(cudaMemsetAsync(bad_token, 0xff, sizeof *bad_token, stream));  // kNoBadToken
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(N, INT_MAX));
   TRIDENT_LAUNCH(grid, kRowThreads, 0, stream, crossentropy_kernel<T, kBackward>)(
       losses, logits, dlogits, targets, weight, N, V, bad_token);
   if (const cudaError_t rc = cudaGetLastError(); rc != cudaSuccess) {
@@ -145,21 +151,23 @@ void launch(float* losses, const T* logits, T* dlogits, const int32_t* targets, 
 
 template <class T>
 void crossentropy_forward(float* losses, const T* logits, const int32_t* targets, int64_t N, int V,
-                          cudaStream_t stream) {
-  launch<T, false>(losses, logits, nullptr, targets, nullptr, N, V, stream);
+                          cudaStream_t stream, TargetCheck check) {
+  launch<T, false>(losses, logits, nullptr, targets, nullptr, N, V, stream, check);
 }
 
 template <class T>
 void crossentropy_fused_backward(float* losses, T* logits_to_dlogits, const int32_t* targets, const float* weight,
-                                 int64_t N, int V, cudaStream_t stream) {
-  launch<T, true>(losses, logits_to_dlogits, logits_to_dlogits, targets, weight, N, V, stream);
+                                 int64_t N, int V, cudaStream_t stream, TargetCheck check) {
+  launch<T, true>(losses, logits_to_dlogits, logits_to_dlogits, targets, weight, N, V, stream, check);
 }
 
-template void crossentropy_forward<float>(float*, const float*, const int32_t*, int64_t, int, cudaStream_t);
-template void crossentropy_forward<bf16>(float*, const bf16*, const int32_t*, int64_t, int, cudaStream_t);
+template void crossentropy_forward<float>(float*, const float*, const int32_t*, int64_t, int, cudaStream_t,
+                                          TargetCheck);
+template void crossentropy_forward<bf16>(float*, const bf16*, const int32_t*, int64_t, int, cudaStream_t,
+                                         TargetCheck);
 template void crossentropy_fused_backward<float>(float*, float*, const int32_t*, const float*, int64_t, int,
-                                                 cudaStream_t);
+                                                 cudaStream_t, TargetCheck);
 template void crossentropy_fused_backward<bf16>(float*, bf16*, const int32_t*, const float*, int64_t, int,
-                                                cudaStream_t);
+                                                cudaStream_t, TargetCheck);
 
 }  // namespace trident::cuda

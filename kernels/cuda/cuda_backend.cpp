@@ -28,6 +28,10 @@ namespace trident::cuda {
 
 namespace {
 
+// Cross-entropy targets are checked on the host before the model uploads a batch (GPT::check_batch), so the LM
+// head's chunks never wait for the device to report a bad one (kernels/cuda/crossentropy.h).
+constexpr TargetCheck kTargets = TargetCheck::caller;
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device), memory_(device, stream()) {}
@@ -170,11 +174,11 @@ class CudaBackend final : public Backend {
 
   void crossentropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
                             int V) override {
-    cuda::crossentropy_forward<float>(losses, logits, targets, N, V, stream());
+    cuda::crossentropy_forward<float>(losses, logits, targets, N, V, stream(), kTargets);
   }
   void crossentropy_fused_backward(float* losses, float* logits_to_dlogits, const int32_t* targets,
                                    const float* weight, int64_t N, int V) override {
-    cuda::crossentropy_fused_backward<float>(losses, logits_to_dlogits, targets, weight, N, V, stream());
+    cuda::crossentropy_fused_backward<float>(losses, logits_to_dlogits, targets, weight, N, V, stream(), kTargets);
   }
 
   // ---- bf16 storage: the same kernels instantiated for bf16 ----
@@ -256,11 +260,12 @@ class CudaBackend final : public Backend {
                                           n_seq, N, H, D, chunk, stream());
   }
   void crossentropy_forward(float* losses, const bf16* logits, const int32_t* targets, int64_t N, int V) override {
-    cuda::crossentropy_forward<bf16>(losses, logits, targets, N, V, stream());
+    cuda::crossentropy_forward<bf16>(losses, logits, targets, N, V, stream(), kTargets);
   }
   void crossentropy_fused_backward(float* losses, bf16* logits_to_dlogits, const int32_t* targets,
                                    const float* weight, int64_t N, int V) override {
-    cuda::crossentropy_fused_backward<bf16>(losses, logits_to_dlogits, targets, weight, N, V, stream());
+    cuda::crossentropy_fused_backward<bf16>(losses, logits_to_dlogits, targets, weight, N, V, stream(),
+                                           kTargets);
   }
 
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWStep& step,

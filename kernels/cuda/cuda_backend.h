@@ -1,8 +1,9 @@
 #pragma once
 // The CUDA backend: the Backend table (kernels/backend.h) over the .cu kernels and cuBLAS of this folder, fp32 and
 // bf16, on one device and one compute stream (copies beside it: copy_queue.h). Device memory from the
-// device's pool (memory.h). Everything is asynchronous on the compute stream except download(), squared_norm() and the
-// cross-entropy launchers, which wait for it.
+// device's pool (memory.h). Everything is asynchronous on the compute stream except download() and squared_norm(),
+// which wait for it. Cross-entropy leaves targets outside the vocabulary to its caller (a NaN loss, no error): the
+// model checks them on the host before it uploads a batch (GPT::check_batch).
 #include <cuda_runtime.h>
 
 #include <memory>

@@ -132,12 +132,17 @@ TEST_CASE("the chunked LM head gives the loss of the full logits", "[core][model
   CHECK(expect / b.num_targets() == Approx(std::log(37.0)).epsilon(0.05));
 }
 
-TEST_CASE("the model rejects tokens outside the vocabulary and batches larger than its activations",
+TEST_CASE("the model rejects tokens and targets outside the vocabulary and batches larger than its activations",
           "[core][model]") {
   GPT model(tiny_model("softmax"), 8, test_allocator());
   OwnedBatch b = make_batch({4}, 37, 1);
   b.tokens[2] = 37;
   CHECK_THROWS_WITH(model.forward_loss(b.view()), Catch::Contains("token id 37 at position 2"));
+  b.tokens[2] = 0;
+  b.targets[1] = -2;  // -1 means no target; anything else outside [0, 37) is an error, before any kernel runs
+  CHECK_THROWS_WITH(model.forward_loss(b.view()), Catch::Contains("target -2 of token 1 of the batch is outside"));
+  b.targets[1] = 37;
+  CHECK_THROWS_WITH(model.forward_backward(b.view(), 1.0f), Catch::Contains("target 37 of token 1"));
   OwnedBatch big = make_batch({9}, 37, 1);
   CHECK_THROWS_WITH(model.forward_loss(big.view()), Catch::Contains("batch of 9 tokens exceeds the 8"));
 }

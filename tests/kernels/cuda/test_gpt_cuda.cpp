@@ -131,3 +131,32 @@ TEST_CASE("GPT in bf16 on the cuda backend tracks the cpu backend's bf16: loss, 
   on_gpu.forward_logits(batch.view(), logits_gpu.data());
   check_close("bf16 logits", logits_gpu, logits_cpu, 2e-2);
 }
+
+#ifdef TRIDENT_SIMT_EMULATION
+// The LM head runs 128 tokens at a time; none of its chunks waits for the device (the targets are checked on the
+// host), so a pass of four chunks makes as many host round trips as a pass of one. The emulation counts them.
+TEST_CASE("the LM head on the cuda backend waits for the device once a pass, not once a chunk", "[cuda][model]") {
+  std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
+  Allocator memory({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->memory()});
+  const ModelConfig m = small_model("softmax");
+  GPT model(m, 512, memory, *cuda, Precision::fp32);
+  model.init_weights(3);
+  auto waits_for = [&](int documents) {  // documents of 64 tokens
+    Batch b;
+    for (int d = 0; d < documents; ++d) {
+      for (int i = 0; i < 64; ++i) {
+        b.tokens.push_back((d * 64 + i) % static_cast<int>(m.vocab_size));
+        b.positions.push_back(i);
+        b.targets.push_back(i + 1 < 64 ? (d + i) % static_cast<int>(m.vocab_size) : -1);
+      }
+      b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
+    }
+    model.zero_grads();
+    const uint64_t before = trident::simt::device().host_waits;
+    model.forward_backward(b.view(), 1.0f / 100);
+    return trident::simt::device().host_waits - before;
+  };
+  const uint64_t one_chunk = waits_for(2), four_chunks = waits_for(8);
+  CHECK(four_chunks == one_chunk);
+}
+#endif

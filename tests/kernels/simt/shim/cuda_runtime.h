@@ -299,6 +299,7 @@ struct Device {
   std::recursive_mutex mutex;
   std::set<CUstream_st*> streams;
   std::map<uintptr_t, std::size_t> device_memory, pinned_memory;  // start -> bytes
+  uint64_t host_waits = 0;  // stream, event and device synchronizes: host round trips a test can count
 };
 inline Device& device() {
   static Device d;
@@ -492,6 +493,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  ++trident::simt::device().host_waits;
   if (stream != nullptr) trident::simt::drain(stream, stream->issued);
   return cudaSuccess;
 }
@@ -510,6 +512,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  ++trident::simt::device().host_waits;
   trident::simt::drain(event->stream, event->position);
   return cudaSuccess;
 }
@@ -527,6 +530,7 @@ inline cudaError_t cudaGetDevice(int* device) {
 }
 inline cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidValue; }
 inline cudaError_t cudaDeviceSynchronize() {
+  ++trident::simt::device().host_waits;
   trident::simt::drain_all();
   return cudaSuccess;
 }
