@@ -25,8 +25,9 @@ class DataParallel {
 
   // Installs the hook that starts reducing each gradient bucket as soon as backward finishes it.
   void reduce_during_backward(GPT& model);
-  // For a rank with nothing to compute this step: reduces its (zero) gradients bucket by bucket, matching the
-  // sequence of collectives the busy ranks issue from their hooks.
+  // Reduces the gradients bucket by bucket after the backward, the sequence of collectives the hook issues: for a
+  // rank with nothing to compute this step (its gradients are zero), or where the reduction must not overlap the
+  // backward (FlexSP on NCCL).
   void reduce_all(GPT& model);
   // Waits until every started bucket is reduced, and removes the hook.
   void finish(GPT& model);

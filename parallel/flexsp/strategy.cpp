@@ -114,7 +114,8 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
       precision_(precision_named(env.config.train.precision)),
       device_(env.backend.device()),
       groups_(env.groups),
-      dp_(env.groups.world(), env.groups.gradients()) {
+      dp_(env.groups.world(), env.groups.gradients()),
+      overlap_reduction_(!(env.backend.device() == Device::cuda && env.config.device.comm == "nccl")) {
   const int world = env.groups.world().size();
   check_flexsp(model_, world, inner_);
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
@@ -290,7 +291,7 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
   timing[0] = groups_.position();
   for (int i = 0; i <= last; ++i) {
     if (!micro[i]) continue;  // this rank is in no group of micro-batch i
-    if (i == last) dp_.reduce_during_backward(model);  // earlier ones only accumulate
+    if (i == last && overlap_reduction_) dp_.reduce_during_backward(model);  // earlier ones only accumulate
     const TokenBatch mb = micro[i]->view();
     const auto start = std::chrono::steady_clock::now();
     sums.loss_sum += model.forward_backward(mb, loss_weight);
@@ -298,7 +299,7 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
     sums.tokens += static_cast<double>(mb.num_tokens);
     sums.flops += model.flops(mb);
   }
-  if (last < 0) dp_.reduce_all(model);
+  if (last < 0 || !overlap_reduction_) dp_.reduce_all(model);  // bucket by bucket, in the same order everywhere
   dp_.finish(model);
   double totals[3] = {sums.loss_sum, sums.tokens, sums.flops};
   dp_.sum(totals, 3);

@@ -102,6 +102,10 @@ class FlexSequenceParallel final : public Strategy {
   Device device_;
   RunGroups& groups_;
   DataParallel dp_;
+  // Gradients reduced during the rank's last backward (overlapped), or after it: on NCCL, where a rank's last
+  // micro-batch differs from its group partners' and the world's all-reduces would interleave with a group's
+  // operations in a different order on each rank (NCCL may deadlock on that).
+  bool overlap_reduction_;
   std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one op per layer
   std::map<int, std::vector<AttentionOp*>> layer_ops_;
   mutable std::vector<int64_t> planned_lengths_;

@@ -5,15 +5,18 @@
 // As on a GPU, an operation is issued on a stream and runs on its own, whether or not the issuing rank waits for it:
 // when it is issued, the stream's earlier work runs (with the emulation's deferred streams, that is where a missing
 // event wait shows: without one, the buffers are read before the kernels that write them have run), then the
-// operation goes to the communicator's progress thread, which runs the MPI calls in issue order; the stream's later
-// work, and an event recorded after it, wait for it to finish. A progress thread per communicator lets ranks reach
-// their collectives at different moments of their host code, as NCCL's kernels do. Needs MPI_THREAD_MULTIPLE.
+// operation goes to the process's NCCL engine, a thread that runs every communicator's MPI calls one operation at a
+// time in issue order (Engine, below); the stream's later work, and an event recorded after it, wait for it to
+// finish. The engine lets ranks reach their collectives at different moments of their host code, as NCCL's kernels
+// do; running one operation at a time makes two communicators' operations issued in different orders on two ranks
+// hang, as NCCL warns they may on a GPU, and the engine reports it. Needs MPI_THREAD_MULTIPLE.
 //
 // ncclCommInitRank builds the MPI communicator of the members from the unique id without a collective over the
 // world: each member sends its world rank to rank 0's process, which answers with the member list. Sums of bf16
 // are done in fp32 and rounded once. Errors abort: the emulation has no failing peers to report.
 #include <mpi.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -93,19 +96,105 @@ inline int mpi_count(std::size_t count) {
   return static_cast<int>(count);
 }
 
-// One communicator: its MPI communicator and the thread that runs its operations in issue order.
-class Comm {
+// The process's one NCCL engine: a thread that runs every communicator's operations, one at a time, in issue order,
+// as a GPU runs the NCCL kernels queued on it. So two ranks that issue operations of two communicators in different
+// orders wait for each other forever, as NCCL documents they may on a GPU; an operation that waits longer than
+// TRIDENT_SIMT_NCCL_STALL_S seconds (default 120) is reported and the process aborts, instead of a silent hang.
+class Engine {
  public:
-  Comm(MPI_Comm mpi, int rank, int size) : mpi_(mpi), rank_(rank), size_(size), worker_([this] { run(); }) {}
-  Comm(const Comm&) = delete;
-  Comm& operator=(const Comm&) = delete;
-  ~Comm() {
+  static Engine& get() {
+    static Engine engine;
+    return engine;
+  }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine() {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
     }
-    ready_.notify_one();
-    worker_.join();  // runs what was issued first
+    ready_.notify_all();
+    worker_.join();
+    watchdog_.join();
+  }
+  // Runs `op` after every operation issued before it; returns when it has been queued.
+  std::shared_future<void> submit(std::function<void()> op, const char* what) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::shared_future<void> finished = done->get_future().share();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({[op = std::move(op), done] {
+                          op();
+                          done->set_value();
+                        },
+                        what});
+    }
+    ready_.notify_all();
+    return finished;
+  }
+
+ private:
+  struct Item {
+    std::function<void()> run;
+    const char* what;
+  };
+  Engine() : stall_s_(stall_limit()), worker_([this] { run(); }), watchdog_([this] { watch(); }) {}
+  static double stall_limit() {
+    const char* s = std::getenv("TRIDENT_SIMT_NCCL_STALL_S");
+    return s != nullptr ? std::atof(s) : 120.0;
+  }
+  void run() {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        item = std::move(queue_.front());
+        queue_.pop_front();
+        running_ = item.what;
+        started_ = std::chrono::steady_clock::now();
+      }
+      item.run();
+      const std::lock_guard<std::mutex> lock(mutex_);
+      running_ = nullptr;
+    }
+  }
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      ready_.wait_for(lock, std::chrono::milliseconds(200));
+      if (running_ != nullptr &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() > stall_s_) {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        std::fprintf(stderr,
+                     "SIMT NCCL emulation: rank %d has waited %.0f s in %s (queued behind it: %zu): do the ranks "
+                     "issue operations of two communicators in different orders?\n",
+                     rank, stall_s_, running_, queue_.size());
+        std::abort();
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+  const char* running_ = nullptr;
+  std::chrono::steady_clock::time_point started_;
+  double stall_s_;
+  std::thread worker_, watchdog_;  // last: they start once the rest is built
+};
+
+// One communicator: its MPI communicator; its operations run on the engine.
+class Comm {
+ public:
+  Comm(MPI_Comm mpi, int rank, int size) : mpi_(mpi), rank_(rank), size_(size) {}
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm() {
+    if (last_.valid()) last_.wait();  // its operations are done before its MPI communicator goes
     MPI_Comm_free(&mpi_);
   }
   MPI_Comm mpi() const { return mpi_; }
@@ -113,43 +202,17 @@ class Comm {
   int size() const { return size_; }
 
   // Issues `op` on `stream` (see the header comment).
-  void issue(cudaStream_t stream, std::function<void()> op) {
+  void issue(cudaStream_t stream, std::function<void()> op, const char* what) {
     if (stream != nullptr) trident::simt::drain(stream, stream->issued);
-    auto done = std::make_shared<std::promise<void>>();
-    std::shared_future<void> finished = done->get_future().share();
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back([op = std::move(op), done] {
-        op();
-        done->set_value();
-      });
-    }
-    ready_.notify_one();
+    std::shared_future<void> finished = Engine::get().submit(std::move(op), what);
+    last_ = finished;
     trident::simt::enqueue(stream, [finished] { finished.wait(); });
   }
 
  private:
-  void run() {
-    for (;;) {
-      std::function<void()> op;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        op = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      op();
-    }
-  }
-
   MPI_Comm mpi_;
   int rank_, size_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  std::thread worker_;  // last: it starts once the rest is built
+  std::shared_future<void> last_;
 };
 
 // Point-to-point calls between ncclGroupStart and ncclGroupEnd, issued together at the end.
@@ -185,7 +248,7 @@ inline void issue_p2p(std::vector<P2p> calls) {
       check(rc, c.send ? "MPI_Isend" : "MPI_Irecv");
     }
     check(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  });
+  }, "a group of sends and receives");
 }
 
 struct Id {
@@ -302,7 +365,7 @@ inline ncclResult_t ncclAllReduce(const void* send, void* recv, std::size_t coun
     }
     if (send != recv) std::memcpy(recv, send, count * std::size_t(type_size(type)));
     check(MPI_Allreduce(MPI_IN_PLACE, recv, mpi_count(count), mpi_type(type), MPI_SUM, c->mpi()), "MPI_Allreduce");
-  });
+  }, "ncclAllReduce");
   return ncclSuccess;
 }
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t type, int root,
@@ -312,7 +375,7 @@ inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t coun
   c->issue(stream, [=] {
     if (c->rank() == root && send != recv) std::memcpy(recv, send, count * std::size_t(type_size(type)));
     check(MPI_Bcast(recv, mpi_count(count), mpi_type(type), root, c->mpi()), "MPI_Bcast");
-  });
+  }, "ncclBroadcast");
   return ncclSuccess;
 }
 inline ncclResult_t ncclAllGather(const void* send, void* recv, std::size_t count, ncclDataType_t type,
@@ -322,6 +385,6 @@ inline ncclResult_t ncclAllGather(const void* send, void* recv, std::size_t coun
   c->issue(stream, [=] {
     check(MPI_Allgather(send, mpi_count(count), mpi_type(type), recv, mpi_count(count), mpi_type(type), c->mpi()),
           "MPI_Allgather");
-  });
+  }, "ncclAllGather");
   return ncclSuccess;
 }
