@@ -90,8 +90,8 @@ class StagedCommunicator final : public Communicator {
   }
   RequestPtr irecv(void* data, int64_t count, CommType type, int peer, int tag) override {
     counters_.record("irecv", 0);
-    auto r = std::make_unique<StagedRequest>(backend_, Bytes{}, Bytes(static_cast<std::size_t>(comm_bytes(count, type))),
-                                             data);
+    Bytes received(static_cast<std::size_t>(comm_bytes(count, type)));
+    auto r = std::make_unique<StagedRequest>(backend_, Bytes{}, std::move(received), data);
     r->start(host_.irecv(r->recv_data(), count, type, peer, tag));
     return r;
   }

@@ -17,9 +17,11 @@ trap 'rm -rf "$work"' EXIT
 logs="$work/logs"
 mkdir -p "$logs"
 # The kit's files: kit.tar.gz beside this script (pack.sh's output), unpacked for this run.
-[[ -f $here/kit.tar.gz ]] || { echo "check.sh: no kit.tar.gz beside $0: run it from the folder pack.sh made" >&2; exit 2; }
+[[ -f $here/kit.tar.gz ]] ||
+  { echo "check.sh: no kit.tar.gz beside $0: run it from the folder pack.sh made" >&2; exit 2; }
 kit="$work/kit"
-mkdir -p "$kit" && tar -xzf "$here/kit.tar.gz" -C "$kit" || { echo "check.sh: cannot unpack $here/kit.tar.gz" >&2; exit 2; }
+mkdir -p "$kit" && tar -xzf "$here/kit.tar.gz" -C "$kit" ||
+  { echo "check.sh: cannot unpack $here/kit.tar.gz" >&2; exit 2; }
 # shellcheck source=scripts/gpu/kit_env.sh
 source "$kit/kit_env.sh" || { echo "check.sh: $kit is not a kit (no usable kit_env.sh)" >&2; exit 2; }
 export KIT="$kit" WORK="$work" LOGS="$logs"
@@ -96,13 +98,14 @@ mpi_train() {
   mpirun -np 2 --bind-to none "$KIT/bin/trident" train "$tiny" --set train.steps=5 --set run.dir="$WORK/mpi_train" &&
     [[ $(wc -l <"$WORK/mpi_train/metrics.jsonl") == 5 ]] && echo "5 steps on 2 ranks (kit's mpirun)"
 }
-# The gpu tests: kernels and the whole model against the CPU backend, ATOM's swaps, NCCL, LASP and Ulysses/Ring on
-# device buffers (1 rank: the machine has one GPU).
+# The gpu tests: kernels and the whole model against the CPU backend (GPT-2 124M at its real shapes too), ATOM's
+# swaps, NCCL (1 rank: it takes one rank a GPU), LASP and Ulysses/Ring on device buffers (1 and 2 ranks on the one
+# GPU; Ulysses and Ring staged through the host at 2).
 gpu_kernels() { "$KIT/bin/test_kernels_cuda" --use-colour no; }
 gpu_atom() { "$KIT/bin/test_atom_cuda" --use-colour no; }
 gpu_nccl() { mpirun -np 1 "$KIT/bin/test_nccl" --use-colour no; }
-gpu_lasp() { mpirun -np 1 "$KIT/bin/test_lasp_cuda" --use-colour no; }
-gpu_sp() { mpirun -np 1 "$KIT/bin/test_sp_cuda" --use-colour no; }
+gpu_lasp() { for n in 1 2; do mpirun -np $n "$KIT/bin/test_lasp_cuda" --use-colour no || return; done; }
+gpu_sp() { for n in 1 2; do mpirun -np $n "$KIT/bin/test_sp_cuda" --use-colour no || return; done; }
 # Training on CUDA against the CPU backend, 1 and 2 ranks, DP, LASP, Ulysses, Ring, ATOM, bf16, resume.
 cuda_train() { TRIDENT="$KIT/bin/trident" bash "$KIT/tests/test_cuda_train.sh" "$KIT/configs"; }
 bench_kernels() { "$KIT/bin/trident" bench kernels --backend cuda; }
@@ -197,11 +200,13 @@ fi
   echo
   echo "- kit: $(cat "$kit/KIT_INFO" 2>/dev/null | tr '\n' ';' | sed 's/;$//')"
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "- host: $(uname -srm); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+  cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+  echo "- host: $(uname -srm); CPU: $cpu, $(nproc) cores"
   if [[ -n $gpu_why ]]; then
     echo "- device: no device ($gpu_why)"
   else
-    echo "- device: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -n 1)"
+    query=name,memory.total,driver_version,clocks.max.sm
+    echo "- device: $(nvidia-smi --query-gpu=$query --format=csv,noheader 2>&1 | head -n 1)"
   fi
   echo "- budget: $budget s; used $((SECONDS - start_all)) s; $failed stage(s) failed"
   echo

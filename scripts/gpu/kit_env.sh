@@ -19,7 +19,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && [[ ! -e ${cuda_lib:-/n
 fi
 export LD_LIBRARY_PATH="$kit_library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The machine's libstdc++ unless the binaries ask for symbols it lacks (then the kit's, from the build machine).
-if LD_LIBRARY_PATH="$kit_library_path" ldd "$kit_dir/bin/trident" 2>&1 | grep -q "GLIBCXX.*not found\|libstdc++.*not found"; then
+if LD_LIBRARY_PATH="$kit_library_path" ldd "$kit_dir/bin/trident" 2>&1 |
+   grep -q "GLIBCXX.*not found\|libstdc++.*not found"; then
   export LD_LIBRARY_PATH="$kit_dir/lib/fallback:$LD_LIBRARY_PATH"
 fi
 

@@ -14,8 +14,10 @@ copy_openmpi() (
   local kit=${1:?usage: copy_openmpi KIT}
   local arch=/usr/lib/x86_64-linux-gnu
   local plugins=$arch/openmpi/lib/openmpi3 pmix=$arch/pmix2
-  local drop='ucx|ofi|openib|_psm|reachable_netlink|^mca_(atomic|memheap|scoll|spml|sshmem)_|^mca_pml_cm|^libompi_dbg_msgq'
-  local system='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so)'
+  local drop='ucx|ofi|openib|_psm|reachable_netlink|^mca_(atomic|memheap|scoll|spml|sshmem)_|^mca_pml_cm'
+  drop+='|^libompi_dbg_msgq'
+  local system='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so'
+  system+='|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so)'
   mkdir -p "$kit"/{bin,lib/openmpi3,lib/pmix,share/openmpi,share/pmix,etc}
   cp -L /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info "$kit/bin/"
   ln -sf orterun "$kit/bin/mpirun"

@@ -36,7 +36,8 @@ fi
 paths=()
 for b in "${binaries[@]}"; do
   p=$(find "$build" -maxdepth 2 -type f -name "$b" -perm -u+x | head -n 1)
-  [[ -n $p ]] || { echo "pack.sh: $build has no '$b': a CUDA build is needed (-DTRIDENT_CUDA=ON, BUILD_TESTING)" >&2; exit 2; }
+  [[ -n $p ]] ||
+    { echo "pack.sh: $build has no '$b': a CUDA build is needed (-DTRIDENT_CUDA=ON, BUILD_TESTING)" >&2; exit 2; }
   paths+=("$p")
 done
 "${paths[0]}" --version | grep -q cuda || { echo "pack.sh: ${paths[0]} was built without CUDA" >&2; exit 2; }
@@ -59,7 +60,8 @@ copy_needed_libraries() {
   ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
     name=$(basename "$lib")
     case $name in
-      libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux* | libresolv.so.* | libutil.so.*) continue ;;
+      libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux* | libresolv.so.* | libutil.so.*)
+        continue ;;
       libcuda.so.* | libcudart.so.* | libcublas.so.* | libcublasLt.so.* | libnccl.so.* | libnvidia*) continue ;;
       libstdc++.so.* | libgcc_s.so.*) dest=lib/fallback ;;
       *) dest=lib ;;
@@ -78,7 +80,9 @@ cp "$root/tests/app/configs/tiny_train.yaml" "$root/configs/quickstart.yaml" "$r
   "$tmp/configs/"
 bash "$root/scripts/fortunes_corpus.sh" "$tmp/data/fortunes.txt"
 {
-  echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
+  echo "commit $commit"
   echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   echo "$("$tmp/bin/trident" --version | head -n 1)"
 } >"$tmp/KIT_INFO"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU kit (scripts/gpu/pack.sh) works on a machine without Debian's libraries: packed from this CUDA build, copied
 # into a bare Debian root (debootstrap --variant=minbase: glibc and libstdc++, no Open MPI, yaml-cpp, spdlog, fmt,
-# CBC, GLPK, OpenBLAS, OpenMP) lent this machine's CUDA toolkit (as the GPU machine has one) and run there with chroot,
-# every library of every kit binary resolves from the kit, the toolkit or glibc, `trident --version` lists cuda, the CPU stages of check.sh pass (1-rank training, and 2 ranks started by the
-# kit's own mpirun), and the GPU stages report "no device" with exit 0. A singleton MPI run (no mpirun) works too.
+# CBC, GLPK, OpenBLAS, OpenMP) lent this machine's CUDA toolkit (as the GPU machine has one) and run there with
+# chroot, every library of every kit binary resolves from the kit, the toolkit or glibc, `trident --version` lists
+# cuda, the CPU stages of check.sh pass (1-rank training, and 2 ranks started by the kit's own mpirun), and the GPU
+# stages report "no device" with exit 0. A singleton MPI run (no mpirun) works too.
 # Skipped (77) where a root cannot be made: not root, or no debootstrap.
 # The root is kept in $KIT_ROOT (default .deps/kit-root) and made once (about 80 s, from Debian's mirror).
 # Usage: BUILD_DIR=build bash tests/app/test_gpu_kit.sh
@@ -22,7 +23,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 (($(id -u) == 0)) || { echo "skipped: making and entering a root with chroot needs root"; exit 77; }
-command -v debootstrap >/dev/null || { echo "skipped: debootstrap is not installed (scripts/install-deps.sh)"; exit 77; }
+command -v debootstrap >/dev/null ||
+  { echo "skipped: debootstrap is not installed (scripts/install-deps.sh)"; exit 77; }
 
 # ---- the kit, from this build ---------------------------------------------------------------------------------
 bash "$repo/scripts/gpu/pack.sh" --build-dir "$build" --out "$tmp/kit" >"$tmp/pack.log" 2>&1 ||

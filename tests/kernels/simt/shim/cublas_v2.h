@@ -2,10 +2,10 @@
 // SIMT emulation (cuda_runtime.h here): the cuBLAS calls kernels/cuda/gemm.cu makes, as a plain column-major GEMM on
 // the host (fp32 accumulation in k order, bf16 rounded to nearest even on output). It checks the operand layout
 // gemm.cu hands to cuBLAS (the row-major/column-major swap, leading dimensions, strides, alpha and beta), not
-// cuBLAS's arithmetic; TF32 compute is computed in full fp32. A GEMM queues on the handle's stream, as a launch does. One liberty cuBLAS takes is modelled: a handle whose
-// math mode allows reduced-precision reductions (no CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) may split K
-// and sum the partial products in the output type, so there a bf16 result is rounded twice (each half of K, then
-// their sum), as cuBLAS's split-K kernels may do.
+// cuBLAS's arithmetic; TF32 compute is computed in full fp32. A GEMM queues on the handle's stream, as a launch
+// does. One liberty cuBLAS takes is modelled: a handle whose math mode allows reduced-precision reductions (no
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) may split K and sum the partial products in the output type, so
+// there a bf16 result is rounded twice (each half of K, then their sum), as cuBLAS's split-K kernels may do.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -212,7 +212,9 @@ TEST_CASE("nccl counters match MPI's definitions; host pointers and bad peers ar
 }
 
 int main(int argc, char** argv) {
-  return trident::test::cuda_mpi_main(argc, argv, [](trident::test::CatchSession& session, int device) {
+  return trident::test::cuda_mpi_main(argc, argv, [](trident::test::CatchSession& session, int device,
+                                                      bool one_rank_a_device) {
+    if (!one_rank_a_device) return trident::test::skip_without_a_device_a_rank();
     g_device = device;
     // The tests fill and read buffers with blocking copies: nothing to wait for on a compute stream.
     std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device, nullptr);

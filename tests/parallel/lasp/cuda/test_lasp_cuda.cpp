@@ -1,7 +1,8 @@
 // LASP on the CUDA backend: each rank's qkv, out and gradients in device memory, states through the host and MPI.
 // Outputs and input gradients of both variants against the CPU kernel on the whole batch, as the CPU tests do
 // (tests/parallel/lasp/test_lasp.cpp), within the CUDA linear-attention kernel's fp32 tolerance (2e-5). Runs under
-// mpirun with 1, 2 and 4 ranks, one device per rank; without a usable device every rank prints why and exits 77.
+// mpirun with 1, 2 and 4 ranks, on as many devices as the node has (ranks may share one); without a usable device
+// every rank prints why and exits 77.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -68,7 +69,8 @@ TEST_CASE("LASP on the cuda backend equals the kernel on the whole batch", "[las
 }
 
 int main(int argc, char** argv) {
-  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device) {
+  // LASP's states go over MPI: any number of ranks may share a device.
+  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device, bool /*one_rank_a_device*/) {
     std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
     g_cuda = backend.get();
     const int result = session.run();

@@ -1,7 +1,8 @@
 // Sequence parallelism on the CUDA backend: each rank's qkv, out and gradients in device memory, the messages over
-// NCCL. DeepSpeed-Ulysses (both attention types) and Ring Attention (softmax), fp32 and bf16 activations: outputs
-// and input gradients against the CPU backend's kernels on the whole batch. Runs under mpirun with 1, 2 and 4 ranks,
-// one device per rank; without a usable device every rank prints why and exits 77.
+// NCCL (or, where ranks share a device, staged through the host over MPI). DeepSpeed-Ulysses (both attention types)
+// and Ring Attention (softmax), fp32 and bf16 activations: outputs and input gradients against the CPU backend's
+// kernels on the whole batch. Runs under mpirun with 1, 2 and 4 ranks; without a usable device every rank prints why
+// and exits 77.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
+#include "parallel/comm/staged.h"
 #include "kernels/shared/decay.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/nccl.h"
@@ -124,9 +126,12 @@ TEST_CASE("Ulysses and Ring on bf16 activations over NCCL (bf16 messages) equal 
 }
 
 int main(int argc, char** argv) {
-  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device) {
+  return cuda_mpi_main(argc, argv, [](CatchSession& session, int device, bool one_rank_a_device) {
     std::unique_ptr<Backend> backend = cuda::make_cuda_backend(device);
-    std::unique_ptr<Communicator> nccl = make_nccl_communicator(world(), device, cuda::compute_stream(*backend));
+    // NCCL where every rank has a device of its own; else the device buffers staged through the host over MPI.
+    std::unique_ptr<Communicator> nccl = one_rank_a_device
+                                             ? make_nccl_communicator(world(), device, cuda::compute_stream(*backend))
+                                             : make_staged_communicator(world(), *backend);
     g_cuda = backend.get();
     g_nccl = nccl.get();
     const int result = session.run();
