@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/config/config.h"
 #include "core/data/batch.h"
+#include "parallel/cost/profile.h"
 
 namespace trident::test {
 
@@ -36,6 +39,19 @@ inline Batch random_documents(const std::vector<int>& lengths, uint64_t seed) {
     b.append_sequence(ids);
   }
   return b;
+}
+
+// A cluster profile of one node of `ranks` devices, for the strategies that plan with one (FlexSP).
+inline cost::Profile one_node_profile(int ranks) {
+  return cost::parse_profile(fmt::format(R"(
+cluster: {{name: test, nodes: 1, devices_per_node: {}, device_memory_gb: 1}}
+network:
+  intra_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
+  inter_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
+compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-4, beta1_s: 1.0e-4}}
+)",
+                                         ranks),
+                             "test profile");
 }
 
 }  // namespace trident::test

@@ -22,19 +22,6 @@ using namespace trident::test;
 
 namespace {
 
-// One node of `ranks`.
-cost::Profile node_profile(int ranks) {
-  return cost::parse_profile(fmt::format(R"(
-cluster: {{name: test, nodes: 1, devices_per_node: {}, device_memory_gb: 1}}
-network:
-  intra_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
-  inter_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
-compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-4, beta1_s: 1.0e-4}}
-)",
-                                         ranks),
-                             "test profile");
-}
-
 std::vector<int> all_degrees(int world) {
   std::vector<int> d;
   for (int k = 1; k <= world; k *= 2) d.push_back(k);
@@ -56,7 +43,7 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     const std::string attention = k.attention;
     Config c = tiny_strategy_config(attention, 256);
     c.parallel.lasp_variant = k.variant;
-    const cost::Profile profile = node_profile(W);
+    const cost::Profile profile = one_node_profile(W);
     RunGroups groups(world(), {}, all_degrees(W));
     // A rank holds 48 tokens: the 90-token document needs a pair (or more), the short ones fit one rank each.
     const StrategyEnv env{groups, cpu_backend(), c, 48, &profile};
@@ -125,7 +112,7 @@ TEST_CASE("FlexSP plans the next batch ahead, and falls back to planning on the 
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;
   const Config c = tiny_strategy_config("softmax", 256);
-  const cost::Profile profile = node_profile(W);
+  const cost::Profile profile = one_node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
   FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
   const Batch first = random_documents({30, 20, 10}, 1), second = random_documents({25, 25}, 2);
@@ -149,7 +136,7 @@ TEST_CASE("parallel.flexsp.degrees: single gives every group of a batch one size
   if ((W & (W - 1)) != 0) return;
   Config c = tiny_strategy_config("softmax", 256);
   c.parallel.flexsp_degrees = "single";
-  const cost::Profile profile = node_profile(W);
+  const cost::Profile profile = one_node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
   FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
   const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
@@ -164,7 +151,7 @@ TEST_CASE("a FlexSP plan made for other documents is refused", "[mpi][flexsp_tra
   const int W = world().size();
   if (W == 1 || (W & (W - 1)) != 0) return;  // needs a rank that did not plan
   const Config c = tiny_strategy_config("softmax", 256);
-  const cost::Profile profile = node_profile(W);
+  const cost::Profile profile = one_node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
   FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
   // Rank 0 plans its batch; every other rank is handed a batch with one document more.
@@ -218,13 +205,13 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
           "[flexsp_train]") {
   const Config lin = tiny_strategy_config("linear", 64);
   Config cfg = lin;
-  const cost::CostModel ulysses = flexsp_cost_model(node_profile(4), cfg, 100);
+  const cost::CostModel ulysses = flexsp_cost_model(one_node_profile(4), cfg, 100);
   cfg.parallel.lasp_variant = "ring";
-  const cost::CostModel chain = flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp);
+  const cost::CostModel chain = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
   cfg.parallel.lasp_variant = "allgather";
-  const cost::CostModel gather = flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp);
+  const cost::CostModel gather = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
   cfg.parallel.lasp_variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
-  CHECK(flexsp_cost_model(node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==
+  CHECK(flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==
         cost::GroupExchange::Kind::lasp_allgather);
   // 4 heads of 6: a state is 4 * 4 * 6 * 6 = 576 bytes; 2 layers, a state and its gradient each
   CHECK(chain.exchange().state_bytes == 576);

@@ -107,24 +107,12 @@ FlexSequenceParallel::Planner fixed_plan(std::vector<GroupsOfMicroBatch> micro) 
   };
 }
 
-cost::Profile one_node(int ranks) {
-  return cost::parse_profile(fmt::format(R"(
-cluster: {{name: test, nodes: 1, devices_per_node: {}, device_memory_gb: 1}}
-network:
-  intra_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
-  inter_node: {{bandwidth_gb_per_s: 1.0, latency_us: 20}}
-compute: {{alpha1_s_per_token2: 1.0e-8, alpha2_s_per_token: 1.0e-4, beta1_s: 1.0e-4}}
-)",
-                                         ranks),
-                             "test profile");
-}
-
 }  // namespace
 
 TEST_CASE("FlexSP with groups of several sizes on the CUDA backend equals the CPU backend's single rank", "[simt]") {
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;  // FlexSP needs a power-of-two world
-  const cost::Profile profile = one_node(W);
+  const cost::Profile profile = one_node_profile(W);
   // 4 ranks: a pair beside two single ranks, then one group of all; 2 ranks: a pair, then two single ranks.
   const FlexSequenceParallel::Planner mixed_plan =
       fixed_plan(W == 4 ? std::vector<GroupsOfMicroBatch>{{{2, {0}}, {1, {1, 3}}, {1, {2}}}, {{4, {4, 5}}}}
@@ -148,7 +136,7 @@ TEST_CASE("FlexSP with groups of several sizes on the CUDA backend equals the CP
 TEST_CASE("FlexSP on NCCL when ranks' last micro-batches differ: gradients reduced after the backward", "[simt]") {
   const int W = world().size();
   if (W != 2 && W != 4) return;
-  const cost::Profile profile = one_node(W);
+  const cost::Profile profile = one_node_profile(W);
   const FlexSequenceParallel::Planner plan =
       fixed_plan(W == 4 ? std::vector<GroupsOfMicroBatch>{{{2, {0}}, {2, {1}}}, {{1, {2, 3, 4, 5}}}}
                         : std::vector<GroupsOfMicroBatch>{{{2, {0, 1}}}, {{1, {2, 3, 4, 5}}}});
