@@ -1,8 +1,8 @@
 // trident bench step [CONFIG]: a whole training step (forward, backward, AdamW) timed on packed batches of documents,
 // reported as ms/step, tokens/s and MFU = model FLOPs/s over the roof: on the CPU the sgemm rate measured in the
 // same run, on a GPU its dense peak for the matmuls' precision. Softmax and linear attention run side by side at each
-// sequence length. A CONFIG's device.backend and train.precision apply (e.g. --set device.backend=cuda --set
-// train.precision=bf16 on a GPU).
+// sequence length. A CONFIG's device.backend, device.memory_gb and train.precision apply (e.g. --set
+// device.backend=cuda --set train.precision=bf16 on a GPU).
 #include <omp.h>
 
 #include <limits>
@@ -33,6 +33,7 @@ struct Case {
   std::string name;
   ModelConfig model;
   int64_t seq_len, tokens;  // documents of seq_len tokens packed to `tokens` per step
+  double memory_gb = 20;    // the device memory budget: a CONFIG's device.memory_gb
 };
 
 ModelConfig gpt2_small(const std::string& attention, int64_t max_seq_len) {
@@ -47,7 +48,8 @@ ModelConfig gpt2_small(const std::string& attention, int64_t max_seq_len) {
 }
 
 Row measure(const Case& c, Backend& backend, Precision precision, double roof, double min_seconds) {
-  Allocator allocator({.name = backend.name(), .budget_bytes = gib_to_bytes(20), .resource = &backend.memory()});
+  Allocator allocator(
+      {.name = backend.name(), .budget_bytes = gib_to_bytes(c.memory_gb), .resource = &backend.memory()});
   GPT model(c.model, c.tokens, allocator, backend, precision);
   model.init_weights(1);
   AdamW optimizer(model.layout(), TrainConfig{}, allocator, backend);
@@ -89,7 +91,8 @@ void run_step(const Options& options, const std::string& config_path, const std:
     gemm_threads = config.device.gemm_threads;
     precision_name = config.train.precision;
     const int64_t T = config.model.max_seq_len;
-    cases.push_back({config.run.name, config.model, T, std::max(T, config.train.batch_tokens / T * T)});
+    cases.push_back({config.run.name, config.model, T, std::max(T, config.train.batch_tokens / T * T),
+                     config.device.memory_gb});
   } else {
     for (const char* attention : {"softmax", "linear"}) {
       cases.push_back({"gpt2-small", gpt2_small(attention, 64), 64, 256});  // B=4, T=64

@@ -6,13 +6,23 @@ kit_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [[ -x $kit_dir/bin/trident ]] || { echo "kit_env.sh: $kit_dir has no bin/trident" >&2; return 1; }
 
 kit_library_path="$kit_dir/lib"
-for cuda_lib in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  if [[ -e $cuda_lib/libcudart.so.13 ]]; then
+cuda_lib=""
+for dir in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  if [[ -e $dir/libcudart.so.13 && -e $dir/libcublas.so.13 ]]; then
+    cuda_lib=$dir
     kit_library_path+=":$cuda_lib"
     break
   fi
 done
-if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && [[ ! -e ${cuda_lib:-/nonexistent}/libnccl.so.2 ]]; then
+# No toolkit there: the runtime and cuBLAS of PyTorch's nvidia-* wheels, where they are CUDA 13's.
+if [[ -z $cuda_lib ]]; then
+  for module in nvidia.cuda_runtime nvidia.cublas; do
+    dir=$(python3 -c "import $module, os; print(os.path.join(list($module.__path__)[0], 'lib'))" 2>/dev/null || true)
+    [[ -n $dir && -d $dir ]] && kit_library_path+=":$dir"
+  done
+fi
+[[ -d ${CUDA_HOME:-/usr/local/cuda}/bin ]] && export PATH="$PATH:${CUDA_HOME:-/usr/local/cuda}/bin"  # compute-sanitizer
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 ' && [[ -z $cuda_lib || ! -e $cuda_lib/libnccl.so.2 ]]; then
   nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' \
              2>/dev/null || true)
   [[ -n $nccl_lib && -e $nccl_lib/libnccl.so.2 ]] && kit_library_path+=":$nccl_lib"

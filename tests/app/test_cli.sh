@@ -67,6 +67,13 @@ stderr_line "trident: usage error:" "--blas"
 run 2 config "$configs/good.yaml" --set device.blas=mkl
 stderr_line "trident: config error:" "device.blas" "openblas-debian"
 
+# bench step CONFIG: the config's model on its device.memory_gb (a budget the step does not fit is the allocator's
+# error naming the key)
+run 0 bench --repeat 0.01 step "$configs/tiny_train.yaml"
+stdout_has "| tiny " "tokens/s"
+run 1 bench --repeat 0.01 step "$configs/tiny_train.yaml" --set device.memory_gb=0.0001
+last_stderr_line "trident: error:" "memory budget exceeded" "device.memory_gb"
+
 # bench sp: a 1-rank world runs the T = 1 kernels only; a bad --lengths value is a usage error
 run 0 bench sp --lengths 256 --repeat 0.01
 stdout_has "sequence-parallel attention" "| kernel " "linear" "softmax"
