@@ -48,6 +48,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device.h"
 #include "parallel/comm/nccl.h"
 #endif
 
@@ -476,6 +477,16 @@ void run_training(const Config& config) {
     }
   }
   progress.finish();
+#if TRIDENT_WITH_CUDA
+  if (backend.device() == Device::cuda) {  // what the CUDA libraries took beside the budget, for the GPU check
+    int device = 0;
+    cudaGetDevice(&device);
+    spdlog::info("cuda: device {} holds {:.3f} GiB (cudaMemGetInfo, every process on it); this rank's budget peaked "
+                 "at {:.3f} GiB of device.memory_gb = {}",
+                 device, static_cast<double>(cuda::device_memory_in_use(device)) / (1 << 30),
+                 static_cast<double>(allocator.peak()) / (1 << 30), config.device.memory_gb);
+  }
+#endif
   for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);
   if (!lead) return;
   save_model(run_dir / "model_final.safetensors", model, {{"trident_step", std::to_string(config.train.steps)}});

@@ -29,6 +29,17 @@ int device_count(std::string* why) {
   return count;
 }
 
+int64_t device_memory_in_use(int device) {
+  int current = 0;
+  TRIDENT_CUDA_CHECK(cudaGetDevice(&current));
+  TRIDENT_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free = 0, total = 0;
+  const cudaError_t rc = cudaMemGetInfo(&free, &total);
+  cudaSetDevice(current);
+  TRIDENT_CUDA_CHECK(rc);
+  return static_cast<int64_t>(total - free);
+}
+
 std::string device_description(int device) {
   cudaDeviceProp prop{};
   TRIDENT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

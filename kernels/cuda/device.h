@@ -1,5 +1,6 @@
 #pragma once
 // What the CUDA backend can use on this machine, asked rather than assumed.
+#include <cstdint>
 #include <string>
 
 namespace trident::cuda {
@@ -7,6 +8,10 @@ namespace trident::cuda {
 // Number of usable CUDA devices; 0 with the reason in `why` when there is none (no driver, a driver too old for
 // this runtime, no device).
 int device_count(std::string* why);
+
+// Bytes of `device` in use by every process on it (cudaMemGetInfo: total - free): beside the allocator's peak, what
+// the CUDA libraries and launch scratch take outside the device.memory_gb budget.
+int64_t device_memory_in_use(int device);
 
 // "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB" for logs and benchmark headers.
 std::string device_description(int device);

@@ -187,6 +187,12 @@ for mode, rs in torch_rows.items():
     for r in rs:
         lines.append(f"- PyTorch {r['torch']} {mode}, bf16 autocast: {r['tokens_per_s']:,.0f} tokens/s, "
                      f"{r['ms_median']:.1f} ms/step")
+for name in ("quickstart.log", "cuda_train.log"):  # what the CUDA libraries took beside device.memory_gb
+    path = os.path.join(logs, name)
+    held = [l.split("] ", 2)[-1].strip() for l in open(path, errors="replace") if "cuda: device" in l] \
+        if os.path.exists(path) else []
+    if held:
+        lines.append(f"- {name}: {held[-1]}")
 ours = rows("bench_step_bf16.json")
 for mode, rs in torch_rows.items():
     if ours and rs:

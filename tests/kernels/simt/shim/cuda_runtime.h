@@ -428,6 +428,15 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   });
   return cudaSuccess;
 }
+// The emulated device has 4 GiB; what cudaMalloc handed out is in use.
+inline cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
+  *total = std::size_t(1) << 32;
+  std::size_t used = 0;
+  for (const auto& [start, bytes] : trident::simt::device().device_memory) used += bytes;
+  *free = *total - std::min(used, *total);
+  return cudaSuccess;
+}
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p) {
   const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
   *attributes = {};
