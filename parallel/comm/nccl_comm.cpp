@@ -65,21 +65,25 @@ class NcclCommunicator final : public Communicator {
 
   void send(const void* data, int64_t count, CommType type, int peer, int /*tag*/) override {
     counters_.record("send", comm_bytes(count, type));
+    after_producer("send");
     enqueue_send("send", data, count, type, peer);
     finish("send");
   }
   void recv(void* data, int64_t count, CommType type, int peer, int /*tag*/) override {
     counters_.record("recv", 0);
+    after_producer("recv");
     enqueue_recv("recv", data, count, type, peer);
     finish("recv");
   }
   RequestPtr isend(const void* data, int64_t count, CommType type, int peer, int /*tag*/) override {
     counters_.record("isend", comm_bytes(count, type));
+    after_producer("isend");
     enqueue_send("isend", data, count, type, peer);
     return std::make_unique<NcclRequest>(*this, "isend");
   }
   RequestPtr irecv(void* data, int64_t count, CommType type, int peer, int /*tag*/) override {
     counters_.record("irecv", 0);
+    after_producer("irecv");
     enqueue_recv("irecv", data, count, type, peer);
     return std::make_unique<NcclRequest>(*this, "irecv");
   }
@@ -317,14 +321,12 @@ void NcclCommunicator::check_peer(int peer, const std::string& op) const {
 void NcclCommunicator::enqueue_send(const std::string& op, const void* data, int64_t count, CommType type, int peer) {
   check_peer(peer, op);
   check_device_pointer(data, comm_bytes(count, type), op);
-  after_producer(op);
   check(ncclSend(data, static_cast<size_t>(count), nccl_type(type), peer, comm_, stream_), op);
 }
 
 void NcclCommunicator::enqueue_recv(const std::string& op, void* data, int64_t count, CommType type, int peer) {
   check_peer(peer, op);
   check_device_pointer(data, comm_bytes(count, type), op);
-  after_producer(op);
   check(ncclRecv(data, static_cast<size_t>(count), nccl_type(type), peer, comm_, stream_), op);
 }
 
