@@ -55,6 +55,23 @@ void check_ranks_per_gpu(const std::string& name, int node_ranks) {
 #endif
 }
 
+std::string device_memory_shortfall(const std::string& name, int local_rank, int node_ranks, double memory_gb,
+                                    std::size_t budget_bytes, int64_t tokens, int channels, int widest_bias,
+                                    int64_t params) {
+#if TRIDENT_WITH_CUDA
+  if (name != "cuda") return "";
+  const int gpus = cuda::device_count(nullptr);
+  const int device = local_rank % gpus;
+  const int sharing = node_ranks / gpus + (device < node_ranks % gpus ? 1 : 0);  // ranks r with r % gpus == device
+  return cuda::memory_shortfall(device, memory_gb, budget_bytes,
+                                cuda::launch_scratch_bytes(tokens, channels, widest_bias, params), sharing);
+#else
+  (void)name, (void)local_rank, (void)node_ranks, (void)memory_gb, (void)budget_bytes, (void)tokens, (void)channels,
+      (void)widest_bias, (void)params;
+  return "";
+#endif
+}
+
 double device_peak_flops(const std::string& name, int local_rank, bool bf16, std::string* how) {
 #if TRIDENT_WITH_CUDA
   if (name == "cuda") return cuda::dense_peak_flops(local_rank % cuda::device_count(nullptr), bf16, how);

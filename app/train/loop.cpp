@@ -147,6 +147,26 @@ std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator&
 #endif
 }
 
+// device.memory_gb must fit the GPU beside what the CUDA libraries hold, checked on every rank at once: after this
+// node's ranks have their CUDA contexts, cuBLAS workspaces and NCCL communicators (made with the backend and the run's
+// groups) and before any allocates its budget. A budget too large is then a configuration error now, not an
+// out-of-memory error in a library mid-run.
+void check_device_memory(const Config& config, Backend& backend, Communicator& ranks, int64_t tokens) {
+  if (backend.device() != Device::cuda) return;
+  Communicator& node = *ranks.node_group();
+  node.barrier();
+  const std::string shortfall = device_memory_shortfall(
+      config.device.backend, node.rank(), node.size(), config.device.memory_gb, gib_to_bytes(config.device.memory_gb),
+      tokens, static_cast<int>(config.model.n_embd), static_cast<int>(4 * config.model.n_embd),  // the MLP's bias
+      model_layout(config.model).num_params);
+  int32_t short_ranks = shortfall.empty() ? 0 : 1;
+  ranks.allreduce_sum(&short_ranks, 1, CommType::i32);
+  if (!shortfall.empty()) throw_config_error("{}", shortfall);
+  if (short_ranks > 0)
+    throw_config_error("device.memory_gb = {} does not fit the GPU of {} other rank(s); their logs say by how much",
+                       config.device.memory_gb, short_ranks);
+}
+
 // One metrics entry per candidate the selector compared: its estimate, or why it could not run the batch.
 nlohmann::ordered_json candidates_json(const Comparison& comparison) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -194,6 +214,7 @@ void run_training(const Config& config) {
   const int64_t capacity = placement ? placement->tokens
                                      : token_capacity(config, precision, backend.device(), stage ? &*stage : nullptr);
   std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
+  check_device_memory(config, backend, ranks, capacity);
   const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
   const fs::path run_dir = config.run.dir;
   std::error_code error;

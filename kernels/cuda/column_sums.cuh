@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cuda/check.h"
@@ -71,13 +72,19 @@ struct RowMajor {
   __device__ float operator()(int64_t r, int c) const { return to_float(x[r * OC + c]); }
 };
 
+// The partials add_column_sums takes from the device's pool for N rows of OC columns (freed in stream order).
+inline std::size_t column_sums_scratch_bytes(int64_t N, int OC) {
+  const int64_t blocks = (N + column_sums_detail::kRowBlock - 1) / column_sums_detail::kRowBlock;
+  return sizeof(float) * static_cast<std::size_t>(blocks * OC);
+}
+
 template <class Value>
 void add_column_sums(float* dbias, Value value, int64_t N, int OC, cudaStream_t stream) {
   namespace d = column_sums_detail;
   if (N == 0 || OC == 0) return;
   const int64_t blocks = (N + d::kRowBlock - 1) / d::kRowBlock;
   float* partial = nullptr;
-  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), sizeof(float) * blocks * OC, stream));
+  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), column_sums_scratch_bytes(N, OC), stream));
   const int tiles = (OC + d::kCols - 1) / d::kCols;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min(tiles, d::kMaxGridY)));
   TRIDENT_LAUNCH(grid, dim3(d::kCols, d::kLanes), 0, stream, d::partial_kernel<Value>)(partial, value, N, OC);

@@ -1,6 +1,8 @@
 // CudaBackend: the Backend table over the CUDA kernels, every call on the backend's compute stream.
 #include "kernels/cuda/cuda_backend.h"
 
+#include <algorithm>
+
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/attention_block.h"
 #include "kernels/cuda/attention_linear.h"
@@ -34,7 +36,9 @@ constexpr TargetCheck kTargets = TargetCheck::caller;
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device), memory_(device, stream()) {}
+  // The compute stream's cuBLAS handle and workspace are made now, not at the first GEMM: what lies outside the
+  // memory budget is in place before the run checks that the budget fits (launch_scratch_bytes).
+  explicit CudaBackend(int device) : device_(device), memory_(device, stream()) { cublas_handle(stream()); }
 
   const char* name() const override { return "cuda"; }
   MemoryResource& memory() override { return memory_; }
@@ -290,6 +294,11 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   TRIDENT_CUDA_CHECK(cudaSetDevice(device));
   return std::make_unique<CudaBackend>(device);
+}
+
+std::size_t launch_scratch_bytes(int64_t tokens, int channels, int widest_bias, int64_t params) {
+  return std::max({bias_grad_scratch_bytes(tokens, widest_bias), layernorm_backward_scratch_bytes(tokens, channels),
+                   embedding_backward_scratch_bytes(tokens), squared_norm_scratch_bytes(params)});
 }
 
 cudaStream_t compute_stream(Backend& backend) {

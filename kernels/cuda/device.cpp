@@ -1,6 +1,9 @@
 // Device discovery and the error paths of check.h (compiled by the host compiler, so fmt is at hand).
 #include "kernels/cuda/device.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "kernels/common/error.h"
@@ -38,6 +41,29 @@ int64_t device_memory_in_use(int device) {
   cudaSetDevice(current);
   TRIDENT_CUDA_CHECK(rc);
   return static_cast<int64_t>(total - free);
+}
+
+std::string memory_shortfall(int device, double memory_gb, std::size_t budget_bytes, std::size_t scratch_bytes,
+                             int ranks) {
+  int current = 0;
+  TRIDENT_CUDA_CHECK(cudaGetDevice(&current));
+  TRIDENT_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free = 0, total = 0;
+  const cudaError_t rc = cudaMemGetInfo(&free, &total);
+  cudaSetDevice(current);
+  TRIDENT_CUDA_CHECK(rc);
+  const std::size_t share = free / static_cast<std::size_t>(std::max(ranks, 1));
+  if (budget_bytes <= share && scratch_bytes <= share - budget_bytes) return "";
+  constexpr double kGiB = 1 << 30;
+  const double largest = share > scratch_bytes ? static_cast<double>(share - scratch_bytes) / kGiB : 0.0;
+  return fmt::format(
+      "device.memory_gb = {} does not fit GPU {} ({}): {:.2f} GiB is free once the CUDA context, the cuBLAS "
+      "workspace and NCCL's communicators are in place, and each of the {} rank(s) on it needs its budget plus up to "
+      "{:.3f} GiB of launch scratch; {}",
+      memory_gb, device, device_description(device), static_cast<double>(free) / kGiB, ranks,
+      static_cast<double>(scratch_bytes) / kGiB,
+      largest >= 0.01 ? fmt::format("set device.memory_gb to at most {:.2f}", std::floor(largest * 100) / 100)
+                      : std::string("no budget fits: start fewer ranks on it, or lower train.batch_tokens"));
 }
 
 std::string device_description(int device) {

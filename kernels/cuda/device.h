@@ -1,5 +1,6 @@
 #pragma once
 // What the CUDA backend can use on this machine, asked rather than assumed.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,6 +13,13 @@ int device_count(std::string* why);
 // Bytes of `device` in use by every process on it (cudaMemGetInfo: total - free): beside the allocator's peak, what
 // the CUDA libraries and launch scratch take outside the device.memory_gb budget.
 int64_t device_memory_in_use(int device);
+
+// Why `ranks` ranks sharing `device`, each with a budget of `budget_bytes` (device.memory_gb = `memory_gb`) and up to
+// `scratch_bytes` of launch scratch beside it, do not fit the memory free on it now, or "" when they do. Call it
+// once every such rank holds its CUDA context, cuBLAS workspace and NCCL communicators (they count as used) and
+// before any allocates from its budget. The reason names device.memory_gb and the largest value that fits.
+std::string memory_shortfall(int device, double memory_gb, std::size_t budget_bytes, std::size_t scratch_bytes,
+                             int ranks);
 
 // "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB" for logs and benchmark headers.
 std::string device_description(int device);

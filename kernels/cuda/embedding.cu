@@ -60,7 +60,24 @@ __global__ void embedding_scatter_kernel(float* dtable, const T* dout, const int
 // Byte offsets inside the one scratch allocation, each aligned for any element type.
 std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// CUB's temporary storage for sorting n (id, position) pairs; the query launches nothing.
+std::size_t sort_storage_bytes(int n) {
+  std::size_t bytes = 0;
+  TRIDENT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                                     static_cast<int32_t*>(nullptr),
+                                                     static_cast<const int32_t*>(nullptr),
+                                                     static_cast<int32_t*>(nullptr), n, 0, 32));
+  return bytes;
+}
+
 }  // namespace
+
+std::size_t embedding_backward_scratch_bytes(int64_t N) {
+  if (N == 0) return 0;
+  if (N > INT_MAX) throw_cuda_error(cudaErrorInvalidValue, "embedding_backward: N >= 2^31 tokens", __FILE__, __LINE__);
+  return 3 * align_up(static_cast<std::size_t>(N) * sizeof(int32_t)) +
+         align_up(sort_storage_bytes(static_cast<int>(N)));
+}
 
 // ---- launchers ----------------------------------------------------------------------------------------------------
 
@@ -77,18 +94,12 @@ template <class T>
 void embedding_backward(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, const int32_t* positions,
                         int64_t N, int C, cudaStream_t stream) {
   if (N == 0 || C == 0) return;
-  if (N > INT_MAX) throw_cuda_error(cudaErrorInvalidValue, "embedding_backward: N >= 2^31 tokens", __FILE__, __LINE__);
+  const std::size_t scratch_bytes = embedding_backward_scratch_bytes(N);  // throws for N >= 2^31
   const int n = static_cast<int>(N);
-
-  std::size_t sort_bytes = 0;  // the query launches nothing
-  TRIDENT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const int32_t*>(nullptr),
-                                                     static_cast<int32_t*>(nullptr),
-                                                     static_cast<const int32_t*>(nullptr),
-                                                     static_cast<int32_t*>(nullptr), n, 0, 32, stream));
+  const std::size_t sort_bytes = sort_storage_bytes(n);
   const std::size_t ids_bytes = align_up(static_cast<std::size_t>(N) * sizeof(int32_t));
   char* scratch = nullptr;
-  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 3 * ids_bytes + align_up(sort_bytes),
-                                     stream));
+  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), scratch_bytes, stream));
   auto* keys = reinterpret_cast<int32_t*>(scratch);
   auto* iota = reinterpret_cast<int32_t*>(scratch + ids_bytes);
   auto* order = reinterpret_cast<int32_t*>(scratch + 2 * ids_bytes);

@@ -1,3 +1,4 @@
+#include <map>
 #include <type_traits>
 #include <vector>
 
@@ -21,7 +22,8 @@ __global__ void scale_kernel(TC* C, int64_t M, int64_t N, int64_t ldc, int64_t s
   }
 }
 
-// The cuBLAS handles of one thread, one per device, destroyed when the thread exits.
+// The cuBLAS handles of one thread, one per device, each with its own workspace per stream; all freed when the
+// thread exits.
 class ThreadHandles {
  public:
   ThreadHandles() = default;
@@ -31,29 +33,46 @@ class ThreadHandles {
     // Errors are ignored: at process exit the driver may already be shutting down, and there is nobody to tell.
     int current = 0;
     const bool restore = cudaGetDevice(&current) == cudaSuccess;
-    for (std::size_t d = 0; d < handles_.size(); ++d) {
-      if (handles_[d] == nullptr) continue;
-      if (cudaSetDevice(static_cast<int>(d)) == cudaSuccess) cublasDestroy(handles_[d]);
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      if (devices_[d].handle == nullptr || cudaSetDevice(static_cast<int>(d)) != cudaSuccess) continue;
+      cublasDestroy(devices_[d].handle);
+      for (const auto& [stream, workspace] : devices_[d].workspaces) cudaFree(workspace);
     }
     if (restore) cudaSetDevice(current);
   }
 
-  cublasHandle_t get(int device) {
-    if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(device + 1, nullptr);
-    if (handles_[device] == nullptr) {
-      cublasHandle_t h = nullptr;
-      TRIDENT_CUBLAS_CHECK(cublasCreate(&h));
-      handles_[device] = h;
+  // The handle for `device`, bound to `stream` and that stream's workspace.
+  cublasHandle_t bind(int device, cudaStream_t stream) {
+    if (static_cast<std::size_t>(device) >= devices_.size()) devices_.resize(device + 1);
+    PerDevice& d = devices_[device];
+    if (d.handle == nullptr) {
+      TRIDENT_CUBLAS_CHECK(cublasCreate(&d.handle));
       // No TF32 unless a call asks for it, and no reductions in bf16: cuBLAS may otherwise sum split-K partial
       // products in the output type, rounding a bf16 result more than once.
-      TRIDENT_CUBLAS_CHECK(cublasSetMathMode(
-          h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+      TRIDENT_CUBLAS_CHECK(cublasSetMathMode(d.handle, static_cast<cublasMath_t>(
+                                                           CUBLAS_DEFAULT_MATH |
+                                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     }
-    return handles_[device];
+    if (d.bound && d.stream == stream) return d.handle;
+    const std::size_t bytes = cublas_workspace_bytes(device);
+    void*& workspace = d.workspaces[stream];
+    if (workspace == nullptr) TRIDENT_CUDA_CHECK(cudaMalloc(&workspace, bytes));
+    // cublasSetStream puts the handle back on cuBLAS's own workspace pool, so ours is set after it.
+    TRIDENT_CUBLAS_CHECK(cublasSetStream(d.handle, stream));
+    TRIDENT_CUBLAS_CHECK(cublasSetWorkspace(d.handle, workspace, bytes));
+    d.stream = stream;
+    d.bound = true;
+    return d.handle;
   }
 
  private:
-  std::vector<cublasHandle_t> handles_;
+  struct PerDevice {
+    cublasHandle_t handle = nullptr;
+    cudaStream_t stream = nullptr;  // the stream it is bound to, once `bound`
+    bool bound = false;
+    std::map<cudaStream_t, void*> workspaces;
+  };
+  std::vector<PerDevice> devices_;
 };
 
 template <class T>
@@ -90,9 +109,13 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
   thread_local ThreadHandles handles;
   int device = 0;
   TRIDENT_CUDA_CHECK(cudaGetDevice(&device));
-  cublasHandle_t h = handles.get(device);
-  TRIDENT_CUBLAS_CHECK(cublasSetStream(h, stream));
-  return h;
+  return handles.bind(device, stream);
+}
+
+std::size_t cublas_workspace_bytes(int device) {
+  int major = 0;
+  TRIDENT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return static_cast<std::size_t>(major >= 9 ? 32 : 4) << 20;
 }
 
 // Row-major C (M x N, ldc) is column-major C^T (N x M, ldc), and likewise for A and B, so cuBLAS computes

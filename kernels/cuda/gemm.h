@@ -18,6 +18,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/shared/trans.h"
@@ -32,9 +33,15 @@ enum class Fp32Math : bool { exact = false, tf32 = true };
 // between threads that change the stream, hence one per thread; every launcher calls this right before its cuBLAS
 // call, so a handle never runs on a stale stream. The handle's math mode is cuBLAS's default (no TF32) with
 // reduced-precision reductions disallowed (split-K partial sums stay fp32), and its pointer mode is the host's
-// (alpha/beta on the host). Results are bit-reproducible run to run on the same GPU model and cuBLAS
-// version, as cuBLAS documents, when a handle is used from one stream at a time (its default workspace).
+// (alpha/beta on the host). Its workspace is ours, not cuBLAS's pool: cublas_workspace_bytes of device memory for
+// each stream the handle runs on (a workspace shared by two streams would race), taken with cudaMalloc when the
+// stream is first seen and kept until the thread exits, so no GEMM allocates mid-run. Results are bit-reproducible
+// run to run on the same GPU model and cuBLAS version, as cuBLAS documents.
 cublasHandle_t cublas_handle(cudaStream_t stream);
+
+// The workspace cublas_handle gives a handle on `device` for each stream: cuBLAS's recommended size, 32 MiB on
+// Hopper (sm_90) and later, 4 MiB before.
+std::size_t cublas_workspace_bytes(int device);
 
 // op(A) is M x K, op(B) is K x N, C is M x N; lda/ldb/ldc are row strides of the stored (row-major) matrices.
 template <class T, class TC = T>

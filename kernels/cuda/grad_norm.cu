@@ -43,14 +43,23 @@ __global__ void squared_norm_final_kernel(double* total, const double* partial, 
 
 __global__ void scale_kernel(float* x, int64_t n, float s) { TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] *= s; }
 
+// Blocks of the partial sums: from n alone, so the result is bit-identical run to run.
+int norm_blocks(int64_t n) {
+  const int64_t per_block = kThreads * kNormItemsPerThread;
+  return static_cast<int>(std::min((n + per_block - 1) / per_block, kNormMaxBlocks));
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------------------------
 
+std::size_t squared_norm_scratch_bytes(int64_t n) {
+  return n == 0 ? 0 : (1 + static_cast<std::size_t>(norm_blocks(n))) * sizeof(double);
+}
+
 void squared_norm_accumulate(double* total, const float* x, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  const int64_t per_block = kThreads * kNormItemsPerThread;
-  const int blocks = static_cast<int>(std::min((n + per_block - 1) / per_block, kNormMaxBlocks));  // from n alone
+  const int blocks = norm_blocks(n);
   double* partial = nullptr;
   TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), blocks * sizeof(double), stream));
   TRIDENT_LAUNCH(blocks, kThreads, 0, stream, squared_norm_partials_kernel)(partial, x, n);

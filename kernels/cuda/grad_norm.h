@@ -5,6 +5,7 @@
 // kernel, whose blocks differ; both are exact to double rounding).
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace trident::cuda {
@@ -15,6 +16,10 @@ double squared_norm(const float* x, int64_t n, cudaStream_t stream);
 // *total += sum of x[i]^2, with total one double in device memory. Asynchronous on `stream`: several buffers add up
 // in call order before a single synchronisation.
 void squared_norm_accumulate(double* total, const float* x, int64_t n, cudaStream_t stream);
+
+// The bytes of scratch squared_norm takes at once from the device's memory pool (cudaMallocAsync, freed in stream
+// order): the sum and the blocks' partials, at most 1,025 doubles whatever n.
+std::size_t squared_norm_scratch_bytes(int64_t n);
 
 // x *= s, asynchronous on `stream`.
 void scale(float* x, int64_t n, float s, cudaStream_t stream);

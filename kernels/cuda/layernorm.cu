@@ -118,7 +118,17 @@ __global__ void layernorm_param_sum_kernel(float* dweight, float* dbias, const f
   }
 }
 
+int64_t param_rows_per_block(int64_t N) {
+  return std::max(kParamMinRows, (N + kParamMaxBlocks - 1) / kParamMaxBlocks);
+}
+
 }  // namespace
+
+std::size_t layernorm_backward_scratch_bytes(int64_t N, int C) {
+  if (N == 0 || C == 0) return 0;
+  const int64_t blocks = (N + param_rows_per_block(N) - 1) / param_rows_per_block(N);
+  return static_cast<std::size_t>(2 * blocks * C) * sizeof(float);
+}
 
 // ---- launchers ----------------------------------------------------------------------------------------------------
 
@@ -139,11 +149,12 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
       dinp, dout, inp, weight, mean, rstd, N, C);
   TRIDENT_CUDA_CHECK_LAUNCH();
 
-  const int64_t rows_per_block = std::max(kParamMinRows, (N + kParamMaxBlocks - 1) / kParamMaxBlocks);
+  const int64_t rows_per_block = param_rows_per_block(N);
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;  // <= kParamMaxBlocks
   const int strips = static_cast<int>(std::min<int64_t>((C + kParamCols - 1) / kParamCols, 65535));
   float* scratch = nullptr;
-  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 2 * blocks * C * sizeof(float), stream));
+  TRIDENT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), layernorm_backward_scratch_bytes(N, C),
+                                     stream));
   float* dw_part = scratch;
   float* db_part = scratch + blocks * C;
   const dim3 grid(static_cast<unsigned>(blocks), strips), block(kParamCols, kParamLanes);

@@ -6,6 +6,7 @@
 // Every call is asynchronous on `stream`.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace trident::cuda {
@@ -17,10 +18,13 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const flo
 
 // Accumulates into dinp, dweight, dbias. dinp: one warp per row. dweight/dbias are bit-identical run to run: each
 // block sums a fixed range of rows for 32 columns into an fp32 scratch, then one thread per column adds the blocks'
-// partials in block order. The scratch (at most 2 * 1024 * C floats) is taken from the device's memory pool with
+// partials in block order. The scratch (layernorm_backward_scratch_bytes) is taken from the device's memory pool with
 // cudaMallocAsync and returned with cudaFreeAsync, both ordered on `stream`.
 template <class T>
 void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C, cudaStream_t stream);
+
+// The bytes of scratch layernorm_backward takes for N rows of C: at most 2 * 1024 * C floats, whatever N.
+std::size_t layernorm_backward_scratch_bytes(int64_t N, int C);
 
 }  // namespace trident::cuda

@@ -15,6 +15,8 @@ __global__ void broadcast_bias_kernel(T* out, const T* bias, int64_t N, int OC) 
 
 }  // namespace
 
+std::size_t bias_grad_scratch_bytes(int64_t N, int OC) { return column_sums_scratch_bytes(N, OC); }
+
 // ---- launchers ----------------------------------------------------------------------------------------------------
 
 template <class T>

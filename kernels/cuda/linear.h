@@ -7,6 +7,7 @@
 // `stream`.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace trident::cuda {
@@ -23,5 +24,9 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int64_
 template <class T>
 void linear_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp, const T* weight, int64_t N,
                      int C, int OC, cudaStream_t stream);
+
+// The scratch the bias gradient takes from the device's pool for N rows of OC outputs (the blocks' partials, freed
+// in stream order): linear_backward's, and gelu_backward's with a bias (the same column sums).
+std::size_t bias_grad_scratch_bytes(int64_t N, int OC);
 
 }  // namespace trident::cuda

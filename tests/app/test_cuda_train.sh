@@ -2,7 +2,8 @@
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
 # (gradients over NCCL, or staged through the host where the node has one GPU) give the CPU's losses in fp32, and so
 # do LASP, Ulysses and Ring Attention at sp = 2 and FlexSP on 2 ranks; bf16 (also with sequence parallelism) follows
-# the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed run continues bit for bit.
+# the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed run continues bit for bit; a
+# device.memory_gb the GPU cannot hold is a start-up error.
 # Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_cuda_train.sh tests/app/configs
 set -u
@@ -27,6 +28,20 @@ two_ranks=()
 ((gpus >= 2)) || two_ranks=(--set device.comm=host)
 echo "2-rank runs: ${two_ranks[*]:-device.comm: nccl} ($gpus GPU(s) on this node)"
 mpi2() { mpi 2 "$@" "${two_ranks[@]}"; }
+
+# A device.memory_gb the GPU cannot hold beside what the CUDA libraries took is a configuration error at start-up,
+# naming the key and the largest value that fits, before anything is written; with two ranks sharing the one GPU,
+# each needs its budget.
+mpi 1 2 train "$tiny" "${base[@]}" --set device.backend=cuda --set device.memory_gb=100000 --set run.dir="$tmp/huge"
+grep -q "device.memory_gb = 100000 does not fit GPU 0" "$tmp/err" || fail "no start-up error naming device.memory_gb"
+grep -q "set device.memory_gb to at most" "$tmp/err" || fail "the error does not say what fits"
+[[ ! -e "$tmp/huge" ]] || fail "a run that could not start left run.dir behind"
+if ((gpus < 2)); then
+  free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i 0)
+  mpi2 2 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/shared" \
+    --set device.memory_gb="$("$python" -c "print(round($free_mib * 0.7 / 1024, 2))")"
+  grep -q "each of the 2 rank(s) on it" "$tmp/err" || fail "the shared GPU's budget error does not count its ranks"
+fi
 
 mpi 1 0 train "$tiny" "${base[@]}" --set run.dir="$tmp/cpu"
 mpi 1 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set run.dir="$tmp/cuda1"

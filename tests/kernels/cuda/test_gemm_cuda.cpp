@@ -145,3 +145,28 @@ TEST_CASE("cuda bf16 gemm rounds its result once: no split-K reduction in bf16",
   cuda::gemm(Trans::no, Trans::no, 1, 1, 2, 1.0f, a.data(), 2, b.data(), 1, 0.0f, c.data(), 1, nullptr);
   CHECK(bf16_to_float(c.to_host()[0]) == 1.1328125f);
 }
+
+#ifdef TRIDENT_SIMT_EMULATION
+// Every GEMM runs on a workspace of ours, one per stream (kernels/cuda/gemm.h): cuBLAS's own pool would allocate
+// device memory outside device.memory_gb mid-run. cublasSetStream drops the workspace (the emulation does as cuBLAS
+// documents), so a handle moved to another stream must get its workspace again, and a shared one would race.
+TEST_CASE("cuda gemm: the handle runs on our workspace, one per stream", "[cuda][gemm]") {
+  cudaStream_t side = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess);
+  const std::size_t bytes = cuda::cublas_workspace_bytes(0);
+  CHECK(bytes >= std::size_t{4} << 20);
+  cublasHandle_t h = cuda::cublas_handle(nullptr);
+  CHECK(h->stream == nullptr);
+  REQUIRE(h->workspace != nullptr);
+  CHECK(h->workspace_bytes == bytes);
+  void* legacy_workspace = h->workspace;
+  CHECK(cuda::cublas_handle(side) == h);
+  CHECK(h->stream == side);
+  REQUIRE(h->workspace != nullptr);
+  CHECK(h->workspace != legacy_workspace);
+  CHECK(h->workspace_bytes == bytes);
+  cuda::cublas_handle(nullptr);
+  CHECK(h->workspace == legacy_workspace);  // kept, not taken again
+  REQUIRE(cudaStreamDestroy(side) == cudaSuccess);
+}
+#endif

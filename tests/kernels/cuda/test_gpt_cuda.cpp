@@ -8,6 +8,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device.h"
 #include "support/assert_close.h"
 
 using namespace trident;
@@ -192,5 +193,98 @@ TEST_CASE("the LM head on the cuda backend waits for the device once a pass, not
   };
   const uint64_t one_chunk = waits_for(2), four_chunks = waits_for(8);
   CHECK(four_chunks == one_chunk);
+}
+#endif
+
+#ifdef TRIDENT_SIMT_EMULATION
+// What the backend takes beside the allocator's budget (launch scratch from the pool) is bounded by
+// launch_scratch_bytes, so the start-up check of device.memory_gb (cuda::memory_shortfall) covers it, and all of it
+// is handed back. The emulation counts the device memory taken outside the allocator: a kernel that takes more
+// scratch than the bound, or keeps some, fails here.
+namespace {
+
+class MarkedAsBudget final : public MemoryResource {
+ public:
+  explicit MarkedAsBudget(MemoryResource& inner) : inner_(inner) {}
+  Device device() const override { return inner_.device(); }
+  const char* name() const override { return inner_.name(); }
+  void* allocate(std::size_t bytes) override {
+    trident::simt::device().in_budget = true;
+    void* p = inner_.allocate(bytes);
+    trident::simt::device().in_budget = false;
+    return p;
+  }
+  void release(void* ptr) override { inner_.release(ptr); }
+  void fill(void* ptr, std::size_t bytes, uint8_t value) override { inner_.fill(ptr, bytes, value); }
+
+ private:
+  MemoryResource& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("the cuda backend takes at most launch_scratch_bytes beside its budget, and gives it back",
+          "[cuda][memory]") {
+  std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
+  MarkedAsBudget budget(cuda->memory());
+  Allocator memory({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &budget});
+  // Each term of the bound the largest in one case: the embedding's sort (few channels), the bias gradients'
+  // partials (many channels and rows), the gradient norm's partials (few rows, many parameters). The layernorm's
+  // partials are never the largest in a GPT block (at most the MLP bias's), but are bounded all the same.
+  struct Case {
+    const char* attention;
+    int64_t channels, vocab;
+    std::vector<int> lengths;
+  };
+  for (const Case& c : {Case{"softmax", 64, 101, {37, 1, 64, 20}}, Case{"linear", 64, 101, {37, 1, 64, 20}},
+                        Case{"softmax", 256, 101, {64, 64, 64, 64, 64, 64, 64, 64}}, Case{"linear", 256, 101, {3}},
+                        Case{"softmax", 64, 20000, {3}}}) {
+    ModelConfig m = small_model(c.attention);
+    m.n_embd = c.channels;
+    m.vocab_size = c.vocab;
+    Batch b;
+    std::mt19937_64 rng(5);
+    for (int len : c.lengths) {
+      for (int i = 0; i < len; ++i) {
+        b.tokens.push_back(static_cast<int32_t>(rng() % m.vocab_size));
+        b.positions.push_back(i);
+        b.targets.push_back(i + 1 < len ? static_cast<int32_t>(rng() % m.vocab_size) : -1);
+      }
+      b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
+    }
+    GPT model(m, b.view().num_tokens, memory, *cuda, Precision::bf16);
+    model.init_weights(3);
+    cuda->synchronize();
+    trident::simt::Device& device = trident::simt::device();
+    const std::size_t before = device.outside_bytes;  // the cuBLAS workspaces
+    device.outside_peak = before;
+    model.zero_grads();
+    model.forward_backward(b.view(), 1.0f / 100);
+    cuda->squared_norm(model.grads(), model.num_params());
+    cuda->synchronize();
+    INFO(c.attention << ", " << c.channels << " channels, " << b.view().num_tokens << " tokens");
+    const int C = static_cast<int>(m.n_embd);
+    const std::size_t most = cuda::launch_scratch_bytes(b.view().num_tokens, C, 4 * C, model.num_params());
+    CHECK(device.outside_peak - before <= most);
+    CHECK(device.outside_peak - before == most);  // the largest is taken: the bound is not slack
+    CHECK(device.outside_bytes == before);
+  }
+}
+
+// device.memory_gb is checked against the memory free on the GPU before the run allocates (the emulated device has
+// 4 GiB): a budget that fits passes; one that does not, alone or times the ranks sharing the GPU, names the key and
+// the largest value that fits.
+TEST_CASE("cuda memory_shortfall names device.memory_gb and the largest budget that fits", "[cuda][memory]") {
+  constexpr std::size_t kGiB = std::size_t(1) << 30;
+  CHECK(cuda::memory_shortfall(0, 1.0, kGiB, 1 << 20, 1).empty());
+  CHECK(cuda::memory_shortfall(0, 1.0, kGiB, 1 << 20, 3).empty());
+  using Catch::Matchers::Contains;
+  const std::string alone = cuda::memory_shortfall(0, 8.0, 8 * kGiB, 1 << 20, 1);
+  CHECK_THAT(alone, Contains("device.memory_gb = 8 does not fit GPU 0") && Contains("1 rank(s)") &&
+                        Contains("set device.memory_gb to at most 3.9"));
+  const std::string shared = cuda::memory_shortfall(0, 1.5, 3 * kGiB / 2, 1 << 20, 4);
+  CHECK_THAT(shared, Contains("device.memory_gb = 1.5 does not fit") && Contains("4 rank(s)") &&
+                         Contains("set device.memory_gb to at most 0.9"));
+  CHECK_THAT(cuda::memory_shortfall(0, 1.0, kGiB, 4 * kGiB, 1), Contains("no budget fits"));
 }
 #endif

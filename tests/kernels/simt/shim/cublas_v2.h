@@ -20,6 +20,8 @@ enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_MATH_DISALLOW_REDUCED_PRECIS
 struct cublasContext {
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   cudaStream_t stream = nullptr;  // where its GEMMs queue (cublasSetStream)
+  void* workspace = nullptr;      // the caller's (cublasSetWorkspace), or nullptr: cuBLAS's own pool
+  std::size_t workspace_bytes = 0;
 };
 using cublasHandle_t = cublasContext*;
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
@@ -35,8 +37,16 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline const char* cublasGetStatusString(cublasStatus_t) { return "cuBLAS status (SIMT emulation)"; }
+// As cuBLAS documents: setting the stream puts the handle back on cuBLAS's own workspace pool.
 inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   handle->stream = stream;
+  handle->workspace = nullptr;
+  handle->workspace_bytes = 0;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, std::size_t bytes) {
+  handle->workspace = workspace;
+  handle->workspace_bytes = bytes;
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {

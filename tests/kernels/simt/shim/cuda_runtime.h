@@ -300,6 +300,11 @@ struct Device {
   std::set<CUstream_st*> streams;
   std::map<uintptr_t, std::size_t> device_memory, pinned_memory;  // start -> bytes
   uint64_t host_waits = 0;  // stream, event and device synchronizes: host round trips a test can count
+  // Device memory taken outside a budget: what is live, and its most since a test reset it. A test's allocator marks
+  // its own allocations with `in_budget` (single-threaded tests only); stream-ordered frees count at the free.
+  bool in_budget = false;
+  std::set<uintptr_t> budgeted;
+  std::size_t outside_bytes = 0, outside_peak = 0;
 };
 inline Device& device() {
   static Device d;
@@ -358,13 +363,28 @@ inline void* allocate(std::map<uintptr_t, std::size_t>& ranges, std::size_t byte
   if (p != nullptr) {
     const std::lock_guard<std::recursive_mutex> lock(device().mutex);
     ranges[reinterpret_cast<uintptr_t>(p)] = bytes;
+    Device& d = device();
+    if (&ranges == &d.device_memory && d.in_budget) {
+      d.budgeted.insert(reinterpret_cast<uintptr_t>(p));
+    } else if (&ranges == &d.device_memory) {
+      d.outside_bytes += bytes;
+      d.outside_peak = std::max(d.outside_peak, d.outside_bytes);
+    }
   }
   return p;
 }
-inline void release(std::map<uintptr_t, std::size_t>& ranges, void* p) {
+// Takes a device block off the count of what is live, once.
+inline void uncount(uintptr_t start, std::size_t bytes) {
+  Device& d = device();
+  if (d.budgeted.erase(start) == 0) d.outside_bytes -= bytes;
+}
+// `counted`: the count still holds it (a stream-ordered free took it off already).
+inline void release(std::map<uintptr_t, std::size_t>& ranges, void* p, bool counted = true) {
   if (p == nullptr) return;
   const std::lock_guard<std::recursive_mutex> lock(device().mutex);
-  ranges.erase(reinterpret_cast<uintptr_t>(p));
+  const auto it = ranges.find(reinterpret_cast<uintptr_t>(p));
+  if (it != ranges.end() && &ranges == &device().device_memory && counted) uncount(it->first, it->second);
+  if (it != ranges.end()) ranges.erase(it);
   std::free(p);
 }
 
@@ -394,8 +414,16 @@ inline cudaError_t cudaFreeHost(void* p) {
   return cudaSuccess;
 }
 inline cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
+// The block leaves the count now: CUDA's pool hands it to the next allocation ordered after the free on the same
+// stream, before the stream has run that far. The emulation frees it when the stream gets there.
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
-  trident::simt::enqueue(stream, [p] { trident::simt::release(trident::simt::device().device_memory, p); });
+  {
+    trident::simt::Device& d = trident::simt::device();
+    const std::lock_guard<std::recursive_mutex> lock(d.mutex);
+    if (const auto it = d.device_memory.find(reinterpret_cast<uintptr_t>(p)); it != d.device_memory.end())
+      trident::simt::uncount(it->first, it->second);
+  }
+  trident::simt::enqueue(stream, [p] { trident::simt::release(trident::simt::device().device_memory, p, false); });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
