@@ -48,6 +48,11 @@ std::string memory_shortfall(int device, double memory_gb, std::size_t budget_by
   int current = 0;
   TRIDENT_CUDA_CHECK(cudaGetDevice(&current));
   TRIDENT_CUDA_CHECK(cudaSetDevice(device));
+  // What the pool kept from start-up work (a profile measured on the device) is free for the run: hand it back first.
+  cudaMemPool_t pool;
+  TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
+  TRIDENT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  TRIDENT_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
   std::size_t free = 0, total = 0;
   const cudaError_t rc = cudaMemGetInfo(&free, &total);
   cudaSetDevice(current);

@@ -15,7 +15,8 @@ int device_count(std::string* why);
 int64_t device_memory_in_use(int device);
 
 // Why `ranks` ranks sharing `device`, each with a budget of `budget_bytes` (device.memory_gb = `memory_gb`) and up to
-// `scratch_bytes` of launch scratch beside it, do not fit the memory free on it now, or "" when they do. Call it
+// `scratch_bytes` of launch scratch beside it, do not fit the memory free on it now (once the device's pool has
+// handed back what it kept: it waits for the device), or "" when they do. Call it
 // once every such rank holds its CUDA context, cuBLAS workspace and NCCL communicators (they count as used) and
 // before any allocates from its budget. The reason names device.memory_gb and the largest value that fits.
 std::string memory_shortfall(int device, double memory_gb, std::size_t budget_bytes, std::size_t scratch_bytes,

@@ -515,6 +515,7 @@ inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
   return cudaSuccess;
 }
 inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, std::size_t) { return cudaSuccess; }  // nothing is kept
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   *stream = new CUstream_st;
   const std::lock_guard<std::recursive_mutex> lock(trident::simt::device().mutex);
