@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Megatron-LM's MMapIndexedDataset files, written and read the way megatron/core/datasets/indexed_dataset.py does
 (IndexedDatasetBuilder + _IndexWriter, _IndexReader), with numpy only: an implementation of the format independent of
-Trident's, for tests/core/test_data_indexed.cpp.
+Trident's, for tests/core/data/test_indexed.cpp.
 
   megatron_layout.py write PREFIX DTYPE sentences   one sequence per sentence (preprocess_data.py --split-sentences)
   megatron_layout.py write PREFIX DTYPE documents   one sequence per document

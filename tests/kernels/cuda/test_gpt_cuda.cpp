@@ -109,7 +109,7 @@ TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, Adam
 
 // train.precision: bf16 on the GPU against the CPU backend's bf16 emulation (the same storage rules, fp32 arithmetic).
 // The two round at the same points but sum in different orders, so a value can land on the neighbouring bf16: the
-// bounds are those of bf16 against fp32 on the CPU (tests/core/test_model.cpp), which measure 0.3-1.8% rms there.
+// bounds are those of bf16 against fp32 on the CPU (tests/core/model/test_model.cpp), which measure 0.3-1.8% rms there.
 TEST_CASE("GPT in bf16 on the cuda backend tracks the cpu backend's bf16: loss, gradients, logits", "[cuda][model]") {
   const std::string attention = GENERATE("softmax", "linear");
   CAPTURE(attention);

@@ -6,7 +6,7 @@
 
 #include "kernels/common/error.h"
 #include "core/data/token_file_source.h"
-#include "data/data_test_util.h"
+#include "core/data/data_test_util.h"
 
 using namespace trident;
 using namespace trident::test;

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRepo = fs::path(__FILE__).parent_path() / "../..";
+const fs::path kRepo = fs::path(__FILE__).parent_path() / "../../..";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);

@@ -9,7 +9,7 @@
 
 #include "kernels/common/error.h"
 #include "core/data/indexed_dataset.h"
-#include "data/data_test_util.h"
+#include "core/data/data_test_util.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -18,7 +18,7 @@ namespace {
 
 using Documents = std::vector<std::vector<int32_t>>;
 
-const fs::path kMegatronLayout = fs::path(__FILE__).parent_path() / "data/megatron_layout.py";
+const fs::path kMegatronLayout = fs::path(__FILE__).parent_path() / "megatron_layout.py";
 constexpr int64_t kVocab = int64_t{1} << 24;
 
 // tests/core/data/megatron_layout.py's DOCUMENTS, each the concatenation of its sequences.

@@ -9,7 +9,7 @@
 #include "kernels/common/error.h"
 #include "core/data/batcher.h"
 #include "core/data/synthetic_source.h"
-#include "data/data_test_util.h"
+#include "core/data/data_test_util.h"
 
 using namespace trident;
 using namespace trident::test;
