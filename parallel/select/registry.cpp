@@ -2,55 +2,59 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "kernels/common/error.h"
-#include "parallel/atom/placement.h"
-#include "parallel/atom/strategy.h"
-#include "parallel/flexsp/strategy.h"
-#include "parallel/pipeline/strategy.h"
-#include "parallel/static_sp/layout.h"
-#include "parallel/static_sp/static_sp.h"
+#include "parallel/atom/entry.h"
+#include "parallel/flexsp/entry.h"
+#include "parallel/pipeline/entry.h"
+#include "parallel/static_sp/entry.h"
 
 namespace trident {
 
+namespace {
+
+std::vector<const StrategyEntry*>& table() {
+  static std::vector<const StrategyEntry*> entries = {
+      &data_parallel_entry(),
+      &atom_entry(),
+      &sequence_parallel_entry(),
+      &flexsp_entry(),
+      &pipeline_entry(),
+  };
+  return entries;
+}
+
+std::vector<LayoutSpec> of(const StrategyEntry* family, std::vector<LayoutSpec> layouts) {
+  for (LayoutSpec& l : layouts) l.family = family;
+  return layouts;
+}
+
+}  // namespace
+
+const std::vector<const StrategyEntry*>& strategy_entries() { return table(); }
+
+void register_strategy(const StrategyEntry& entry) { table().push_back(&entry); }
+
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
-  const ParallelConfig& p = config.parallel;
-  const ModelConfig& m = config.model;
-  if (swaps(config)) return {{"atom", 1}};  // a swapped model runs nothing else
-  if (p.strategy == "dp") return {{"dp", 1}};
-  if (p.strategy == "pipeline") {
-    check_pipeline(config, world);
-    return {{"pipeline", 1}};
+  for (const StrategyEntry* e : table())
+    if (e->takes_over && e->takes_over(config)) return of(e, e->alone(config, world));
+  const std::string& strategy = config.parallel.strategy;
+  if (strategy == "auto") {
+    std::vector<LayoutSpec> out;
+    for (const StrategyEntry* e : table())
+      if (e->under_auto)
+        for (LayoutSpec& l : of(e, e->under_auto(config, world))) out.push_back(std::move(l));
+    return out;
   }
-  if (p.strategy == "flexsp") {
-    const FlexInner inner = configured_flex_inner(config);
-    check_flexsp(m, world, inner);
-    return {{inner == FlexInner::lasp ? "flexsp-lasp" : "flexsp", 0}};
+  std::vector<std::string> names = {"auto"};
+  for (const StrategyEntry* e : table()) {
+    if (std::find(e->names.begin(), e->names.end(), strategy) != e->names.end())
+      return of(e, e->alone(config, world));
+    names.insert(names.end(), e->names.begin(), e->names.end());
   }
-  if (p.strategy == "sp" || p.strategy == "lasp") {
-    check_static_layout(m, p.sp_method, static_cast<int>(p.sp_size), world);
-    if (p.sp_method == "lasp" && p.lasp_variant != "auto")
-      return {{p.lasp_variant == "ring" ? "lasp1" : "lasp2", static_cast<int>(p.sp_size)}};
-    return {{p.sp_method, static_cast<int>(p.sp_size)}};
-  }
-  std::vector<LayoutSpec> out = {{"dp", 1}};
-  // ATOM's averaging peers, when the run asks for averaging (with rounds of every peer: a round deadline lets peers
-  // step apart, which a per-step choice cannot)
-  if (world > 1 && p.atom_average_every > 0 && p.atom_round_deadline_ms == 0) out.push_back({"atom", 1});
-  for (int d = 2; d <= world; d *= 2) {
-    if (world % d != 0) break;
-    if (m.attention == "linear") {
-      if (p.lasp_variant != "allgather") out.push_back({"lasp1", d});
-      if (p.lasp_variant != "ring") out.push_back({"lasp2", d});
-    }
-    if (m.n_head % d == 0) out.push_back({"ulysses", d});
-    if (m.attention == "softmax") out.push_back({"ring", d});
-  }
-  // FlexSP where it can run: a power-of-two world of at least two ranks; Ulysses inside needs the world size to
-  // divide the heads, LASP inside linear attention
-  if (world < 2 || (world & (world - 1)) != 0) return out;
-  if (p.flexsp_inner != "lasp" && m.n_head % world == 0) out.push_back({"flexsp", 0});
-  if (p.flexsp_inner != "ulysses" && m.attention == "linear") out.push_back({"flexsp-lasp", 0});
-  return out;
+  throw_config_error("parallel.strategy: '{}' is not a registered strategy ({})", strategy, fmt::join(names, ", "));
 }
 
 std::vector<int> candidate_degrees(const Config& config, int world) {
@@ -67,19 +71,8 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
-  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size())) {
-    if (l.method == "atom") {
-      out.push_back(std::make_unique<AtomStrategy>(env));
-    } else if (l.method == "pipeline") {
-      out.push_back(std::make_unique<PipelineStrategy>(env));
-    } else if (l.sp_size == 0) {
-      TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
-      out.push_back(std::make_unique<FlexSequenceParallel>(
-          env, l.method == "flexsp-lasp" ? FlexInner::lasp : FlexInner::ulysses));
-    } else {
-      out.push_back(std::make_unique<StaticSequenceParallel>(env, l.method, l.sp_size));
-    }
-  }
+  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size()))
+    out.push_back(l.family->make(env, l));
   return out;
 }
 
@@ -87,13 +80,9 @@ std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, in
                                                         Device device) {
   std::vector<std::unique_ptr<Candidate>> out;
   for (const LayoutSpec& l : candidate_layouts(config, world))
-    for (const char* method : {"lasp1", "lasp2"}) {
-      // `trident plan` plans FlexSP and ATOM with their planners, and not the pipeline
-      if (l.sp_size == 0 || l.method == "atom" || l.method == "pipeline") break;
-      const std::string resolved = l.method == "lasp" ? method : l.method;
-      out.push_back(std::make_unique<StaticLayout>(config, resolved, l.sp_size, world, capacity, device));
-      if (l.method != "lasp") break;
-    }
+    if (l.family->plan)
+      for (std::unique_ptr<Candidate>& c : l.family->plan(config, l, world, capacity, device))
+        out.push_back(std::move(c));
   return out;
 }
 

@@ -1,0 +1,67 @@
+#include "parallel/static_sp/entry.h"
+
+#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/static_sp.h"
+
+namespace trident {
+
+namespace {
+
+std::vector<LayoutSpec> dp_layouts(const Config&, int) { return {{"dp", 1}}; }
+
+std::vector<LayoutSpec> sp_alone(const Config& config, int world) {
+  const ParallelConfig& p = config.parallel;
+  check_static_layout(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
+  if (p.sp_method == "lasp" && p.lasp_variant != "auto")
+    return {{p.lasp_variant == "ring" ? "lasp1" : "lasp2", static_cast<int>(p.sp_size)}};
+  return {{p.sp_method, static_cast<int>(p.sp_size)}};
+}
+
+// By group size, then lasp1, lasp2, ulysses, ring: what the model can run on each power-of-two size dividing the world.
+std::vector<LayoutSpec> sp_under_auto(const Config& config, int world) {
+  const ParallelConfig& p = config.parallel;
+  const ModelConfig& m = config.model;
+  std::vector<LayoutSpec> out;
+  for (int d = 2; d <= world; d *= 2) {
+    if (world % d != 0) break;
+    if (m.attention == "linear") {
+      if (p.lasp_variant != "allgather") out.push_back({"lasp1", d});
+      if (p.lasp_variant != "ring") out.push_back({"lasp2", d});
+    }
+    if (m.n_head % d == 0) out.push_back({"ulysses", d});
+    if (m.attention == "softmax") out.push_back({"ring", d});
+  }
+  return out;
+}
+
+std::unique_ptr<Strategy> make(const StrategyEnv& env, const LayoutSpec& layout) {
+  return std::make_unique<StaticSequenceParallel>(env, layout.method, layout.sp_size);
+}
+
+// "lasp" with its variant measured at run time is planned as both variants.
+std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const LayoutSpec& layout, int world,
+                                             int64_t capacity, Device device) {
+  std::vector<std::unique_ptr<Candidate>> out;
+  for (const char* variant : {"lasp1", "lasp2"}) {
+    const std::string method = layout.method == "lasp" ? variant : layout.method;
+    out.push_back(std::make_unique<StaticLayout>(config, method, layout.sp_size, world, capacity, device));
+    if (layout.method != "lasp") break;
+  }
+  return out;
+}
+
+}  // namespace
+
+const StrategyEntry& data_parallel_entry() {
+  static const StrategyEntry entry{
+      .names = {"dp"}, .alone = dp_layouts, .make = make, .under_auto = dp_layouts, .plan = plan};
+  return entry;
+}
+
+const StrategyEntry& sequence_parallel_entry() {
+  static const StrategyEntry entry{
+      .names = {"sp", "lasp"}, .alone = sp_alone, .make = make, .under_auto = sp_under_auto, .plan = plan};
+  return entry;
+}
+
+}  // namespace trident

@@ -1,0 +1,42 @@
+#pragma once
+// What a strategy family registers: the values of parallel.strategy that choose it, the layouts it offers a run, and
+// how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp holds
+// the table, one line a family, and select/ iterates it without naming any.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/strategy.h"
+
+namespace trident {
+
+struct StrategyEntry;
+
+// One candidate layout: a method on groups of sp_size ranks, and the family that builds it (set by the registry).
+struct LayoutSpec {
+  std::string method;  // a Candidate::method(), or "lasp": LASP with its variant measured on the group
+  int sp_size = 1;     // 0: groups of several sizes, planned per micro-batch
+  const StrategyEntry* family = nullptr;
+};
+
+struct StrategyEntry {
+  // The parallel.strategy values that run this family alone.
+  std::vector<std::string> names;
+  // Its layouts when parallel.strategy names it; a ConfigError naming the key when the model or the world cannot run
+  // them. Pure (no communicator).
+  std::vector<LayoutSpec> (*alone)(const Config& config, int world) = nullptr;
+  // Builds the strategy of one of its layouts, on every rank (collective over env.groups.world()).
+  std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const LayoutSpec& layout) = nullptr;
+
+  // ---- optional: nullptr where the family has no use for them ----
+  // Its candidates under parallel.strategy: auto, in the order the selector prefers among equal costs. Pure.
+  std::vector<LayoutSpec> (*under_auto)(const Config& config, int world) = nullptr;
+  // Whether it takes the run whatever parallel.strategy says, running alone (a swapped model runs nothing else).
+  bool (*takes_over)(const Config& config) = nullptr;
+  // One of its layouts as pure candidates for `trident plan` on a described cluster (a family with a planner of its
+  // own, or none, leaves it out).
+  std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const LayoutSpec& layout, int world,
+                                                  int64_t capacity, Device device) = nullptr;
+};
+
+}  // namespace trident
