@@ -37,6 +37,11 @@ const std::vector<const StrategyEntry*>& strategy_entries() { return table(); }
 
 void register_strategy(const StrategyEntry& entry) { table().push_back(&entry); }
 
+void unregister_strategy(const StrategyEntry& entry) {
+  std::vector<const StrategyEntry*>& t = table();
+  t.erase(std::remove(t.begin(), t.end(), &entry), t.end());
+}
+
 std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
   for (const StrategyEntry* e : table())
     if (e->takes_over && e->takes_over(config)) return of(e, e->alone(config, world));

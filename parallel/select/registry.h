@@ -15,9 +15,10 @@ namespace trident {
 // FlexSP, the pipeline.
 const std::vector<const StrategyEntry*>& strategy_entries();
 
-// Adds a family after the built-in ones, for the rest of the process: how a program or a test plugs in a strategy of
+// Adds a family after the built-in ones, until unregister_strategy: how a program or a test plugs in a strategy of
 // its own.
 void register_strategy(const StrategyEntry& entry);
+void unregister_strategy(const StrategyEntry& entry);
 
 // The layouts parallel.strategy allows on `world` ranks: those of a family that takes the run over (ATOM with a
 // swapped model); else, under auto, every family's candidates in table order; else the layouts of the family
