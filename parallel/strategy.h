@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/checkpoint/strategy_tensors.h"
 #include "core/config/config.h"
 #include "core/data/batch.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
-#include "parallel/atom/swap_stats.h"
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/step_cost.h"
 
@@ -75,6 +76,9 @@ class Strategy : public Candidate {
   virtual StepSums train(GPT& model, const Batch& batch, float loss_weight) = 0;
   // The loss sums of `batch`, without gradients (evaluation). Collective over all ranks.
   virtual StepSums evaluate(GPT& model, const Batch& batch) = 0;
+
+  // ---- optional: the defaults fit a strategy whose ranks hold the same model and nothing of their own ----
+
   // After the optimizer applied the step's update (app/train/step.h): ATOM's peers average their parameters here.
   // Collective over all ranks.
   virtual void after_update(GPT& model) { (void)model; }
@@ -103,21 +107,10 @@ class Strategy : public Candidate {
   // The batch after the one about to run, known ahead (batches are a pure function of the step): a strategy that
   // plans each batch may start planning it now, on rank 0, in the background. Not collective.
   virtual void prepare(const Batch& next) { (void)next; }
-  // How the last batch ran, for strategies that plan each one; empty for the others.
-  struct GroupTime {
-    int64_t degree = 0;
-    double estimated_ms = 0;  // the plan's cost-model time of the group
-    double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
-  };
-  struct Report {
-    std::string layout;     // FlexSP: each micro-batch's group sizes, "<2, 1x2> <4>"
-    double plan_ms = -1;    // rank 0's planning time of that batch (-1: no plan)
-    bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
-    std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
-    std::optional<SwapStats> swap;  // ATOM: what the step's swaps moved and how long the compute waited for them
-    std::optional<AveragingStats> averaging;  // ATOM's averaging peers: what the step's averaging did
-  };
-  virtual Report last_report() const { return {}; }
+  // Adds this strategy's own fields about the step it last trained to the step's record (a metrics.jsonl line,
+  // written by rank 0; app/train/README.md lists the fields): FlexSP its groups and plan, ATOM its swaps and
+  // averaging. Called on every rank after train. None by default.
+  virtual void add_step_metrics(nlohmann::ordered_json& record) const { (void)record; }
   // This strategy's own state a checkpoint keeps, beyond the model and AdamW (rank 0's, after settle): DiLoCo's
   // outer momentum. None by default.
   virtual StrategyTensors checkpoint_tensors() const { return {}; }

@@ -408,8 +408,6 @@ void run_training(const Config& config) {
     }
 
     const int step_ranks = choice.strategy->independent() ? 1 : ranks.size();  // what stats cover
-    const std::optional<AveragingStats> averaging = choice.strategy->last_report().averaging;
-    const int64_t averaging_thread_bytes = averaging ? averaging->thread_bytes : 0;
     nlohmann::ordered_json record = {
         {"step", step},
         {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
@@ -424,42 +422,12 @@ void run_training(const Config& config) {
         {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom: what ran
         {"sp_size", choice.strategy->sp_size()},
         {"world_size", ranks.size()},
-        {"comm_bytes", groups.bytes_sent() - comm_bytes_before + averaging_thread_bytes},  // this rank's, everywhere
+        {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, everywhere
         {"alltoall_ms", (groups.alltoall_seconds() - alltoall_s_before) * 1e3},  // rank 0's time in all-to-alls
         {"estimate_ms", nullptr},
     };
-    if (const Strategy::Report report = choice.strategy->last_report(); !report.layout.empty()) {
-      record["groups"] = report.layout;
-      record["plan_ms"] = report.plan_ms >= 0 ? nlohmann::ordered_json(report.plan_ms) : nullptr;  // rank 0's
-      record["plan_ready"] = report.plan_ready;
-      if (!report.group_times.empty()) {  // [degree, estimated ms, measured ms] per group, per micro-batch
-        nlohmann::ordered_json times = nlohmann::ordered_json::array();
-        for (const auto& micro : report.group_times) {
-          nlohmann::ordered_json row = nlohmann::ordered_json::array();
-          for (const Strategy::GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms});
-          times.push_back(std::move(row));
-        }
-        record["group_times"] = std::move(times);
-      }
-    }
-    if (const std::optional<SwapStats> swap = choice.strategy->last_report().swap) {
-      record["sub_models"] = swap->sub_models;
-      record["passes"] = swap->passes;  // the step's batch in passes of what the activations hold
-      record["h2d_bytes"] = swap->h2d_bytes;
-      record["d2h_bytes"] = swap->d2h_bytes;
-      record["activation_bytes"] = swap->activation_bytes;  // of those, offloaded activations both ways
-      record["copy_ms"] = swap->copy_s * 1e3;        // the copy engine busy
-      record["copy_cpu_ms"] = swap->copy_cpu_s * 1e3;  // its thread's CPU time (the CPU backend's memcpy)
-      record["exposed_copy_ms"] = swap->exposed_s * 1e3;  // the compute waiting for it
-      record["peak_host_bytes"] = host_store.peak();
-    }
-    if (const std::optional<AveragingStats>& avg = averaging) {
-      record["average_started"] = avg->started > 0;  // this step's parameters offered to a round
-      record["average_applied"] = avg->applied;
-      record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight
-      record["average_peers"] = avg->applied ? nlohmann::ordered_json(avg->peers) : nullptr;  // the round's peers
-      record["average_wait_ms"] = avg->wait_s * 1e3;
-    }
+    choice.strategy->add_step_metrics(record);
+    if (placement) record["peak_host_bytes"] = host_store.peak();  // a swapped model's store
     if (lead && !choice.comparison.options.empty()) {
       const Option& chosen = choice.comparison.options[choice.index];
       if (chosen.estimate) {

@@ -118,7 +118,8 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   if (slowdown_ > 1)  // an emulated slow peer (parallel.atom.emulate_slow_rank)
     std::this_thread::sleep_for((slowdown_ - 1) * (std::chrono::steady_clock::now() - begin));
   tokens_ = totals[1];
-  report_ = {};
+  report_.swap.reset();
+  report_.averaging.reset();
   if (swapper_) report_.swap = swapper_->take_stats();
   if (independent_) return {totals[0], static_cast<double>(targets), totals[1], totals[2]};
   if (!averager_) {  // exact: the whole batch's gradient on every peer
@@ -152,6 +153,27 @@ void AtomStrategy::settle(GPT& model, AdamW& optimizer) {
   if (!averager_) return;
   if (independent_) averager_->settle(model.params());  // a checkpoint is rank 0's replica
   else averager_->synchronize(model.params(), optimizer.m(), optimizer.v());
+}
+
+void AtomStrategy::add_step_metrics(nlohmann::ordered_json& record) const {
+  if (const std::optional<SwapStats>& swap = report_.swap) {
+    record["sub_models"] = swap->sub_models;
+    record["passes"] = swap->passes;  // the step's batch in passes of what the activations hold
+    record["h2d_bytes"] = swap->h2d_bytes;
+    record["d2h_bytes"] = swap->d2h_bytes;
+    record["activation_bytes"] = swap->activation_bytes;  // of those, offloaded activations both ways
+    record["copy_ms"] = swap->copy_s * 1e3;               // the copy engine busy
+    record["copy_cpu_ms"] = swap->copy_cpu_s * 1e3;       // its thread's CPU time (the CPU backend's memcpy)
+    record["exposed_copy_ms"] = swap->exposed_s * 1e3;    // the compute waiting for it
+  }
+  if (const std::optional<AveragingStats>& avg = report_.averaging) {
+    record["comm_bytes"] = record.value("comm_bytes", int64_t{0}) + avg->thread_bytes;  // not in the run's counters
+    record["average_started"] = avg->started > 0;  // this step's parameters offered to a round
+    record["average_applied"] = avg->applied;
+    record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight
+    record["average_peers"] = avg->applied ? nlohmann::ordered_json(avg->peers) : nullptr;  // the round's peers
+    record["average_wait_ms"] = avg->wait_s * 1e3;
+  }
 }
 
 bool AtomStrategy::on_every_rank(bool flag) {

@@ -8,6 +8,7 @@
 //   average_every N: each peer updates its own replica with the mean gradient of its share, and the peers average
 //     their parameters every N steps in the background (parallel/atom/averager.h).
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "parallel/atom/averager.h"
@@ -39,7 +40,10 @@ class AtomStrategy final : public Strategy {
   bool on_every_rank(bool flag) override;
   // Averaging peers with a round deadline (parallel.atom.round_deadline_ms) step on their own.
   bool independent() const override { return independent_; }
-  Report last_report() const override { return report_; }
+  // The step's swaps (sub_models, passes, h2d/d2h/activation bytes, copy and exposed copy times) and averaging
+  // (average_started/applied, staleness, average_peers, average_wait_ms; the averaging thread's bytes added to
+  // comm_bytes).
+  void add_step_metrics(nlohmann::ordered_json& record) const override;
   // DiLoCo's outer momentum (parallel/atom/averager.h).
   StrategyTensors checkpoint_tensors() const override {
     return averager_ ? averager_->outer_state() : StrategyTensors{};
@@ -62,7 +66,10 @@ class AtomStrategy final : public Strategy {
   int64_t every_ = 0;            // steps between averaging rounds (0: exact)
   double slowdown_ = 1;      // this peer's emulated slowdown (parallel.atom.emulate_slowdown), else 1
   bool independent_ = false;  // no per-step collective: sums and decisions are this peer's own
-  Report report_;
+  struct {
+    std::optional<SwapStats> swap;
+    std::optional<AveragingStats> averaging;
+  } report_;  // the last step's
 };
 
 }  // namespace trident

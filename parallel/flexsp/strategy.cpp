@@ -271,13 +271,29 @@ std::vector<std::optional<GroupBatch>> FlexSequenceParallel::local_micro_batches
   return out;
 }
 
-Strategy::Report FlexSequenceParallel::last_report() const {
-  Report r = report_;
+FlexSequenceParallel::PlanReport FlexSequenceParallel::plan_report() const {
+  PlanReport r = report_;
   for (const flexsp::MicroBatchPlan& mb : last_plan_.micro_batches) {
     if (!r.layout.empty()) r.layout += ' ';
     r.layout += flexsp::describe_groups(mb);
   }
   return r;
+}
+
+void FlexSequenceParallel::add_step_metrics(nlohmann::ordered_json& record) const {
+  const PlanReport report = plan_report();
+  if (report.layout.empty()) return;
+  record["groups"] = report.layout;
+  record["plan_ms"] = report.plan_ms >= 0 ? nlohmann::ordered_json(report.plan_ms) : nullptr;  // rank 0's
+  record["plan_ready"] = report.plan_ready;
+  if (report.group_times.empty()) return;
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (const auto& micro : report.group_times) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (const GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms});
+    times.push_back(std::move(row));
+  }
+  record["group_times"] = std::move(times);
 }
 
 StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {

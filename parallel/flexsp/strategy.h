@@ -73,7 +73,21 @@ class FlexSequenceParallel final : public Strategy {
   // Rank 0 starts planning `next` on a background thread; the step that runs it takes the plan (waiting if it is
   // not done). One plan ahead at a time.
   void prepare(const Batch& next) override;
-  Report last_report() const override;
+  // How the last batch was planned and ran.
+  struct GroupTime {
+    int64_t degree = 0;
+    double estimated_ms = 0;  // the plan's cost-model time of the group
+    double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
+  };
+  struct PlanReport {
+    std::string layout;      // each micro-batch's group sizes, "<2, 1x2> <4>"
+    double plan_ms = -1;     // rank 0's planning time of that batch (-1: no plan)
+    bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
+    std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
+  };
+  PlanReport plan_report() const;
+  // groups, plan_ms, plan_ready and group_times ([degree, estimated ms, measured ms] per group, per micro-batch).
+  void add_step_metrics(nlohmann::ordered_json& record) const override;
 
   // Rank 0 plans `batch` and broadcasts the plan; every rank checks it was made for the documents of its own `batch`
   // (a RuntimeError otherwise) and keeps it as last_plan(). Collective; train and evaluate start with it.
@@ -115,7 +129,7 @@ class FlexSequenceParallel final : public Strategy {
   std::vector<int64_t> ahead_lengths_;  // what the background plan is for
   mutable std::future<Timed> ahead_;
   flexsp::BatchPlan last_plan_;
-  Report report_;
+  PlanReport report_;
 };
 
 }  // namespace trident

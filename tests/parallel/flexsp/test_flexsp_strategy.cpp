@@ -100,11 +100,11 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     CHECK(placed == std::multiset<int64_t>{0, 1, 2, 3, 4, 5});
     // every group size a plan may use has its communicator from start-up: log2(W) + 1 of them, none made since
     CHECK(groups.degrees() == all_degrees(W));
-    if (W == 4) CHECK(flexsp.last_report().layout == "<2, 1x2> <4>");
-    if (W == 2) CHECK(flexsp.last_report().layout == "<2> <1x2>");
+    if (W == 4) CHECK(flexsp.plan_report().layout == "<2, 1x2> <4>");
+    if (W == 2) CHECK(flexsp.plan_report().layout == "<2> <1x2>");
     CHECK(mixed == (W == 4));
-    CAPTURE(flexsp.last_report().layout);
-    CHECK_FALSE(flexsp.last_report().layout.empty());
+    CAPTURE(flexsp.plan_report().layout);
+    CHECK_FALSE(flexsp.plan_report().layout.empty());
   }
 }
 
@@ -118,10 +118,10 @@ TEST_CASE("FlexSP plans the next batch ahead, and falls back to planning on the 
   const Batch first = random_documents({30, 20, 10}, 1), second = random_documents({25, 25}, 2);
   flexsp.prepare(first);
   flexsp.shared_plan(first);
-  const Strategy::Report ahead = flexsp.last_report();
+  const FlexSequenceParallel::PlanReport ahead = flexsp.plan_report();
   if (world().rank() == 0) CHECK(ahead.plan_ms >= 0);
   flexsp.shared_plan(second);  // never prepared: planned when needed
-  const Strategy::Report late = flexsp.last_report();
+  const FlexSequenceParallel::PlanReport late = flexsp.plan_report();
   if (world().rank() == 0) {
     CHECK_FALSE(late.plan_ready);
     CHECK(late.plan_ms >= 0);
