@@ -1,55 +1,46 @@
+// `trident train`, in phases: place the run (RunSetup), open its directory (run_dir.h), read its data, build the model
+// and optimizer, start (resume or initialize, build the selector), then step: choose a strategy, train, record,
+// evaluate, checkpoint; finish (final weights, a sample).
 #include "app/train/train.h"
 
 #include <omp.h>
 
-#include <algorithm>
-#include <array>
-#include <functional>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "core/checkpoint/checkpoint.h"
-#include "core/checkpoint/model_io.h"
-#include "core/common/run_lock.h"
-#include "core/common/test_delay.h"
-#include "kernels/common/error.h"
-#include "core/data/batcher.h"
-#include "core/data/document_source.h"
-#include "core/data/text_source.h"
-#include "core/metrics/log.h"
-#include "core/metrics/metrics.h"
-#include "core/metrics/progress.h"
-#include "core/metrics/roof.h"
-#include "core/model/gpt.h"
-#include "core/optim/adamw.h"
-#include "core/optim/schedule.h"
-#include "app/train/capacity.h"
 #include "app/train/device_blas.h"
+#include "app/train/run_dir.h"
 #include "app/train/sample.h"
+#include "app/train/setup.h"
 #include "app/train/signals.h"
 #include "app/train/step.h"
 #include "app/train/watchdog.h"
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_io.h"
+#include "core/common/test_delay.h"
+#include "core/data/batcher.h"
+#include "core/data/document_source.h"
+#include "core/data/text_source.h"
+#include "core/metrics/metrics.h"
+#include "core/metrics/progress.h"
+#include "core/metrics/roof.h"
+#include "core/optim/schedule.h"
 #include "kernels/backends.h"
-#include "parallel/atom/placement.h"
+#include "kernels/common/error.h"
 #include "parallel/atom/swapper.h"
-#include "parallel/comm/staged.h"
-#include "parallel/pipeline/stages.h"
 #include "parallel/select/configure.h"
-#include "parallel/select/registry.h"
 
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
-#include "parallel/comm/nccl.h"
 #endif
 
 namespace trident {
@@ -57,6 +48,8 @@ namespace trident {
 namespace fs = std::filesystem;
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // What this build can run: the rest is a configuration error, caught before any work starts (what the strategies
 // need of the model and the world is checked by check_selection).
@@ -67,104 +60,11 @@ void check_supported(const Config& c) {
     throw_config_error("sample.prompt: empty; generation needs at least one byte to continue (or sample.tokens: 0)");
 }
 
-// Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
-double evaluate(GPT& model, const Batcher& eval_batches, int64_t count, Selector& selector,
-                const std::function<void(Strategy*)>& switch_to) {
-  double loss = 0, targets = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const Batch batch = eval_batches.batch(i);
-    const Selector::Choice choice = selector.choose(batch);
-    if (!choice.strategy) throw_runtime_error("evaluation batch {}: {}", i, choice.why_none);
-    switch_to(choice.strategy);
-    const StepSums sums = choice.strategy->evaluate(model, batch);
-    loss += sums.loss_sum;
-    targets += sums.targets;
-  }
-  return loss / targets;
-}
-
 // True on every rank when `flag` is true on any rank.
 bool any_rank(Communicator& comm, bool flag) {
   int32_t v = flag ? 1 : 0;
   if (comm.size() > 1) comm.allreduce_sum(&v, 1, CommType::i32);
   return v > 0;
-}
-
-// The checkpoint to resume from, per train.resume, or nothing for a fresh run. A run directory that already holds
-// a run is refused rather than overwritten, unless train.resume is auto and the run stopped before its first
-// checkpoint (nothing to resume, nothing a restart could overwrite): it starts again from step 0, and rank 0 keeps
-// the stopped run's metrics aside (restart_metrics_aside).
-std::optional<fs::path> resume_point(const Config& config, const fs::path& run_dir) {
-  const std::string& resume = config.train.resume;
-  if (resume != "auto" && resume != "never") {
-    if (!fs::is_directory(resume))
-      throw_config_error("train.resume: checkpoint directory '{}' not found", resume);
-    return fs::path(resume);
-  }
-  std::optional<fs::path> found;
-  if (resume == "auto")
-    found = find_resume_checkpoint(run_dir, [](const std::string& warning) { spdlog::warn("{}", warning); });
-  std::error_code error;
-  const bool no_checkpoints = !fs::exists(run_dir / "checkpoints") || fs::is_empty(run_dir / "checkpoints", error);
-  if (!found && fs::exists(run_dir / "metrics.jsonl") && !(resume == "auto" && no_checkpoints))
-    throw_config_error("run.dir '{}' already holds a run (metrics.jsonl) {}: choose another run.dir "
-                       "(--set run.dir=...) or move the old run away",
-                       run_dir.string(),
-                       resume == "never" ? "and train.resume is never" : "without a usable checkpoint to resume");
-  return found;
-}
-
-// A fresh start in a run directory whose run stopped before its first checkpoint: its metrics.jsonl moves to the
-// first free metrics.jsonl.stopped-N, so the new run's steps are not mixed with the old ones and nothing is lost.
-void restart_metrics_aside(const fs::path& run_dir) {
-  const fs::path metrics = run_dir / "metrics.jsonl";
-  if (!fs::exists(metrics)) return;
-  fs::path aside;
-  for (int n = 1; fs::exists(aside = run_dir / fmt::format("metrics.jsonl.stopped-{}", n)); ++n) {
-  }
-  std::error_code error;
-  fs::rename(metrics, aside, error);
-  if (error)
-    throw_runtime_error("cannot move '{}' aside to '{}': {}", metrics.string(), aside.string(), error.message());
-  spdlog::warn("run.dir '{}' holds a run that stopped before its first checkpoint: starting again from step 0 "
-               "(train.resume: auto); its metrics are kept in {}", run_dir.string(), aside.filename().string());
-}
-
-// The communicator of `host`'s members for buffers in the backend's memory (collective over `host`): with
-// device.comm: host, the buffers staged through host copies over `host` (on the CPU backend too, where the copies
-// are memcpy: how CI runs the staged path end to end); else NCCL on the GPU, ordered after the backend's compute
-// stream, and nullptr on the CPU, whose buffers `host` itself takes.
-std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend,
-                                                  const std::string& comm) {
-  if (comm == "host") return make_staged_communicator(host, backend);
-  if (backend.device() != Device::cuda) return nullptr;
-#if TRIDENT_WITH_CUDA
-  int device = 0;
-  cudaGetDevice(&device);
-  return make_nccl_communicator(host, device, cuda::compute_stream(backend));
-#else
-  return nullptr;  // unreachable: a build without CUDA has no cuda backend
-#endif
-}
-
-// device.memory_gb must fit the GPU beside what the CUDA libraries hold, checked on every rank at once: after this
-// node's ranks have their CUDA contexts, cuBLAS workspaces and NCCL communicators (made with the backend and the run's
-// groups) and before any allocates its budget. A budget too large is then a configuration error now, not an
-// out-of-memory error in a library mid-run.
-void check_device_memory(const Config& config, Backend& backend, Communicator& ranks, int64_t tokens) {
-  if (backend.device() != Device::cuda) return;
-  Communicator& node = *ranks.node_group();
-  node.barrier();
-  const std::string shortfall = device_memory_shortfall(
-      config.device.backend, node.rank(), node.size(), config.device.memory_gb, gib_to_bytes(config.device.memory_gb),
-      tokens, static_cast<int>(config.model.n_embd), static_cast<int>(4 * config.model.n_embd),  // the MLP's bias
-      model_layout(config.model).num_params);
-  int32_t short_ranks = shortfall.empty() ? 0 : 1;
-  ranks.allreduce_sum(&short_ranks, 1, CommType::i32);
-  if (!shortfall.empty()) throw_config_error("{}", shortfall);
-  if (short_ranks > 0)
-    throw_config_error("device.memory_gb = {} does not fit the GPU of {} other rank(s); their logs say by how much",
-                       config.device.memory_gb, short_ranks);
 }
 
 // One metrics entry per candidate the selector compared: its estimate, or why it could not run the batch.
@@ -182,317 +82,335 @@ nlohmann::ordered_json candidates_json(const Comparison& comparison) {
   return out;
 }
 
-}  // namespace
-
-void run_training(const Config& config) {
-  // First: a SIGTERM while the run starts (data, checkpoint) is a stop request too, not a silent death.
-  install_stop_signal_handlers();
-  check_supported(config);
-  Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
-  if (config.device.comm == "nccl") check_ranks_per_gpu(config.device.backend, world().node_group()->size());
-  Communicator& ranks = world();
-  // The communicators of every group the strategies may use, made now (collective). Gradients are reduced where they
-  // live: over MPI on the host, over NCCL on the GPU (bootstrapped over MPI) or staged through the host.
-  RunGroups groups(ranks,
-                   [&](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
-                   candidate_degrees(config, ranks.size()));
-  const Precision precision = precision_named(config.train.precision);
-  // A swapped model (ATOM) holds a pass of placement->tokens; a resident one what device.memory_gb leaves.
-  // With parallel.select.profile (its compute fit and network.host_to_device), ATOM takes the swap planner's
-  // partition and logs its prediction.
-  std::optional<AtomPlacement> placement;
-  if (swaps(config)) {
-    std::optional<cost::Profile> link;
-    if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
-    placement = place_atom(config, precision, backend.device(), link ? &*link : nullptr,
-                           world().node_group()->size());
-  }
-  // A pipeline stage (parallel.strategy: pipeline, checked by candidate_degrees above) holds its own layers'
-  // activations.
-  std::optional<PipelineStage> stage;
-  if (config.parallel.strategy == "pipeline") stage = pipeline_stage(config.model, ranks.size(), ranks.rank());
-  const int64_t capacity = placement ? placement->tokens
-                                     : token_capacity(config, precision, backend.device(), stage ? &*stage : nullptr);
-  std::optional<cost::Profile> profile = check_selection(config, groups, capacity);
-  check_device_memory(config, backend, ranks, capacity);
-  const bool lead = ranks.rank() == 0;  // rank 0 writes the run's files
-  const fs::path run_dir = config.run.dir;
-  std::error_code error;
-  fs::create_directories(run_dir, error);
-  if (error) throw_runtime_error("cannot create run.dir '{}': {}", run_dir.string(), error.message());
-  // One run at a time in run.dir: rank 0 holds the lock for the job (until it ends, however it ends), and every rank
-  // learns whether it got it.
-  std::optional<RunLock> run_lock;
-  std::array<char, 256> holder{};
-  if (lead) {
-    std::string who;
-    run_lock = RunLock::try_acquire(run_dir, &who);
-    std::copy_n(who.begin(), std::min(who.size(), holder.size() - 1), holder.begin());
-  }
-  if (ranks.size() > 1) ranks.broadcast(holder.data(), holder.size(), CommType::u8, 0);
-  if (holder[0] != '\0')
-    throw_config_error("run.dir '{}' is in use by another run ({}): wait for it to end, or choose another run.dir",
-                       run_dir.string(), holder.data());
-  setup_logging(run_dir, ranks.rank());
+// The opened run directory, with the run's threads and BLAS set and its first log line.
+RunDir open_run(const RunSetup& setup) {
+  const Config& config = setup.config;
+  RunDir run = open_run_dir(config, setup.ranks);
   if (config.device.threads > 0) omp_set_num_threads(static_cast<int>(config.device.threads));
-  spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run_dir.string(), ranks.size(),
-               omp_get_max_threads(), backend.name());
+  spdlog::info("run '{}' in {}: {} rank(s) x {} thread(s), {} backend", config.run.name, run.path.string(),
+               setup.ranks.size(), omp_get_max_threads(), setup.backend.name());
   use_configured_blas(config.device.blas, config.device.gemm_threads);
+  return run;
+}
 
-  std::unique_ptr<DocumentSource> documents = open_documents(config);
-  test_delay("TRIDENT_TEST_STARTUP_DELAY_MS");
-  Batcher train_batches(*documents, config, Split::train);
-  std::optional<Batcher> eval_batches;
-  if (config.train.eval_every > 0) eval_batches.emplace(*documents, config, Split::eval);
-  spdlog::info("data: {}; {} train batches in the first epoch", documents->describe(), train_batches.steps_in_epoch(0));
+// The documents a run reads, and the train and evaluation batches cut from them.
+struct RunData {
+  explicit RunData(const Config& config)
+      : documents(open_documents(config)), train(after_test_delay(*documents), config, Split::train) {
+    if (config.train.eval_every > 0) eval.emplace(*documents, config, Split::eval);
+    spdlog::info("data: {}; {} train batches in the first epoch", documents->describe(), train.steps_in_epoch(0));
+  }
+  static const DocumentSource& after_test_delay(const DocumentSource& source) {
+    test_delay("TRIDENT_TEST_STARTUP_DELAY_MS");
+    return source;
+  }
+  std::unique_ptr<DocumentSource> documents;
+  Batcher train;
+  std::optional<Batcher> eval;
+};
 
-  Allocator allocator({.name = backend.name(),
-                       .budget_bytes = gib_to_bytes(config.device.memory_gb),
-                       .resource = &backend.memory()});
-  // A swapped model's weights, gradients and AdamW state live in the host store, counted against its own budget.
-  Allocator host_store({.name = "host store",
-                         .budget_bytes = static_cast<std::size_t>(host_budget_bytes(config)),
-                         .resource = &backend.staging_memory()});  // pinned on cuda: the copies run asynchronously
-  const Swapping swapping{.segment_starts = placement ? placement->segment_starts : std::vector<int>{},
-                          .store = &host_store,
-                          .recomputed = placement ? placement->recomputed : 0,
-                          .offloaded = placement ? placement->offloaded : 0,
-                          .round_tokens = placement ? placement->round_tokens : 0};
-  GPT model(config.model, capacity, allocator, backend, precision, placement ? &swapping : nullptr,
-            stage ? &*stage : nullptr);
+// The model and its optimizer in the run's memory: the device budget (device.memory_gb), and the host store where a
+// swapped model's weights, gradients and AdamW state live, counted against its own budget (pinned on cuda: the
+// copies run asynchronously).
+struct ModelState {
+  explicit ModelState(const RunSetup& setup)
+      : device({.name = setup.backend.name(),
+                .budget_bytes = gib_to_bytes(setup.config.device.memory_gb),
+                .resource = &setup.backend.memory()}),
+        host_store({.name = "host store",
+                    .budget_bytes = static_cast<std::size_t>(host_budget_bytes(setup.config)),
+                    .resource = &setup.backend.staging_memory()}),
+        swapping{.segment_starts = setup.placement ? setup.placement->segment_starts : std::vector<int>{},
+                 .store = &host_store,
+                 .recomputed = setup.placement ? setup.placement->recomputed : 0,
+                 .offloaded = setup.placement ? setup.placement->offloaded : 0,
+                 .round_tokens = setup.placement ? setup.placement->round_tokens : 0},
+        model(setup.config.model, setup.capacity, device, setup.backend, setup.precision,
+              setup.placement ? &swapping : nullptr, setup.stage ? &*setup.stage : nullptr),
+        swapper(swapper_for(setup)),
+        optimizer(model.layout(), setup.config.train, setup.placement ? host_store : device, model.store_backend()) {
+    if (setup.precision == Precision::bf16 && setup.backend.device() == Device::cpu)
+      spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per "
+                   "op): slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
+    setup.log_memory(model, device, host_store);
+  }
+  std::optional<LayerSwapper> swapper_for(const RunSetup& setup) {
+    if (!setup.placement) return std::nullopt;
+    return std::optional<LayerSwapper>(
+        std::in_place, model, device,
+        SwapOptions{.slots = setup.placement->slots,
+                    .copy_bytes_per_s = setup.config.parallel.atom_emulate_copy_gb_per_s * 1e9});
+  }
+  Allocator device, host_store;
+  Swapping swapping;
+  GPT model;
   std::optional<LayerSwapper> swapper;
-  if (placement)
-    swapper.emplace(model, allocator,
-                    SwapOptions{.slots = placement->slots,
-                                .copy_bytes_per_s = config.parallel.atom_emulate_copy_gb_per_s * 1e9});
-  if (precision == Precision::bf16 && backend.device() == Device::cpu)
-    spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per op): "
-                 "slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
-  AdamW optimizer(model.layout(), config.train, placement ? host_store : allocator, model.store_backend());
-  if (placement) {
-    const std::vector<int>& starts = placement->segment_starts;
-    const bool segment_major = placement->round_tokens > 0;  // every sub-model but the last stashed
-    const int moving = placement->moving_sub_models();
-    spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass{}, activations {}; device {} of {} "
-                 "(device.memory_gb), host store {} of {}",
-                 starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
-                 std::min<std::size_t>(starts.size(), placement->slots), capacity,
-                 segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model in {} round(s), each "
-                                             "sub-model loading once a round)", placement->passes, placement->runs)
-                               : "",
-                 placement->recomputed > 0
-                     ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement->recomputed)
-                 : moving > 0
-                     ? fmt::format("offloaded to the host in the first {} sub-model(s) and back for their backward, "
-                                   "kept in the rest", moving)
-                     : std::string("kept"),
-                 format_bytes(static_cast<std::size_t>(placement->device_bytes)), format_bytes(allocator.budget()),
-                 format_bytes(host_store.in_use()), format_bytes(host_store.budget()));
-    if (const std::optional<cost::SwapPlan>& p = placement->predicted)
-      spdlog::info("atom: predicted from {}: {} {:.3f} s, {:.3f} s of it copies left exposed",
-                   config.parallel.select_profile, placement->runs == 1 ? "step" : segment_major ? "first round"
-                                                                                                 : "first pass",
-                   p->step_s(), p->exposed_copy_s);
-  } else {
-    const PipelineStage* layers = stage ? &*stage : nullptr;
-    const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), nullptr, layers);
-    spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
-                 "activations {})",
-                 capacity, config.device.memory_gb,
-                 format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model.num_params()))),
-                 format_bytes(static_cast<std::size_t>(
-                     GPT::memory_bytes(config.model, capacity, precision, backend.device(), nullptr, layers) - fixed)));
-    if (stage)
-      spdlog::info("pipeline: stage {} of {}, layers [{}, {})", ranks.rank(), ranks.size(), stage->first_layer,
-                   stage->end_layer);
-  }
+  AdamW optimizer;
+};
 
-  int64_t start_step = 0;
-  nlohmann::json selector_state;
-  const std::optional<fs::path> checkpoint = resume_point(config, run_dir);
-  std::optional<TrainerState> resumed;
-  if (checkpoint) resumed = load_checkpoint(*checkpoint, model, optimizer);
-  // Stopped while starting: nothing of the run is written yet, and nothing needs to be.
-  if (any_rank(ranks, stop_signal() != 0)) {
-    spdlog::info("stop requested by a signal while the run started: exiting before its first step, with no metrics "
-                 "or checkpoint written");
-    return;
-  }
-  if (resumed) {
-    start_step = resumed->next_step;
-    selector_state = resumed->selector;
-    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint->string(), resumed->step,
-                 resumed->world_size);
-    if (lead) drop_metrics_from_step(run_dir / "metrics.jsonl", start_step);
-  } else {
-    if (lead) restart_metrics_aside(run_dir);
-    model.init_weights(static_cast<uint64_t>(config.run.seed));
-    if (lead) save_model(run_dir / "model_init.safetensors", model);
-  }
-  if (lead) write_resolved_config(config, run_dir);
-  spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
-               config.model.attention, config.model.n_layer, config.model.n_embd, format_bytes(allocator.in_use()));
-  const StrategyEnv env{.groups = groups,
-                        .backend = backend,
-                        .config = config,
-                        .capacity_tokens = capacity,
-                        .swapper = swapper ? &*swapper : nullptr};
-  const std::unique_ptr<Selector> selector = make_selector(env, std::move(profile), model, run_dir);
-  selector->restore(selector_state);
-  if (checkpoint) {
-    const StrategyTensors kept = load_strategy_tensors(*checkpoint);
-    for (const auto& strategy : selector->strategies()) strategy->restore(kept);
-  }
-  const bool choosing = selector->strategies().size() > 1;
-  // Ranks that step on their own (ATOM's peers with round deadlines) agree on nothing per step.
-  const bool independent = !choosing && selector->strategies().front()->independent();
+class Trainer {
+ public:
+  explicit Trainer(const Config& config)
+      : config_(config), setup_(config), run_(open_run(setup_)), data_(config), state_(setup_) {}
 
+  // Resumes from a checkpoint or initializes the weights, and builds the selector. False when a stop signal came
+  // while the run started: nothing of the run is written then, and nothing needs to be.
+  bool start();
+  // The steps from the first not yet run to train.steps. False when a stop signal ended them (after a checkpoint).
+  bool train();
+  // The final weights, on every rank's settled model, and a sample.
+  void finish();
+
+ private:
+  struct Counters {
+    Clock::time_point start;
+    int64_t comm_bytes;
+    double alltoall_s;
+  };
   // Leaving a strategy settles it first: ATOM's peers hold replicas of their own between rounds, and every other
   // strategy needs them equal (a synchronization: the switching cost of ATOM).
-  Strategy* current = nullptr;
-  auto switch_to = [&](Strategy* next) {
-    if (current && current != next) current->settle(model, optimizer);
-    current = next;
-  };
-  auto save = [&](int64_t steps_done) {
-    for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);  // nothing in flight is lost
-    if (lead) {
-      StrategyTensors kept;
-      for (const auto& strategy : selector->strategies()) kept.merge(strategy->checkpoint_tensors());
-      SavedCheckpoint saved = save_checkpoint(run_dir, steps_done, model, optimizer, config, ranks.size(),
-                                              config.checkpoint.keep, selector->state(), kept);
-      for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
-      spdlog::info("checkpoint {} written", saved.dir.string());
-    }
-    if (!independent) ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
-  };
+  void switch_to(Strategy* next);
+  void save(int64_t steps_done);
+  void check_finite(int64_t step, const StepStats& stats) const;
+  nlohmann::ordered_json step_record(int64_t step, double lr, const StepStats& stats, double seconds,
+                                     const Selector::Choice& choice, const Counters& before) const;
+  // Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
+  double evaluate();
+  // After a step: a stop signal on any rank stops every rank after the same step, with a checkpoint to resume from;
+  // so does a data file changed under the run (then the run ends in an error naming it). True: stop.
+  bool end_step(int64_t step, const Counters& before, Watchdog& watchdog);
 
+  const Config& config_;
+  RunSetup setup_;
+  RunDir run_;
+  RunData data_;
+  ModelState state_;
+  std::optional<fs::path> checkpoint_;
+  int64_t start_step_ = 0;
+  std::unique_ptr<Selector> selector_;
+  Strategy* current_ = nullptr;
+  bool choosing_ = false;     // more than one candidate
+  bool independent_ = false;  // ranks that step on their own (ATOM's peers with round deadlines) agree on nothing
+  double roof_gflops_ = 0;    // MFU's denominator per rank
+};
+
+bool Trainer::start() {
+  GPT& model = state_.model;
+  checkpoint_ = resume_point(config_, run_.path);
+  std::optional<TrainerState> resumed;
+  if (checkpoint_) resumed = load_checkpoint(*checkpoint_, model, state_.optimizer);
+  if (any_rank(setup_.ranks, stop_signal() != 0)) {
+    spdlog::info("stop requested by a signal while the run started: exiting before its first step, with no metrics "
+                 "or checkpoint written");
+    return false;
+  }
+  if (resumed) {
+    start_step_ = resumed->next_step;
+    spdlog::info("resuming from {} (step {}, written by {} rank(s))", checkpoint_->string(), resumed->step,
+                 resumed->world_size);
+    if (run_.lead) drop_metrics_from_step(run_.path / "metrics.jsonl", start_step_);
+  } else {
+    if (run_.lead) restart_metrics_aside(run_.path);
+    model.init_weights(static_cast<uint64_t>(config_.run.seed));
+    if (run_.lead) save_model(run_.path / "model_init.safetensors", model);
+  }
+  if (run_.lead) write_resolved_config(config_, run_.path);
+  spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
+               config_.model.attention, config_.model.n_layer, config_.model.n_embd,
+               format_bytes(state_.device.in_use()));
+  const StrategyEnv env{.groups = setup_.groups,
+                        .backend = setup_.backend,
+                        .config = config_,
+                        .capacity_tokens = setup_.capacity,
+                        .swapper = state_.swapper ? &*state_.swapper : nullptr};
+  selector_ = make_selector(env, std::move(setup_.profile), model, run_.path);
+  selector_->restore(resumed ? resumed->selector : nlohmann::json());
+  if (checkpoint_) {
+    const StrategyTensors kept = load_strategy_tensors(*checkpoint_);
+    for (const auto& strategy : selector_->strategies()) strategy->restore(kept);
+  }
+  choosing_ = selector_->strategies().size() > 1;
+  independent_ = !choosing_ && selector_->strategies().front()->independent();
   // MFU is quoted against the CPU's sgemm roof measured here, or the GPU's dense peak for the matmuls' precision
   // (null in metrics when that is unknown).
-  double roof_gflops = 0;
-  if (backend.device() == Device::cpu) {
-    roof_gflops = measure_sgemm_gflops(0.2);
+  if (setup_.backend.device() == Device::cpu) {
+    roof_gflops_ = measure_sgemm_gflops(0.2);
   } else {
     std::string how;
-    roof_gflops = device_peak_flops(config.device.backend, world().node_group()->rank(),
-                                    precision == Precision::bf16, &how) / 1e9;
+    roof_gflops_ = device_peak_flops(config_.device.backend, world().node_group()->rank(),
+                                     setup_.precision == Precision::bf16, &how) / 1e9;
     spdlog::info("MFU is quoted against the {}", how);
   }
+  return true;
+}
+
+bool Trainer::train() {
+  const int64_t steps = config_.train.steps;
   std::optional<MetricsWriter> metrics;
-  if (lead) metrics.emplace(run_dir / "metrics.jsonl");
-  ProgressLine progress(config.train.steps, lead);
-  Watchdog watchdog(ranks, independent ? 0 : config.run.watchdog_s);  // peers that step alone wait for no one
-  using clock = std::chrono::steady_clock;
-  if (start_step < config.train.steps) selector->prepare(train_batches.batch(start_step));  // planned before training
-  for (int64_t step = start_step; step < config.train.steps; ++step) {
-    const auto start = clock::now();
-    const int64_t comm_bytes_before = groups.bytes_sent();
-    const double alltoall_s_before = groups.alltoall_seconds();
-    const Batch batch = train_batches.batch(step);
-    const double lr = learning_rate(config.train, step);
-    const Selector::Choice choice = selector->choose(batch);
-    if (step + 1 < config.train.steps) selector->prepare(train_batches.batch(step + 1));  // planned while this runs
+  if (run_.lead) metrics.emplace(run_.path / "metrics.jsonl");
+  ProgressLine progress(steps, run_.lead);
+  Watchdog watchdog(setup_.ranks, independent_ ? 0 : config_.run.watchdog_s);  // peers stepping alone wait for none
+  if (start_step_ < steps) selector_->prepare(data_.train.batch(start_step_));  // planned before training
+  for (int64_t step = start_step_; step < steps; ++step) {
+    const Counters before{Clock::now(), setup_.groups.bytes_sent(), setup_.groups.alltoall_seconds()};
+    const Batch batch = data_.train.batch(step);
+    const double lr = learning_rate(config_.train, step);
+    const Selector::Choice choice = selector_->choose(batch);
+    if (step + 1 < steps) selector_->prepare(data_.train.batch(step + 1));  // planned while this runs
     if (!choice.strategy)
       throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
-                          choosing ? "" : ", or let parallel.strategy: auto spread long documents over a group");
+                          choosing_ ? "" : ", or let parallel.strategy: auto spread long documents over a group");
     switch_to(choice.strategy);
-    const StepStats stats = train_step(model, optimizer, *choice.strategy, batch, lr, config.train);
-    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    selector->observe(choice, seconds);
-    if (!stats.finite) {
-      if (config.train.on_nonfinite == "stop")
-        throw_runtime_error("step {}: the loss ({}) or gradient norm ({}) is not finite; stopping "
-                            "(train.on_nonfinite: skip skips such steps instead)", step, stats.loss, stats.grad_norm);
-      spdlog::warn("step {}: non-finite loss ({}) or gradient norm ({}); update skipped", step, stats.loss,
-                   stats.grad_norm);
-    }
-
-    const int step_ranks = choice.strategy->independent() ? 1 : ranks.size();  // what stats cover
-    nlohmann::ordered_json record = {
-        {"step", step},
-        {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
-        {"lr", lr},
-        {"tokens", stats.tokens},
-        {"step_ms", seconds * 1e3},
-        {"tokens_per_s", static_cast<double>(stats.tokens) / seconds},
-        {"mfu", roof_gflops > 0 ? nlohmann::ordered_json(stats.flops / seconds / 1e9 / (roof_gflops * step_ranks))
-                                : nullptr},
-        {"peak_mem_bytes", allocator.peak()},
-        {"grad_norm", stats.grad_norm},
-        {"strategy", choice.strategy->method()},  // dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom: what ran
-        {"sp_size", choice.strategy->sp_size()},
-        {"world_size", ranks.size()},
-        {"comm_bytes", groups.bytes_sent() - comm_bytes_before},  // this rank's, everywhere
-        {"alltoall_ms", (groups.alltoall_seconds() - alltoall_s_before) * 1e3},  // rank 0's time in all-to-alls
-        {"estimate_ms", nullptr},
-    };
-    choice.strategy->add_step_metrics(record);
-    if (placement) record["peak_host_bytes"] = host_store.peak();  // a swapped model's store
-    if (lead && !choice.comparison.options.empty()) {
-      const Option& chosen = choice.comparison.options[choice.index];
-      if (chosen.estimate) {
-        record["estimate_ms"] = chosen.estimate->seconds * 1e3;
-        record["predicted_ms"] = chosen.predicted_s * 1e3;
-      }
-      if (choosing) record["candidates"] = candidates_json(choice.comparison);
-    }
-    const bool last = step + 1 == config.train.steps;
-    if (eval_batches && ((step + 1) % config.train.eval_every == 0 || last)) {
-      const double eval_loss = evaluate(model, *eval_batches, config.train.eval_batches, *selector, switch_to);
-      record["eval_loss"] = eval_loss;
-      spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, eval_loss);
+    const StepStats stats = train_step(state_.model, state_.optimizer, *choice.strategy, batch, lr, config_.train);
+    const double seconds = std::chrono::duration<double>(Clock::now() - before.start).count();
+    selector_->observe(choice, seconds);
+    check_finite(step, stats);
+    nlohmann::ordered_json record = step_record(step, lr, stats, seconds, choice, before);
+    if (data_.eval && ((step + 1) % config_.train.eval_every == 0 || step + 1 == steps)) {
+      record["eval_loss"] = evaluate();
+      spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, record["eval_loss"].get<double>());
     }
     if (metrics) metrics->write(record);
     progress.update(step, stats.loss, static_cast<double>(stats.tokens) / seconds, seconds);
-
-    // A stop signal on any rank stops every rank after the same step, with a checkpoint to resume from; so does a
-    // data file changed under the run (then the run ends in an error naming it).
-    const std::optional<std::string> data_change = documents->changed();
-    int32_t stops[2] = {stop_signal() != 0, data_change.has_value()};
-    if (!independent && ranks.size() > 1) ranks.allreduce_sum(stops, 2, CommType::i32);
-    const bool stop = stops[0] > 0, data_changed = stops[1] > 0;
-    const bool periodic = config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0;
-    if (periodic || stop || last || data_changed) save(step + 1);
-    watchdog.step_done(step + 1, std::chrono::duration<double>(clock::now() - start).count());
-    if (data_changed)
-      throw_runtime_error("{}: the run stopped after step {} with a checkpoint; put the data back as it was and "
-                          "resume, or start a new run.dir", data_change.value_or("a data file changed on another rank"),
-                          step);
-    if (stop) {
+    if (end_step(step, before, watchdog)) {
       progress.finish();
       spdlog::info("stop requested by a signal: stopped after step {}; a resumed run continues at step {}", step,
                    step + 1);
-      return;
+      return false;
     }
   }
   progress.finish();
+  return true;
+}
+
+void Trainer::switch_to(Strategy* next) {
+  if (current_ && current_ != next) current_->settle(state_.model, state_.optimizer);
+  current_ = next;
+}
+
+void Trainer::save(int64_t steps_done) {
+  for (const auto& s : selector_->strategies()) s->settle(state_.model, state_.optimizer);  // nothing in flight lost
+  if (run_.lead) {
+    StrategyTensors kept;
+    for (const auto& s : selector_->strategies()) kept.merge(s->checkpoint_tensors());
+    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, state_.optimizer, config_,
+                                            setup_.ranks.size(), config_.checkpoint.keep, selector_->state(), kept);
+    for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
+    spdlog::info("checkpoint {} written", saved.dir.string());
+  }
+  if (!independent_) setup_.ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
+}
+
+void Trainer::check_finite(int64_t step, const StepStats& stats) const {
+  if (stats.finite) return;
+  if (config_.train.on_nonfinite == "stop")
+    throw_runtime_error("step {}: the loss ({}) or gradient norm ({}) is not finite; stopping "
+                        "(train.on_nonfinite: skip skips such steps instead)", step, stats.loss, stats.grad_norm);
+  spdlog::warn("step {}: non-finite loss ({}) or gradient norm ({}); update skipped", step, stats.loss,
+               stats.grad_norm);
+}
+
+nlohmann::ordered_json Trainer::step_record(int64_t step, double lr, const StepStats& stats, double seconds,
+                                            const Selector::Choice& choice, const Counters& before) const {
+  const Strategy& strategy = *choice.strategy;
+  const int step_ranks = strategy.independent() ? 1 : setup_.ranks.size();  // what stats cover
+  const double mfu = stats.flops / seconds / 1e9 / (roof_gflops_ * step_ranks);
+  nlohmann::ordered_json record = {
+      {"step", step},
+      {"loss", std::isfinite(stats.loss) ? nlohmann::ordered_json(stats.loss) : nullptr},  // JSON has no NaN
+      {"lr", lr},
+      {"tokens", stats.tokens},
+      {"step_ms", seconds * 1e3},
+      {"tokens_per_s", static_cast<double>(stats.tokens) / seconds},
+      {"mfu", roof_gflops_ > 0 ? nlohmann::ordered_json(mfu) : nullptr},
+      {"peak_mem_bytes", state_.device.peak()},
+      {"grad_norm", stats.grad_norm},
+      {"strategy", strategy.method()},  // what ran: dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom, pipeline
+      {"sp_size", strategy.sp_size()},
+      {"world_size", setup_.ranks.size()},
+      {"comm_bytes", setup_.groups.bytes_sent() - before.comm_bytes},  // this rank's, everywhere
+      {"alltoall_ms", (setup_.groups.alltoall_seconds() - before.alltoall_s) * 1e3},  // rank 0's in all-to-alls
+      {"estimate_ms", nullptr},
+  };
+  strategy.add_step_metrics(record);
+  if (setup_.placement) record["peak_host_bytes"] = state_.host_store.peak();  // a swapped model's store
+  if (run_.lead && !choice.comparison.options.empty()) {
+    const Option& chosen = choice.comparison.options[choice.index];
+    if (chosen.estimate) {
+      record["estimate_ms"] = chosen.estimate->seconds * 1e3;
+      record["predicted_ms"] = chosen.predicted_s * 1e3;
+    }
+    if (choosing_) record["candidates"] = candidates_json(choice.comparison);
+  }
+  return record;
+}
+
+double Trainer::evaluate() {
+  double loss = 0, targets = 0;
+  for (int64_t i = 0; i < config_.train.eval_batches; ++i) {
+    const Batch batch = data_.eval->batch(i);
+    const Selector::Choice choice = selector_->choose(batch);
+    if (!choice.strategy) throw_runtime_error("evaluation batch {}: {}", i, choice.why_none);
+    switch_to(choice.strategy);
+    const StepSums sums = choice.strategy->evaluate(state_.model, batch);
+    loss += sums.loss_sum;
+    targets += sums.targets;
+  }
+  return loss / targets;
+}
+
+bool Trainer::end_step(int64_t step, const Counters& before, Watchdog& watchdog) {
+  const std::optional<std::string> data_change = data_.documents->changed();
+  int32_t stops[2] = {stop_signal() != 0, data_change.has_value()};
+  if (!independent_ && setup_.ranks.size() > 1) setup_.ranks.allreduce_sum(stops, 2, CommType::i32);
+  const bool stop = stops[0] > 0, data_changed = stops[1] > 0;
+  const bool periodic = config_.checkpoint.every > 0 && (step + 1) % config_.checkpoint.every == 0;
+  if (periodic || stop || step + 1 == config_.train.steps || data_changed) save(step + 1);
+  watchdog.step_done(step + 1, std::chrono::duration<double>(Clock::now() - before.start).count());
+  if (data_changed)
+    throw_runtime_error("{}: the run stopped after step {} with a checkpoint; put the data back as it was and "
+                        "resume, or start a new run.dir", data_change.value_or("a data file changed on another rank"),
+                        step);
+  return stop;
+}
+
+void Trainer::finish() {
 #if TRIDENT_WITH_CUDA
-  if (backend.device() == Device::cuda) {  // what the CUDA libraries took beside the budget, for the GPU check
+  if (setup_.backend.device() == Device::cuda) {  // what the CUDA libraries took beside the budget, for the GPU check
     int device = 0;
     cudaGetDevice(&device);
     spdlog::info("cuda: device {} holds {:.3f} GiB (cudaMemGetInfo, every process on it); this rank's budget peaked "
                  "at {:.3f} GiB of device.memory_gb = {}",
                  device, static_cast<double>(cuda::device_memory_in_use(device)) / (1 << 30),
-                 static_cast<double>(allocator.peak()) / (1 << 30), config.device.memory_gb);
+                 static_cast<double>(state_.device.peak()) / (1 << 30), config_.device.memory_gb);
   }
 #endif
-  for (const auto& strategy : selector->strategies()) strategy->settle(model, optimizer);
-  if (!lead) return;
-  save_model(run_dir / "model_final.safetensors", model, {{"trident_step", std::to_string(config.train.steps)}});
-  spdlog::info("final weights written to {}", (run_dir / "model_final.safetensors").string());
-  if (config.sample.tokens > 0 && config.data.kind == "text") {
-    // rank 0 samples alone, with the local kernels: its batches carry no group
-    std::vector<int32_t> prompt;
-    for (unsigned char c : config.sample.prompt) prompt.push_back(c);
-    std::optional<GPT> whole;  // a pipeline stage computes some layers: sample with the whole model on the host
-    if (stage) {
-      whole.emplace(config.model, config.model.max_seq_len, host_store, cpu_backend(), precision);
-      std::copy_n(model.params(), model.num_params(), whole->params());
-    }
-    std::vector<int32_t> out = generate(whole ? *whole : model, prompt, config.sample.tokens,
-                                        config.sample.temperature, static_cast<uint64_t>(config.run.seed));
-    spdlog::info("sample (temperature {}):\n{}{}", config.sample.temperature, config.sample.prompt, decode_bytes(out));
+  for (const auto& strategy : selector_->strategies()) strategy->settle(state_.model, state_.optimizer);
+  if (!run_.lead) return;
+  const fs::path final_weights = run_.path / "model_final.safetensors";
+  save_model(final_weights, state_.model, {{"trident_step", std::to_string(config_.train.steps)}});
+  spdlog::info("final weights written to {}", final_weights.string());
+  if (config_.sample.tokens <= 0 || config_.data.kind != "text") return;
+  // rank 0 samples alone, with the local kernels: its batches carry no group
+  std::vector<int32_t> prompt;
+  for (unsigned char c : config_.sample.prompt) prompt.push_back(c);
+  std::optional<GPT> whole;  // a pipeline stage computes some layers: sample with the whole model on the host
+  if (setup_.stage) {
+    whole.emplace(config_.model, config_.model.max_seq_len, state_.host_store, cpu_backend(), setup_.precision);
+    std::copy_n(state_.model.params(), state_.model.num_params(), whole->params());
   }
+  std::vector<int32_t> out = generate(whole ? *whole : state_.model, prompt, config_.sample.tokens,
+                                      config_.sample.temperature, static_cast<uint64_t>(config_.run.seed));
+  spdlog::info("sample (temperature {}):\n{}{}", config_.sample.temperature, config_.sample.prompt, decode_bytes(out));
+}
+
+}  // namespace
+
+void run_training(const Config& config) {
+  install_stop_signal_handlers();  // first: a SIGTERM while the run starts (data, checkpoint) is a stop request too
+  check_supported(config);
+  Trainer trainer(config);
+  if (trainer.start() && trainer.train()) trainer.finish();
 }
 
 }  // namespace trident

@@ -24,8 +24,9 @@ cudaStream_t compute_stream(Backend& backend);
 // The most device memory a CUDA backend's ops take from the device's pool at once beside the allocator's budget, for
 // at most `tokens` rows of `channels`, biases of at most `widest_bias` outputs (a GPT block's MLP: 4 x channels) and
 // a model of `params` parameters: the largest of the bias gradients' and the layernorm backward's partials, the
-// embedding backward's sort and the gradient norm's partials (each freed in stream order before the next is taken). Beside it, and already in place when the backend is built: the CUDA context and the compute
-// stream's cuBLAS workspace (gemm.h).
+// embedding backward's sort and the gradient norm's partials (each freed in stream order before the next is taken).
+// Beside it, and already in place when the backend is built: the CUDA context and the compute stream's cuBLAS
+// workspace (gemm.h).
 std::size_t launch_scratch_bytes(int64_t tokens, int channels, int widest_bias, int64_t params);
 
 }  // namespace trident::cuda

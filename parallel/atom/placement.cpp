@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <fmt/core.h>
+#include <spdlog/spdlog.h>
 
 #include "core/model/activations.h"
 #include "core/optim/adamw.h"
@@ -349,6 +350,33 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     if (p.runs > 1) placed.predicted_later = p.later;
   }
   return placed;
+}
+
+void log_placement(const AtomPlacement& placement, const Config& config, const Allocator& device,
+                   const Allocator& store) {
+  const std::vector<int>& starts = placement.segment_starts;
+  const bool segment_major = placement.round_tokens > 0;  // every sub-model but the last stashed
+  const int moving = placement.moving_sub_models();
+  spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass{}, activations {}; device {} of {} "
+               "(device.memory_gb), host store {} of {}",
+               starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
+               std::min<std::size_t>(starts.size(), placement.slots), placement.tokens,
+               segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model in {} round(s), each "
+                                           "sub-model loading once a round)", placement.passes, placement.runs)
+                             : "",
+               placement.recomputed > 0
+                   ? fmt::format("recomputed in the first {} sub-model(s), kept in the rest", placement.recomputed)
+               : moving > 0
+                   ? fmt::format("offloaded to the host in the first {} sub-model(s) and back for their backward, "
+                                 "kept in the rest", moving)
+                   : std::string("kept"),
+               format_bytes(static_cast<std::size_t>(placement.device_bytes)), format_bytes(device.budget()),
+               format_bytes(store.in_use()), format_bytes(store.budget()));
+  if (const std::optional<cost::SwapPlan>& p = placement.predicted)
+    spdlog::info("atom: predicted from {}: {} {:.3f} s, {:.3f} s of it copies left exposed",
+                 config.parallel.select_profile, placement.runs == 1 ? "step" : segment_major ? "first round"
+                                                                                              : "first pass",
+                 p->step_s(), p->exposed_copy_s);
 }
 
 }  // namespace trident

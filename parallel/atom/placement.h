@@ -41,6 +41,12 @@ struct AtomPlacement {
   cost::SwapDevice device;
 };
 
+// The start-up log's lines for `placement`: the sub-models, their slots, a pass's tokens and what happens to the
+// activations, the device and host-store memory against their budgets (`device`, `store`: the run's allocators);
+// with a profile, the swap schedule's prediction.
+void log_placement(const AtomPlacement& placement, const Config& config, const Allocator& device,
+                   const Allocator& store);
+
 // Whether this run swaps: parallel.strategy atom, or auto when the model, its gradients and AdamW state do not fit
 // device.memory_gb with room for one token's activations; every rank is then a peer with its own swapped replica. A
 // ConfigError when it must but cannot: a backend other than cpu.

@@ -1,0 +1,116 @@
+#include "app/train/setup.h"
+
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "app/train/capacity.h"
+#include "core/optim/adamw.h"
+#include "kernels/backends.h"
+#include "kernels/common/error.h"
+#include "parallel/comm/staged.h"
+#include "parallel/pipeline/stages.h"
+#include "parallel/select/configure.h"
+#include "parallel/select/registry.h"
+
+#if TRIDENT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "parallel/comm/nccl.h"
+#endif
+
+namespace trident {
+
+namespace {
+
+// The backend device.backend names, on this rank's GPU; with NCCL, at most one rank a GPU.
+Backend& checked_backend(const Config& config) {
+  Backend& backend = backend_for(config.device.backend, world().node_group()->rank());
+  if (config.device.comm == "nccl") check_ranks_per_gpu(config.device.backend, world().node_group()->size());
+  return backend;
+}
+
+// The communicator of `host`'s members for buffers in the backend's memory (collective over `host`): with
+// device.comm: host, the buffers staged through host copies over `host` (on the CPU backend too, where the copies
+// are memcpy: how CI runs the staged path end to end); else NCCL on the GPU, ordered after the backend's compute
+// stream, and nullptr on the CPU, whose buffers `host` itself takes.
+std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator& host, Backend& backend,
+                                                  const std::string& comm) {
+  if (comm == "host") return make_staged_communicator(host, backend);
+  if (backend.device() != Device::cuda) return nullptr;
+#if TRIDENT_WITH_CUDA
+  int device = 0;
+  cudaGetDevice(&device);
+  return make_nccl_communicator(host, device, cuda::compute_stream(backend));
+#else
+  return nullptr;  // unreachable: a build without CUDA has no cuda backend
+#endif
+}
+
+// A swapped model (ATOM) holds a pass of placement->tokens. With parallel.select.profile (its compute fit and
+// network.host_to_device), ATOM takes the swap planner's partition and logs its prediction.
+std::optional<AtomPlacement> atom_placement(const Config& config, Precision precision, Device device) {
+  if (!swaps(config)) return std::nullopt;
+  std::optional<cost::Profile> link;
+  if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
+  return place_atom(config, precision, device, link ? &*link : nullptr, world().node_group()->size());
+}
+
+// device.memory_gb must fit the GPU beside what the CUDA libraries hold, checked on every rank at once: after this
+// node's ranks have their CUDA contexts, cuBLAS workspaces and NCCL communicators (made with the backend and the run's
+// groups) and before any allocates its budget. A budget too large is then a configuration error now, not an
+// out-of-memory error in a library mid-run.
+void check_device_memory(const Config& config, Backend& backend, Communicator& ranks, int64_t tokens) {
+  if (backend.device() != Device::cuda) return;
+  Communicator& node = *ranks.node_group();
+  node.barrier();
+  const std::string shortfall = device_memory_shortfall(
+      config.device.backend, node.rank(), node.size(), config.device.memory_gb, gib_to_bytes(config.device.memory_gb),
+      tokens, static_cast<int>(config.model.n_embd), static_cast<int>(4 * config.model.n_embd),  // the MLP's bias
+      model_layout(config.model).num_params);
+  int32_t short_ranks = shortfall.empty() ? 0 : 1;
+  ranks.allreduce_sum(&short_ranks, 1, CommType::i32);
+  if (!shortfall.empty()) throw_config_error("{}", shortfall);
+  if (short_ranks > 0)
+    throw_config_error("device.memory_gb = {} does not fit the GPU of {} other rank(s); their logs say by how much",
+                       config.device.memory_gb, short_ranks);
+}
+
+}  // namespace
+
+RunSetup::RunSetup(const Config& c)
+    : config(c),
+      backend(checked_backend(c)),
+      ranks(world()),
+      // made now (collective): gradients are reduced where they live, over MPI on the host, over NCCL on the GPU
+      // (bootstrapped over MPI) or staged through the host
+      groups(ranks, [this](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
+             candidate_degrees(c, ranks.size())),
+      precision(precision_named(c.train.precision)),
+      placement(atom_placement(c, precision, backend.device())),
+      // parallel.strategy: pipeline (checked by candidate_degrees above): a stage holds its own layers' activations
+      stage(c.parallel.strategy == "pipeline" ? std::optional(pipeline_stage(c.model, ranks.size(), ranks.rank()))
+                                              : std::nullopt),
+      capacity(placement ? placement->tokens
+                         : token_capacity(c, precision, backend.device(), stage ? &*stage : nullptr)),
+      profile(check_selection(c, groups, capacity)) {
+  check_device_memory(c, backend, ranks, capacity);
+}
+
+void RunSetup::log_memory(const GPT& model, const Allocator& device, const Allocator& host_store) const {
+  if (placement) return log_placement(*placement, config, device, host_store);
+  const PipelineStage* layers = stage ? &*stage : nullptr;
+  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), nullptr, layers);
+  spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
+               "activations {})",
+               capacity, config.device.memory_gb,
+               format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model.num_params()))),
+               format_bytes(static_cast<std::size_t>(
+                   GPT::memory_bytes(config.model, capacity, precision, backend.device(), nullptr, layers) - fixed)));
+  if (stage)
+    spdlog::info("pipeline: stage {} of {}, layers [{}, {})", ranks.rank(), ranks.size(), stage->first_layer,
+                 stage->end_layer);
+}
+
+}  // namespace trident
