@@ -96,10 +96,10 @@ for T in [t for t in (4, 8) if t in Ts]:
            "|---|" + "---|" * (len(methods) + 1)]
     for N in lengths:
         cells = [f"{by[(m, T, N)]['bytes']:,}" if (m, T, N) in by else dash for m in methods]
-        u, l = by.get(("ulysses (linear)", T, N)), by.get(("lasp2_allgather", T, N))
+        u, l = by.get(("ulysses (linear)", T, N)), by.get(("lasp2", T, N))
         cells.append(f"{u['bytes'] / l['bytes']:.0f}x" if u and l and l["bytes"] else dash)
         md.append(f"| {N} | " + " | ".join(cells) + " |")
-    for m in ("lasp1_ring", "lasp2_allgather"):
+    for m in ("lasp1", "lasp2"):
         seen = sorted({by[k]["bytes"] for k in by if k[0] == m and k[1] == T})
         verdict = "constant in N" if len(seen) == 1 else f"NOT constant in N: {seen}"
         md.append(f"\n{m} at T = {T}: {verdict}.")

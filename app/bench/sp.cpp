@@ -56,8 +56,8 @@ struct Case {
 
 // T = 1 runs the kernels; T > 1 runs the sequence-parallel methods.
 const Case kBaselines[] = {{Method::kernel, false, "kernel"}, {Method::kernel, true, "kernel"}};
-const Case kMethods[] = {{Method::lasp1, false, "lasp1_ring"},
-                         {Method::lasp2, false, "lasp2_allgather"},
+const Case kMethods[] = {{Method::lasp1, false, "lasp1"},
+                         {Method::lasp2, false, "lasp2"},
                          {Method::ulysses, false, "ulysses"},
                          {Method::ulysses, true, "ulysses"},
                          {Method::ring, true, "ring"}};
@@ -97,8 +97,8 @@ class Runner {
     if (c.softmax) lse_.assign(int64_t(kHeads) * (c.method == Method::kernel ? N : n), 0.0f);
     if (c.method == Method::lasp1 || c.method == Method::lasp2)
       lasp_ = std::make_unique<LinearAttentionSP>(*group, cpu_backend(),
-                                                  c.method == Method::lasp1 ? LaspVariant::ring
-                                                                            : LaspVariant::allgather);
+                                                  c.method == Method::lasp1 ? LaspVariant::lasp1
+                                                                            : LaspVariant::lasp2);
   }
 
   void call() {
@@ -246,9 +246,9 @@ void run_timing(const Options& options, const std::vector<int64_t>& lengths, dou
 // after the other. Counted for every method: qkv (n, 3C), out (n, C), dout (n, C), dqkv (n, 3C). Per method:
 //   kernel linear  phase: the backward's chunk states ceil(N/chunk) D^2 (one head in flight: 1 thread per rank)
 //   kernel softmax persistent: lse (H, N)
-//   lasp1_ring     persistent: S_in (H D^2)   phases: fwd S_out + scaled q rows (n D); bwd dS_out + dS_in + chunk
+//   lasp1          persistent: S_in (H D^2)   phases: fwd S_out + scaled q rows (n D); bwd dS_out + dS_in + chunk
 //                  states ceil(n/chunk) D^2; bwd dS_out + dS_in + scaled v/k rows (n D)
-//   lasp2_allgather persistent: S_in, transitions (T H)   phases: fwd own block (H D^2 + H) + gathered T blocks +
+//   lasp2          persistent: S_in, transitions (T H)   phases: fwd own block (H D^2 + H) + gathered T blocks +
 //                  scaled rows (n D); bwd own G + chunk states; bwd own G + gathered T H D^2 + dS_out + scaled rows
 //   ulysses linear persistent: head-sharded qkv (N, 3C/T)   phases: fwd out_h (N, C/T) + send (n, 3C); fwd out_h +
 //                  receive (n, C); bwd dout_h (N, C/T) + dqkv_h (N, 3C/T) + send (n, C) | chunk states

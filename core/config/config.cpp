@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -168,6 +169,12 @@ double parse(const FloatField& f, const std::string& text, const Site& site) {
 }
 
 std::string parse(const StringField& f, const std::string& text, const Site& site) {
+  for (const auto& [old_name, choice] : f.aliases)
+    if (text == old_name) {
+      fmt::print(stderr, "trident: warning: {}: {}: '{}' is an old name, read as '{}'; write '{}'\n", site.where,
+                 site.path, old_name, choice, choice);
+      return std::string(choice);
+    }
   if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end())
     site.fail("'{}' is not allowed (allowed: {})", text, fmt::join(f.choices, ", "));
   if (f.required && text.empty()) site.fail("expected {}, got ''", expected(f));

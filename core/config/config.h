@@ -79,7 +79,7 @@ struct ParallelConfig {
   std::string select_profile;            // parallel.select.profile: cluster profile file; "" = measure at start-up
   std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy sp runs)
   int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
-  std::string lasp_variant = "ring";    // parallel.lasp.variant: ring (LASP-1) | allgather (LASP-2) | auto
+  std::string lasp_variant = "lasp1";   // parallel.lasp.variant: lasp1 | lasp2 | auto
   // parallel.flexsp.*: FlexSP's planner (training and `trident plan`)
   std::string flexsp_cluster;                 // cluster profile file; "" = give it with --cluster
   std::string flexsp_solver = "fast";         // fast | milp

@@ -114,9 +114,12 @@ const std::vector<Key>& schema() {
       {"parallel.sp.size", IntField{member(&C::parallel, &ParallelConfig::sp_size), 1},
        "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
       {"parallel.lasp.variant",
-       StringField{member(&C::parallel, &ParallelConfig::lasp_variant), {"ring", "allgather", "auto"}},
-       "LASP: ring (LASP-1, states passed rank to rank), allgather (LASP-2, one allgather per layer) or auto (strategy "
-       "sp: both timed on the group at start-up, the faster runs; strategy auto: both are candidates)"},
+       StringField{.member = member(&C::parallel, &ParallelConfig::lasp_variant),
+                   .choices = {"lasp1", "lasp2", "auto"},
+                   .aliases = {{"ring", "lasp1"}, {"allgather", "lasp2"}}},
+       "LASP: lasp1 (LASP-1, states passed rank to rank), lasp2 (LASP-2, one allgather per layer) or auto (strategy "
+       "sp: both timed on the group at start-up, the faster runs; strategy auto: both are candidates); the old "
+       "names ring and allgather are read as lasp1 and lasp2, with a warning"},
       {"parallel.flexsp.cluster", StringField{member(&C::parallel, &ParallelConfig::flexsp_cluster)},
        "FlexSP: cluster profile file `trident plan` plans for (configs/clusters/); \"\" = trident plan --cluster "
        "(training plans with parallel.select.profile)"},

@@ -48,6 +48,8 @@ struct StringField {
   Member<std::string> member;
   std::vector<std::string_view> choices = {};
   bool required = false;
+  // Old spellings still read, each as the choice it names, with a warning that says so: {old, choice}.
+  std::vector<std::pair<std::string_view, std::string_view>> aliases = {};
 };
 
 // true or false.

@@ -39,18 +39,18 @@ void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
 cost::GroupExchange flex_exchange(const ModelConfig& m, FlexInner inner, LaspVariant variant) {
   if (inner == FlexInner::ulysses) return {};
   const double D = static_cast<double>(m.n_embd / m.n_head);
-  return {variant == LaspVariant::ring ? cost::GroupExchange::Kind::lasp_chain
+  return {variant == LaspVariant::lasp1 ? cost::GroupExchange::Kind::lasp_chain
                                        : cost::GroupExchange::Kind::lasp_allgather,
           4.0 * static_cast<double>(m.n_head) * D * D};
 }
 
 cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& config, FlexInner inner) {
   if (inner == FlexInner::ulysses) return cost;
-  const cost::CostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::ring));
-  const cost::CostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::allgather));
+  const cost::CostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp1));
+  const cost::CostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp2));
   const std::string& variant = config.parallel.lasp_variant;
-  if (variant == "ring") return chain;
-  if (variant == "allgather") return gather;
+  if (variant == "lasp1") return chain;
+  if (variant == "lasp2") return gather;
   const int64_t all = cost.max_degree();
   return chain.group_overhead_s(all) < gather.group_overhead_s(all) ? chain : gather;
 }
@@ -120,8 +120,8 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   check_flexsp(model_, world, inner_);
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
   const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
-                                  ? LaspVariant::allgather
-                                  : LaspVariant::ring;  // LASP inside: as the planner costs it
+                                  ? LaspVariant::lasp2
+                                  : LaspVariant::lasp1;  // LASP inside: as the planner costs it
   if (!planner_) {
     const int64_t tries = env.config.parallel.flexsp_micro_batch_tries;
     if (env.config.parallel.flexsp_degrees == "single")

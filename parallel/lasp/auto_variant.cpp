@@ -45,8 +45,8 @@ LaspVariantTimes measure_lasp_variants(Communicator& sp, int64_t state_floats, i
   sp.allgather(mine, all.data(), 2, CommType::f64);
   LaspVariantTimes times;
   for (int r = 0; r < T; ++r) {
-    times.ring_s = std::max(times.ring_s, all[2 * r]);
-    times.allgather_s = std::max(times.allgather_s, all[2 * r + 1]);
+    times.lasp1_s = std::max(times.lasp1_s, all[2 * r]);
+    times.lasp2_s = std::max(times.lasp2_s, all[2 * r + 1]);
   }
   return times;
 }

@@ -21,7 +21,7 @@ void LinearAttentionSP::forward(float* out, const float* qkv_local, const float*
   backend_.download(cache_.slopes.data(), slopes, sizeof(float) * H);
   cache_.slopes_on_backend = slopes;
   cache_.cu_on_backend.upload(cache_.shard.cu_seqlens.data(), std::ssize(cache_.shard.cu_seqlens));
-  if (variant_ == LaspVariant::ring)
+  if (variant_ == LaspVariant::lasp1)
     lasp::ring_forward(sp_, backend_, out, qkv_local, cache_);
   else
     lasp::allgather_forward(sp_, backend_, out, qkv_local, cache_);
@@ -29,7 +29,7 @@ void LinearAttentionSP::forward(float* out, const float* qkv_local, const float*
 
 void LinearAttentionSP::backward(float* dqkv_local, const float* dout_local, const float* qkv_local) {
   TRIDENT_CHECK(cache_.H > 0, "backward before forward");
-  if (variant_ == LaspVariant::ring)
+  if (variant_ == LaspVariant::lasp1)
     lasp::ring_backward(sp_, backend_, dqkv_local, dout_local, qkv_local, cache_);
   else
     lasp::allgather_backward(sp_, backend_, dqkv_local, dout_local, qkv_local, cache_);

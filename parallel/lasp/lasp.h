@@ -24,8 +24,8 @@
 
 namespace trident {
 
-enum class LaspVariant : uint8_t { ring, allgather };  // LASP-1, LASP-2
-const char* lasp_variant_name(LaspVariant variant);     // "lasp1_ring", "lasp2_allgather"
+enum class LaspVariant : uint8_t { lasp1, lasp2 };  // the state passed rank to rank; allgathered
+const char* lasp_variant_name(LaspVariant variant);   // "lasp1", "lasp2"
 
 // One rank's view of the packed batch.
 struct LaspShard {
@@ -75,7 +75,7 @@ class LinearAttentionSP {
   void backward(float* dqkv_local, const float* dout_local, const float* qkv_local);
 
   const LaspCache& cache() const { return cache_; }
-  std::string describe() const;  // "lasp1_ring sp=4 rank=1 tokens [37, 74) ..."
+  std::string describe() const;  // "lasp1 sp=4 rank=1 tokens [37, 74) ..."
 
  private:
   Communicator& sp_;

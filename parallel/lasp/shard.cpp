@@ -23,7 +23,7 @@ bool crossed(const int32_t* cu_seqlens, int n_seq, int64_t p) {
 }  // namespace
 
 const char* lasp_variant_name(LaspVariant variant) {
-  return variant == LaspVariant::ring ? "lasp1_ring" : "lasp2_allgather";
+  return variant == LaspVariant::lasp1 ? "lasp1" : "lasp2";
 }
 
 

@@ -7,12 +7,12 @@
 
 namespace trident::lasp {
 
-// LASP-1: states pass rank to rank (lasp1_ring.cpp).
+// LASP-1: states pass rank to rank (lasp1.cpp).
 void ring_forward(Communicator& sp, Backend& backend, float* out, const float* qkv, LaspCache& cache);
 void ring_backward(Communicator& sp, Backend& backend, float* dqkv, const float* dout, const float* qkv,
                    const LaspCache& cache);
 
-// LASP-2: one allgather of every rank's boundary state, then a local prefix (lasp2_allgather.cpp).
+// LASP-2: one allgather of every rank's boundary state, then a local prefix (lasp2.cpp).
 void allgather_forward(Communicator& sp, Backend& backend, float* out, const float* qkv, LaspCache& cache);
 void allgather_backward(Communicator& sp, Backend& backend, float* dqkv, const float* dout, const float* qkv,
                         const LaspCache& cache);

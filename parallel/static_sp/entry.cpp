@@ -13,7 +13,7 @@ std::vector<LayoutSpec> sp_alone(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   check_static_layout(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
   if (p.sp_method == "lasp" && p.lasp_variant != "auto")
-    return {{p.lasp_variant == "ring" ? "lasp1" : "lasp2", static_cast<int>(p.sp_size)}};
+    return {{p.lasp_variant, static_cast<int>(p.sp_size)}};
   return {{p.sp_method, static_cast<int>(p.sp_size)}};
 }
 
@@ -25,8 +25,8 @@ std::vector<LayoutSpec> sp_under_auto(const Config& config, int world) {
   for (int d = 2; d <= world; d *= 2) {
     if (world % d != 0) break;
     if (m.attention == "linear") {
-      if (p.lasp_variant != "allgather") out.push_back({"lasp1", d});
-      if (p.lasp_variant != "ring") out.push_back({"lasp2", d});
+      if (p.lasp_variant != "lasp2") out.push_back({"lasp1", d});
+      if (p.lasp_variant != "lasp1") out.push_back({"lasp2", d});
     }
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
     if (m.attention == "softmax") out.push_back({"ring", d});

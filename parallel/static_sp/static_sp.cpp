@@ -17,14 +17,14 @@ namespace {
 // parallel.lasp.variant; `auto` times both state exchanges on this group (parallel/lasp/auto_variant.h) and takes
 // the faster, which every rank of the group agrees on.
 LaspVariant lasp_variant(const Config& c, Communicator& group) {
-  if (c.parallel.lasp_variant == "ring") return LaspVariant::ring;
-  if (c.parallel.lasp_variant == "allgather") return LaspVariant::allgather;
+  if (c.parallel.lasp_variant == "lasp1") return LaspVariant::lasp1;
+  if (c.parallel.lasp_variant == "lasp2") return LaspVariant::lasp2;
   const int64_t D = c.model.n_embd / c.model.n_head, state_floats = c.model.n_head * D * D;
   const LaspVariantTimes times = measure_lasp_variants(group, state_floats);
   spdlog::info("parallel.lasp.variant: auto chose {}: one forward's state exchange of {} KiB states, measured on "
-               "this group: ring chain {:.3f} ms, allgather {:.3f} ms",
-               lasp_variant_name(times.faster()), state_floats * 4 / 1024, times.ring_s * 1e3,
-               times.allgather_s * 1e3);
+               "this group: LASP-1's chain {:.3f} ms, LASP-2's allgather {:.3f} ms",
+               lasp_variant_name(times.faster()), state_floats * 4 / 1024, times.lasp1_s * 1e3,
+               times.lasp2_s * 1e3);
   return times.faster();
 }
 
@@ -39,7 +39,7 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   const RunGroups::Group& group = env.groups.group(sp_size);
   replica_ = group.replica;
   std::string resolved = method;
-  if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::ring ? "lasp1" : "lasp2";
+  if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";
   layout_ = std::make_unique<StaticLayout>(env.config, resolved, sp_size, world, env.capacity_tokens,
                                            env.backend.device());
   if (resolved == "dp") return;  // no group: the local kernels
@@ -54,8 +54,8 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   for (int l = 0; l < m.n_layer; ++l) {
     if (resolved == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
     else if (resolved == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
-    else ops_.push_back(make_lasp_op(*group_, env.backend, resolved == "lasp1" ? LaspVariant::ring
-                                                                                : LaspVariant::allgather, H, D));
+    else ops_.push_back(make_lasp_op(*group_, env.backend, resolved == "lasp1" ? LaspVariant::lasp1
+                                                                                : LaspVariant::lasp2, H, D));
     layer_ops_.push_back(ops_.back().get());
   }
   spdlog::info("{}: {} replica(s) x sequence-parallel groups of {} ranks; this rank's group: ranks {}", name(),

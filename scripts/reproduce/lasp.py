@@ -34,8 +34,8 @@ MODES = {  # rank counts, per-rank budget (GiB), steps per run
 }
 # name, model.attention, --set overrides
 METHODS = [
-    ("LASP-1", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=ring"]),
-    ("LASP-2", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=allgather"]),
+    ("LASP-1", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=lasp1"]),
+    ("LASP-2", "linear", ["parallel.sp.method=lasp", "parallel.lasp.variant=lasp2"]),
     ("Ulysses", "linear", ["parallel.sp.method=ulysses"]),
     ("Ring", "softmax", ["parallel.sp.method=ring"]),
 ]

@@ -25,9 +25,9 @@ grep -q "lasp1 sp=4: 1 replica(s) x sequence-parallel groups of 4 ranks" "$tmp/s
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=10 \
   --set parallel.lasp.variant=auto --set run.dir="$tmp/dp2sp2"
 close "$tmp/single" "$tmp/dp2sp2" 1e-5
-grep -Eq "parallel.lasp.variant: auto chose lasp(1_ring|2_allgather).*ring chain [0-9.]+ ms, allgather [0-9.]+ ms" \
+grep -Eq "parallel.lasp.variant: auto chose lasp[12]:.*LASP-1's chain [0-9.]+ ms, LASP-2's allgather [0-9.]+ ms" \
   "$tmp/dp2sp2/trident.log" || fail "the log does not say which variant auto chose and why"
-mpi 3 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=3 --set parallel.lasp.variant=allgather \
+mpi 3 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=3 --set parallel.lasp.variant=lasp2 \
   --set train.steps=10 --set train.eval_every=5 --set run.dir="$tmp/sp3"
 close "$tmp/single" "$tmp/sp3" 1e-5
 mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set train.eval_every=5 --set run.dir="$tmp/single_eval"

@@ -151,7 +151,7 @@ run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 32 --set 
   --set parallel.lasp.variant=auto
 stdout_has "LASP-2 inside groups" "FlexSP (fast):"
 run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 32 --set model.attention=linear \
-  --set parallel.lasp.variant=ring --json
+  --set parallel.lasp.variant=lasp1 --json
 /usr/bin/python3 -c 'import json, sys; b = json.loads(open(sys.argv[1]).read()); assert b["inner"] == "LASP-1" and \
   b["flexsp"]["time_s"] > 0, b' "$tmp/out" || fail "the LASP-inside plan is wrong"
 run 2 plan "$configs/plan.yaml" --cluster "$cluster" --set parallel.flexsp.inner=lasp

@@ -37,7 +37,7 @@ both() {
 both dp 2 --set parallel.strategy=dp
 both lasp1 2 --set model.attention=linear --set parallel.strategy=sp --set parallel.sp.size=2
 both lasp2 2 --set model.attention=linear --set parallel.strategy=sp --set parallel.sp.size=2 \
-  --set parallel.lasp.variant=allgather
+  --set parallel.lasp.variant=lasp2
 both ulysses 2 --set parallel.strategy=sp --set parallel.sp.method=ulysses --set parallel.sp.size=2
 both ring 2 --set parallel.strategy=sp --set parallel.sp.method=ring --set parallel.sp.size=2
 both dp2ring2 4 --set parallel.strategy=sp --set parallel.sp.method=ring --set parallel.sp.size=2

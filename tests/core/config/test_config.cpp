@@ -180,6 +180,18 @@ TEST_CASE("values are read with YAML scalar rules", "[core][config]") {
   CHECK(c.data.path.empty());
 }
 
+// LASP's variants are lasp1 and lasp2 ("ring" names Ring Attention alone); configs written with the old names still
+// read, as the new ones, and write back the new ones.
+TEST_CASE("parallel.lasp.variant's old names ring and allgather read as lasp1 and lasp2", "[core][config]") {
+  CHECK(parse_config("parallel:\n  lasp:\n    variant: ring\n", "old.yaml").parallel.lasp_variant == "lasp1");
+  const Config c = parse_config("", "x.yaml", {"parallel.lasp.variant=allgather"});
+  CHECK(c.parallel.lasp_variant == "lasp2");
+  CHECK(to_yaml(c).find("variant: lasp2") != std::string::npos);
+  CHECK(Config{}.parallel.lasp_variant == "lasp1");
+  check_config_error([] { parse_config("parallel:\n  lasp:\n    variant: tree\n", "bad.yaml"); },
+                     {"bad.yaml:3", "parallel.lasp.variant", "'tree' is not allowed (allowed: lasp1, lasp2, auto)"});
+}
+
 TEST_CASE("overrides given with --set apply after the file, in order", "[core][config]") {
   Config c = parse_config("model:\n  n_layer: 3\n", "x.yaml",
                           {"model.n_layer=2", "model.n_layer=6", "run.name=sweep-1", "train.lr=0.01"});

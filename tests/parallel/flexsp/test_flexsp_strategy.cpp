@@ -206,9 +206,9 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   const Config lin = tiny_strategy_config("linear", 64);
   Config cfg = lin;
   const cost::CostModel ulysses = flexsp_cost_model(one_node_profile(4), cfg, 100);
-  cfg.parallel.lasp_variant = "ring";
+  cfg.parallel.lasp_variant = "lasp1";
   const cost::CostModel chain = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
-  cfg.parallel.lasp_variant = "allgather";
+  cfg.parallel.lasp_variant = "lasp2";
   const cost::CostModel gather = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
   cfg.parallel.lasp_variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
   CHECK(flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==

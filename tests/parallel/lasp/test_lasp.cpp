@@ -26,7 +26,7 @@ using namespace trident::test;
 namespace {
 
 constexpr double kTol = 1e-5;
-constexpr LaspVariant kVariants[] = {LaspVariant::ring, LaspVariant::allgather};
+constexpr LaspVariant kVariants[] = {LaspVariant::lasp1, LaspVariant::lasp2};
 
 std::vector<int32_t> offsets(const std::vector<int>& lengths) {
   std::vector<int32_t> cu{0};
@@ -167,8 +167,8 @@ TEST_CASE("SP on a subgroup uses group-relative peers", "[lasp][mpi]") {
 TEST_CASE("LASP-1 and LASP-2 agree bit for bit", "[lasp][mpi]") {
   // The ring's S_out = lambda^n S_in + S_local and LASP-2's Horner step are the same float operations.
   const Batch b = make_batch({37, 1, 100, 5, 64, 203}, 3, 8, 71);
-  const Result ring = lasp_result(world(), b, 7, LaspVariant::ring);
-  const Result gathered = lasp_result(world(), b, 7, LaspVariant::allgather);
+  const Result ring = lasp_result(world(), b, 7, LaspVariant::lasp1);
+  const Result gathered = lasp_result(world(), b, 7, LaspVariant::lasp2);
   CHECK(ring.out == gathered.out);
   CHECK(ring.dqkv == gathered.dqkv);
 }
@@ -199,10 +199,10 @@ TEST_CASE("bytes sent per rank do not depend on N", "[lasp][mpi]") {
     lasp_result(world(), make_batch({640}, H, D, 92), 7, variant, &large);
     INFO(lasp_variant_name(variant));
     CHECK(small.total_bytes() == large.total_bytes());
-    const int64_t expected = variant == LaspVariant::ring
+    const int64_t expected = variant == LaspVariant::lasp1
                                  ? (int64_t(t > 0) + int64_t(t + 1 < T)) * state_bytes  // one send each way
                                  : 2 * state_bytes + int64_t(H) * 4;  // forward: state + transitions; backward: state
-    CHECK(large.total_bytes() == (T > 1 || variant == LaspVariant::allgather ? expected : 0));
+    CHECK(large.total_bytes() == (T > 1 || variant == LaspVariant::lasp2 ? expected : 0));
     if (world().rank() == 0)
       fmt::print("[lasp] {} T={} rank 0 sent {} B for N=64 and {} B for N=640 (state {} B)\n",
                  lasp_variant_name(variant), T, small.total_bytes(), large.total_bytes(), state_bytes);
@@ -212,19 +212,19 @@ TEST_CASE("bytes sent per rank do not depend on N", "[lasp][mpi]") {
 TEST_CASE("variant auto: every rank of the group measures the same times and picks the same variant", "[lasp][mpi]") {
   const LaspVariantTimes times = measure_lasp_variants(world(), 4 * 16 * 16, 3);
   // Gather every rank's view: identical times (bit for bit), so an SP group can never split between variants.
-  const double mine[2] = {times.ring_s, times.allgather_s};
+  const double mine[2] = {times.lasp1_s, times.lasp2_s};
   std::vector<double> all(2 * static_cast<std::size_t>(world().size()));
   world().allgather(mine, all.data(), 2, CommType::f64);
   for (int r = 0; r < world().size(); ++r) {
-    CHECK(all[2 * r] == times.ring_s);
-    CHECK(all[2 * r + 1] == times.allgather_s);
+    CHECK(all[2 * r] == times.lasp1_s);
+    CHECK(all[2 * r + 1] == times.lasp2_s);
   }
-  CHECK((world().size() == 1 ? times.ring_s == 0 : times.ring_s > 0));  // a 1-rank group has nothing to exchange
-  CHECK((world().size() == 1 ? times.allgather_s == 0 : times.allgather_s > 0));
-  CHECK(times.faster() == (times.ring_s < times.allgather_s ? LaspVariant::ring : LaspVariant::allgather));
+  CHECK((world().size() == 1 ? times.lasp1_s == 0 : times.lasp1_s > 0));  // a 1-rank group has nothing to exchange
+  CHECK((world().size() == 1 ? times.lasp2_s == 0 : times.lasp2_s > 0));
+  CHECK(times.faster() == (times.lasp1_s < times.lasp2_s ? LaspVariant::lasp1 : LaspVariant::lasp2));
   // The probe leaves nothing in flight: LASP itself runs right after it on the same communicator.
   check_against_kernel(world(), {37, 1, 100, 5, 64}, 3, 8, 7, 91);
   const LaspVariantTimes alone = measure_lasp_variants(*world().subgroup({world().rank()}), 16, 3);
-  CHECK(alone.ring_s == 0);
-  CHECK(alone.allgather_s == 0);
+  CHECK(alone.lasp1_s == 0);
+  CHECK(alone.lasp2_s == 0);
 }

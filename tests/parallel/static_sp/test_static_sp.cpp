@@ -21,7 +21,7 @@ namespace {
 
 Config tiny_config(const std::string& attention) {
   Config c = tiny_strategy_config(attention, 64);
-  c.parallel.lasp_variant = "allgather";
+  c.parallel.lasp_variant = "lasp2";
   return c;
 }
 

@@ -45,7 +45,7 @@ void check_against_kernel(Communicator& sp, const std::vector<int>& lengths, int
                                  cu.data(), n_seq, N, H, D, chunk);
 
   const int64_t begin = shard_begin(N, sp.size(), sp.rank()), end = shard_begin(N, sp.size(), sp.rank() + 1);
-  for (LaspVariant variant : {LaspVariant::ring, LaspVariant::allgather}) {
+  for (LaspVariant variant : {LaspVariant::lasp1, LaspVariant::lasp2}) {
     const DeviceVector<float> d_qkv(rows(qkv, begin, end, 3 * C)), d_dout(rows(dout, begin, end, C));
     const DeviceVector<float> d_slopes(slopes);
     DeviceVector<float> d_out(std::vector<float>((end - begin) * C, -1.0f)), d_dqkv(rows(dqkv0, begin, end, 3 * C));
