@@ -3,7 +3,7 @@
 // the two baselines it is measured against: static sequence parallelism (one degree for every sequence, sized for
 // the longest sequence the config allows, as DeepSpeed-Ulysses runs) and BatchAda (the best single degree for each
 // batch). With atom: the swap plan (app/plan/atom_plan.h). Times are the cost model's estimates
-// (parallel/cost/cost_model.h), not measurements.
+// (parallel/cost/group_cost_model.h), not measurements.
 #include <time.h>
 
 #include <memory>
@@ -19,7 +19,7 @@
 #include "app/plan/select_plan.h"
 #include "kernels/common/error.h"
 #include "parallel/atom/placement.h"
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"
 #include "parallel/flexsp/planner.h"
@@ -99,8 +99,8 @@ void run_plan(const Config& config, const PlanArgs& args) {
   const ParallelConfig& p = config.parallel;
   const FlexInner inner = configured_flex_inner(config);
   check_flexsp(config.model, 1, inner);  // the model's side only: a described cluster is planned whatever its heads
-  const cost::CostModel cost =
-      with_flex_exchange(cost::CostModel::from_profile(cost::read_profile(cluster_file)), config, inner);
+  const cost::GroupCostModel cost =
+      with_flex_exchange(cost::GroupCostModel::from_profile(cost::read_profile(cluster_file)), config, inner);
   const flexsp::TooLong too_long = flexsp::parse_too_long(p.flexsp_too_long);
   const int64_t cluster_max = cost.token_capacity(cost.max_degree());
   // Static SP: one degree sized for the longest sequence the config allows (or the whole cluster).

@@ -8,11 +8,11 @@
 // bf16: every op whose activations may be stored in bf16 (train.precision: bf16) has a second overload taking
 // bf16 pointers for them, with the same meaning; the arithmetic stays fp32 and norms' statistics, lse, states, slopes,
 // losses, parameters and parameter gradients stay fp32 (the storage rules of kernels/cuda/*.h). The CUDA backend runs
-// the bf16 kernels; the CPU backend emulates them (kernels/cpu/cpu_backend_bf16.cpp: inputs widened to fp32, the fp32
+// the bf16 kernels; the CPU backend emulates them (kernels/cpu/bf16_emulation.h: inputs widened to fp32, the fp32
 // kernel, outputs rounded to bf16), so the bf16 model is testable everywhere.
 //
 // Implementations: CpuBackend (kernels/cpu/cpu_backend.cpp, OpenBLAS + OpenMP) and CudaBackend
-// (kernels/cuda/cuda_backend.cpp, cuBLAS + the .cu kernels on one compute stream); make_backend() in
+// (kernels/cuda/cuda_backend.cpp, cuBLAS + the .cu kernels on one compute stream); backend_for() in
 // kernels/backends.h picks one. Being an abstract class, a backend that lacks an op does not compile: the table is
 // complete by construction.
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 // A parallel strategy: one way to run a training step's global batch on the ranks of this run. It answers, for a
 // batch, whether it can run it (feasible, with the reason when not), what that costs (estimate), and runs it:
-// partitions the batch over the ranks, binds each micro-batch's sequence-parallel group (core/model/batch.h: the
+// partitions the batch over the ranks, binds each micro-batch's sequence-parallel group (core/model/token_batch.h: the
 // group travels with the batch), runs forward and backward, and sums the gradients over all ranks. The loop
 // (app/train/) then clips and applies the optimizer. A strategy family registers in parallel/select/registry.cpp's
 // table (parallel/strategy_entry.h); the selector (parallel/select/selector.h) picks one per step.

@@ -12,7 +12,7 @@
 #include "app/plan/batches.h"
 #include "kernels/common/error.h"
 #include "core/config/config.h"
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_model.h"
 #include "parallel/flexsp/milp_solver.h"
@@ -99,7 +99,7 @@ void run_milp(const Options& options, const std::string& config_path, const std:
   const Config config = load_config(config_path, overrides);
   const std::string cluster_file = cluster.empty() ? config.parallel.flexsp_cluster : cluster;
   if (cluster_file.empty()) throw_config_error("bench milp needs a cluster profile: --cluster FILE or parallel.flexsp.cluster");
-  const cost::CostModel cost = cost::CostModel::from_profile(cost::read_profile(cluster_file));
+  const cost::GroupCostModel cost = cost::GroupCostModel::from_profile(cost::read_profile(cluster_file));
   glp_term_out(GLP_OFF);
   Report report(fmt::format("FlexSP MILP per micro-batch: CBC vs GLPK, {} s limit, same model and MIP start",
                             time_limit_s),

@@ -1,7 +1,8 @@
 #pragma once
-// `trident train`: the single-rank training loop. Writes RUN_DIR/config.resolved.yaml, trident.log, metrics.jsonl,
-// model_init.safetensors and model_final.safetensors, shows a progress line, evaluates on the held-out split every
-// train.eval_every steps, and prints a generated sample at the end.
+// `trident train` on every rank of the job (collective over world()): each step on the strategy the selector picks
+// (parallel/select/). Rank 0 writes RUN_DIR/config.resolved.yaml, metrics.jsonl, checkpoints/, model_init.safetensors
+// and model_final.safetensors; every rank logs to trident.log. Shows a progress line, evaluates on the held-out split
+// every train.eval_every steps, and prints a generated sample at the end.
 #include "core/config/config.h"
 
 namespace trident {

@@ -9,7 +9,7 @@
 
 #include "core/config/config.h"
 #include "core/model/activations.h"
-#include "core/model/batch.h"
+#include "core/model/token_batch.h"
 #include "core/tensor/tensor.h"
 #include "kernels/backend.h"
 
@@ -17,7 +17,7 @@ namespace trident {
 
 // A replacement for one layer's attention kernel call that spans several ranks: sequence parallelism implements it
 // (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax). A
-// micro-batch brings its group's ops in its SequenceParallelContext (core/model/batch.h). Each op sees this rank's
+// micro-batch brings its group's ops in its SequenceParallelContext (core/model/token_batch.h). Each op sees this rank's
 // tokens only; batch.sp describes the whole micro-batch. Backward follows the forward of the same micro-batch, so an
 // op may keep what it needs from that forward.
 class Bf16AttentionOp;

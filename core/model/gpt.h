@@ -10,7 +10,7 @@
 #include "core/config/config.h"
 #include "core/model/activations.h"
 #include "core/model/attention.h"
-#include "core/model/batch.h"
+#include "core/model/token_batch.h"
 #include "core/model/layer_source.h"
 #include "core/model/layout.h"
 #include "core/tensor/tensor.h"

@@ -20,7 +20,7 @@ double Assignment::makespan() const {
   return m;
 }
 
-Assignment empty_assignment(std::span<const int64_t> counts, const cost::CostModel& cost) {
+Assignment empty_assignment(std::span<const int64_t> counts, const cost::GroupCostModel& cost) {
   Assignment a;
   for (size_t l = 0; l < counts.size(); ++l) {
     const int64_t d = int64_t{1} << l;
@@ -196,7 +196,7 @@ void improve(std::span<const int64_t> lengths, Assignment& a) {
   }
 }
 
-MicroBatchPlan to_plan(const Assignment& a, std::span<const int64_t> lengths, const cost::CostModel& cost) {
+MicroBatchPlan to_plan(const Assignment& a, std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
   std::vector<std::pair<int64_t, std::vector<int64_t>>> groups;
   for (const Slot& slot : a.slots) groups.emplace_back(slot.degree, slot.sequences);
   return make_micro_batch(std::move(groups), lengths, cost);

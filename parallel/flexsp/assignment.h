@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/plan.h"
 
 namespace trident::flexsp {
@@ -28,7 +28,7 @@ struct Assignment {
 };
 
 // Empty slots for `counts[l]` groups of degree 2^l each.
-Assignment empty_assignment(std::span<const int64_t> counts, const cost::CostModel& cost);
+Assignment empty_assignment(std::span<const int64_t> counts, const cost::GroupCostModel& cost);
 
 // Greedy longest-first: each sequence of `order` (longest first) goes to the slot that would finish earliest with
 // it among those with room. False when a sequence fits no slot. Without `record` only times and tokens are kept
@@ -57,6 +57,6 @@ bool repair_memory(std::span<const int64_t> lengths, Assignment& a);
 // lowers the larger of the two slots' times; stops when no such move is left (or after a bounded number of moves).
 void improve(std::span<const int64_t> lengths, Assignment& a);
 
-MicroBatchPlan to_plan(const Assignment& a, std::span<const int64_t> lengths, const cost::CostModel& cost);
+MicroBatchPlan to_plan(const Assignment& a, std::span<const int64_t> lengths, const cost::GroupCostModel& cost);
 
 }  // namespace trident::flexsp

@@ -37,7 +37,7 @@ double group_time(const cost::DegreeCost& d, double sum2, double sum1) {
 }
 
 // No placement beats the longest sequence alone on its fastest group that holds it.
-double longest_alone(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::CostModel& cost) {
+double longest_alone(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::GroupCostModel& cost) {
   const auto s = static_cast<double>(lengths[order[0]]);
   double fastest = kNone;
   for (int64_t d = 1; d <= cost.max_degree(); d *= 2)
@@ -48,7 +48,7 @@ double longest_alone(std::span<const int64_t> lengths, std::span<const int64_t> 
 
 // The time of the largest group holding its whole capacity as one sequence: no group can take longer, so a target
 // above it leaves only memory to pack.
-double memory_bound(const cost::CostModel& cost, int64_t degree) {
+double memory_bound(const cost::GroupCostModel& cost, int64_t degree) {
   const auto c = static_cast<double>(cost.token_capacity(degree));
   return group_time(cost.degree_cost(degree), c * c, c);
 }
@@ -96,7 +96,7 @@ struct Score {
 // memory.
 class LayoutSearch {
  public:
-  LayoutSearch(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::CostModel& cost)
+  LayoutSearch(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::GroupCostModel& cost)
       : lengths_(lengths), order_(order), cost_(cost),
         levels_(std::countr_zero(static_cast<uint64_t>(cost.max_degree())) + 1) {}
 
@@ -190,7 +190,7 @@ class LayoutSearch {
 
  private:
   std::span<const int64_t> lengths_, order_;
-  const cost::CostModel& cost_;
+  const cost::GroupCostModel& cost_;
   int64_t levels_;
   std::map<Counts, Score> scores_;
 };
@@ -201,7 +201,7 @@ class LayoutSearch {
 // the one that finishes latest. Spare devices become empty groups. None when the cluster has too few devices.
 // It finds layouts the climb stalls before, e.g. each sequence alone on the smallest group that holds it.
 std::optional<Assignment> form_groups(std::span<const int64_t> lengths, std::span<const int64_t> order,
-                                      const cost::CostModel& cost, double target) {
+                                      const cost::GroupCostModel& cost, double target) {
   struct Degree {
     double degree;
     int64_t capacity;
@@ -273,7 +273,7 @@ std::optional<Assignment> form_groups(std::span<const int64_t> lengths, std::spa
 // the device time (degree x time) of the groups and the remaining sequences exceed the cluster.
 class ExactSearch {
  public:
-  ExactSearch(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::CostModel& cost,
+  ExactSearch(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::GroupCostModel& cost,
               double incumbent)
       : lengths_(lengths), order_(order), devices_(cost.devices()), per_device_(cost.token_capacity(1)),
         best_(incumbent), blocks_(order.size()), block_of_(order.size()), rest_tokens_(order.size() + 1, 0),
@@ -405,7 +405,7 @@ class ExactSearch {
 
 }  // namespace
 
-std::optional<MicroBatchPlan> FastSolver::solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const {
+std::optional<MicroBatchPlan> FastSolver::solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const {
   if (lengths.empty()) return MicroBatchPlan{};
   std::vector<int64_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);

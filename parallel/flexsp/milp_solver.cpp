@@ -31,7 +31,7 @@ struct BucketedMilp {
   std::vector<VirtualGroup> groups;
 };
 
-BucketedMilp build(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t max_buckets,
+BucketedMilp build(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t max_buckets,
                    const std::optional<MicroBatchPlan>& warm) {
   BucketedMilp b;
   b.ascending_index.resize(lengths.size());
@@ -118,11 +118,11 @@ BucketedMilp build(std::span<const int64_t> lengths, const cost::CostModel& cost
 
 }  // namespace
 
-MilpModel milp_model(std::span<const int64_t> lengths, const cost::CostModel& cost, const MilpOptions& options) {
+MilpModel milp_model(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MilpOptions& options) {
   return build(lengths, cost, options.buckets, FastSolver().solve(lengths, cost)).model;
 }
 
-std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const {
+std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const {
   if (lengths.empty()) return MicroBatchPlan{};
   if (cost.min_degree(*std::max_element(lengths.begin(), lengths.end())) == 0) return std::nullopt;
   // May be empty when memory is nearly full (greedy bin packing can miss); CBC then starts from scratch.

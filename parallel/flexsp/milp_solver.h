@@ -31,13 +31,13 @@ class MilpSolver final : public MicroBatchSolver {
  public:
   explicit MilpSolver(MilpOptions options = {}) : options_(options) {}
   std::string name() const override { return "milp"; }
-  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const override;
+  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const override;
 
  private:
   MilpOptions options_;
 };
 
 // The model MilpSolver solves for this micro-batch (warm start included), for comparing solvers on it.
-MilpModel milp_model(std::span<const int64_t> lengths, const cost::CostModel& cost, const MilpOptions& options);
+MilpModel milp_model(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MilpOptions& options);
 
 }  // namespace trident::flexsp

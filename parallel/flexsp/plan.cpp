@@ -10,7 +10,7 @@
 namespace trident::flexsp {
 
 MicroBatchPlan make_micro_batch(std::vector<std::pair<int64_t, std::vector<int64_t>>> groups,
-                                std::span<const int64_t> lengths, const cost::CostModel& cost) {
+                                std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
   std::erase_if(groups, [](const auto& g) { return g.second.empty(); });
   std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   MicroBatchPlan plan;
@@ -29,7 +29,7 @@ MicroBatchPlan make_micro_batch(std::vector<std::pair<int64_t, std::vector<int64
   return plan;
 }
 
-void check_micro_batch(const MicroBatchPlan& plan, std::span<const int64_t> lengths, const cost::CostModel& cost,
+void check_micro_batch(const MicroBatchPlan& plan, std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
                        std::span<const int64_t> expected) {
   std::map<int64_t, int> placed;
   int64_t devices = 0;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 
 namespace trident::flexsp {
 
@@ -29,12 +29,12 @@ struct MicroBatchPlan {
 // A micro-batch from (degree, sequences) pairs: drops empty groups, orders by degree (largest first), lays groups
 // at consecutive device offsets and fills in tokens and times from the cost model.
 MicroBatchPlan make_micro_batch(std::vector<std::pair<int64_t, std::vector<int64_t>>> groups,
-                                std::span<const int64_t> lengths, const cost::CostModel& cost);
+                                std::span<const int64_t> lengths, const cost::GroupCostModel& cost);
 
 // Throws RuntimeError describing the first violation: a group that is not a power of two or not aligned, more
 // devices than the cluster has, a group over its memory capacity, or a sequence of `expected` (all indices
 // 0..lengths.size()-1 when empty) not placed exactly once.
-void check_micro_batch(const MicroBatchPlan& plan, std::span<const int64_t> lengths, const cost::CostModel& cost,
+void check_micro_batch(const MicroBatchPlan& plan, std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
                        std::span<const int64_t> expected = {});
 
 // "<32, 16, 8x2>": the degrees of the groups, largest first.

@@ -36,7 +36,7 @@ std::vector<Piece> apply_length_policy(std::span<const int64_t> lengths, int64_t
   return pieces;
 }
 
-void check_batch_plan(const BatchPlan& plan, const cost::CostModel& cost) {
+void check_batch_plan(const BatchPlan& plan, const cost::GroupCostModel& cost) {
   std::vector<int> placed(plan.lengths.size(), 0);
   for (const MicroBatchPlan& mb : plan.micro_batches) {
     std::vector<int64_t> own;
@@ -58,7 +58,7 @@ struct Attempt {
 
 // Solves each chunk of `order` (indices into lengths) cut by `bounds`; maps group sequences back to batch indices.
 Attempt solve_chunks(std::span<const int64_t> lengths, std::span<const int64_t> order, const std::vector<size_t>& bounds,
-                     const cost::CostModel& cost, const MicroBatchSolver& solver) {
+                     const cost::GroupCostModel& cost, const MicroBatchSolver& solver) {
   Attempt a;
   a.time_s = 0;
   for (size_t c = 0; c + 1 < bounds.size(); ++c) {
@@ -76,7 +76,7 @@ Attempt solve_chunks(std::span<const int64_t> lengths, std::span<const int64_t> 
 
 }  // namespace
 
-BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
+BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
                      const MicroBatchSolver* refine, int64_t extra_micro_batches) {
   BatchPlan result;
   result.lengths.assign(lengths.begin(), lengths.end());
@@ -113,7 +113,7 @@ BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::CostModel& co
   return result;
 }
 
-BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t degree,
+BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t degree,
                            int64_t extra_micro_batches) {
   const int64_t longest = lengths.empty() ? 1 : *std::max_element(lengths.begin(), lengths.end());
   const int64_t needed = cost.min_degree(longest);
@@ -124,7 +124,7 @@ BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::CostMod
   return plan_batch(lengths, cost, solver, nullptr, extra_micro_batches);
 }
 
-BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t& degree,
+BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t& degree,
                                 int64_t extra_micro_batches) {
   const int64_t longest = lengths.empty() ? 1 : *std::max_element(lengths.begin(), lengths.end());
   const int64_t first = std::max<int64_t>(1, cost.min_degree(longest));
@@ -137,7 +137,7 @@ BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::Co
   return best;
 }
 
-BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
+BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
                       const MicroBatchSolver* refine, int64_t extra_micro_batches, bool* fell_back) {
   BatchPlan plan = plan_batch(lengths, cost, choose, refine, extra_micro_batches);
   int64_t degree = 0;

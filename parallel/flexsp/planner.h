@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/plan.h"
 #include "parallel/flexsp/solver.h"
 
@@ -41,27 +41,27 @@ struct BatchPlan {
 
 // Throws RuntimeError unless every micro-batch passes check_micro_batch and every sequence of the batch is placed
 // exactly once over all micro-batches.
-void check_batch_plan(const BatchPlan& plan, const cost::CostModel& cost);
+void check_batch_plan(const BatchPlan& plan, const cost::GroupCostModel& cost);
 
 // Plans `lengths` (each must fit a group of all devices: apply_length_policy first). RuntimeError if no plan.
-BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
+BatchPlan plan_batch(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
                      const MicroBatchSolver* refine = nullptr, int64_t extra_micro_batches = 4);
 
 // Every group of degree d (the static-SP baseline, as DeepSpeed-Ulysses with SP = d and data parallelism over the
 // G/d replicas). RuntimeError if d cannot hold the longest sequence.
-BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t degree,
+BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t degree,
                            int64_t extra_micro_batches = 4);
 
 // The best single degree for this batch (BatchAda): plan_homogeneous for every degree that holds the longest
 // sequence, the fastest kept. `degree` is set to the one chosen.
-BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::CostModel& cost, int64_t& degree,
+BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t& degree,
                                 int64_t extra_micro_batches = 4);
 
 // FlexSP's plan of a batch, never slower than the best single degree: plan_batch, or plan_best_homogeneous's plan
 // when the cost model finds that faster (the fast solver is a heuristic and can miss a homogeneous layout where
 // memory is tight). `fell_back`, when given, says whether the single-degree plan was taken. Since every degree that
 // holds the longest sequence is tried, the result is never slower than static SP either.
-BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::CostModel& cost, const MicroBatchSolver& choose,
+BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
                       const MicroBatchSolver* refine = nullptr, int64_t extra_micro_batches = 4,
                       bool* fell_back = nullptr);
 

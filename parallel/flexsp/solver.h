@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/plan.h"
 
 namespace trident::flexsp {
@@ -18,7 +18,7 @@ class MicroBatchSolver {
   virtual ~MicroBatchSolver() = default;
   virtual std::string name() const = 0;
   // A plan placing sequences 0 .. lengths.size()-1, or nullopt when this solver finds none that fits memory.
-  virtual std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::CostModel& cost) const = 0;
+  virtual std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const = 0;
 };
 
 }  // namespace trident::flexsp

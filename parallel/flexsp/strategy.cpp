@@ -44,10 +44,10 @@ cost::GroupExchange flex_exchange(const ModelConfig& m, FlexInner inner, LaspVar
           4.0 * static_cast<double>(m.n_head) * D * D};
 }
 
-cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& config, FlexInner inner) {
+cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const Config& config, FlexInner inner) {
   if (inner == FlexInner::ulysses) return cost;
-  const cost::CostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp1));
-  const cost::CostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp2));
+  const cost::GroupCostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp1));
+  const cost::GroupCostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp2));
   const std::string& variant = config.parallel.lasp_variant;
   if (variant == "lasp1") return chain;
   if (variant == "lasp2") return gather;
@@ -55,13 +55,13 @@ cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& co
   return chain.group_overhead_s(all) < gather.group_overhead_s(all) ? chain : gather;
 }
 
-cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
+cost::GroupCostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
                                   FlexInner inner) {
   cost::Profile p = profile;
   if (!p.model)
     p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
                                  activation_value_bytes(precision_named(config.train.precision))};
-  return with_flex_exchange(cost::CostModel::for_run(p, capacity), config, inner);
+  return with_flex_exchange(cost::GroupCostModel::for_run(p, capacity), config, inner);
 }
 
 namespace {
@@ -125,12 +125,12 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   if (!planner_) {
     const int64_t tries = env.config.parallel.flexsp_micro_batch_tries;
     if (env.config.parallel.flexsp_degrees == "single")
-      planner_ = [tries](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+      planner_ = [tries](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
         int64_t degree = 0;
         return flexsp::plan_best_homogeneous(lengths, cost, degree, tries);
       };
     else
-      planner_ = [tries](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+      planner_ = [tries](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
         return flexsp::plan_flexsp(lengths, cost, flexsp::FastSolver(), nullptr, tries);
       };
   }

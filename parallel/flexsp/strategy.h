@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 #include "parallel/dp/data_parallel.h"
 #include "parallel/flexsp/planner.h"
 #include "parallel/lasp/lasp.h"
@@ -42,12 +42,12 @@ cost::GroupExchange flex_exchange(const ModelConfig& model, FlexInner inner, Las
 // `cost` with the exchange of `inner` (parallel.flexsp.inner): for LASP, the variant parallel.lasp.variant names,
 // `auto` the one the cost model finds cheaper on a group of all devices (a pure function of the profile, so a resumed
 // run plans as the first did).
-cost::CostModel with_flex_exchange(const cost::CostModel& cost, const Config& config, FlexInner inner);
+cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const Config& config, FlexInner inner);
 
 // The planner's cost model for this run: the profile's cluster, network and compute sections, its model section (or
 // this model's shape when it has none), the run's activation capacity as each device's token budget, and the
 // groups' exchange (with_flex_exchange).
-cost::CostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
+cost::GroupCostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
                                   FlexInner inner = FlexInner::ulysses);
 
 class FlexSequenceParallel final : public Strategy {
@@ -55,7 +55,7 @@ class FlexSequenceParallel final : public Strategy {
   // Plans a batch's document lengths (rank 0 only). The default: plan_flexsp with the fast solver (degrees mixed)
   // or plan_best_homogeneous (degrees single), with parallel.flexsp.micro_batch_tries; tests hand in fixed plans.
   // Every plan is checked (check_batch_plan) first.
-  using Planner = std::function<flexsp::BatchPlan(std::span<const int64_t> lengths, const cost::CostModel& cost)>;
+  using Planner = std::function<flexsp::BatchPlan(std::span<const int64_t> lengths, const cost::GroupCostModel& cost)>;
 
   // Needs env.profile. Collective over the world.
   FlexSequenceParallel(const StrategyEnv& env, FlexInner inner, Planner planner = {});
@@ -108,7 +108,7 @@ class FlexSequenceParallel final : public Strategy {
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 
   FlexInner inner_;
-  cost::CostModel cost_;
+  cost::GroupCostModel cost_;
   Planner planner_;
   int64_t capacity_;
   ModelConfig model_;

@@ -1,12 +1,12 @@
 #pragma once
 // One micro-batch as a rank runs it: the whole micro-batch, or under sequence parallelism this rank's contiguous
 // token slice of it, with the context its group's attention ops need (the whole micro-batch's document boundaries,
-// core/model/batch.h). Static layouts and FlexSP's groups cut their micro-batches the same way.
+// core/model/token_batch.h). Static layouts and FlexSP's groups cut their micro-batches the same way.
 #include <cstdint>
 #include <vector>
 
 #include "core/data/batch.h"
-#include "core/model/batch.h"
+#include "core/model/token_batch.h"
 #include "parallel/comm/communicator.h"
 
 namespace trident {

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "core/model/batch.h"
+#include "core/model/token_batch.h"
 
 namespace trident::test {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kernels/common/error.h"
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 
 namespace trident::cost {
 namespace {
@@ -20,10 +20,10 @@ memory: {model_states_gb: 2, bytes_per_token: 1048576, reserved_gb: 4}
 model: {n_layer: 10, n_embd: 1000, bytes_per_value: 2}
 )";
 
-CostModel model() { return CostModel::from_profile(parse_profile(kCluster, "c.yaml")); }
+GroupCostModel model() { return GroupCostModel::from_profile(parse_profile(kCluster, "c.yaml")); }
 
 TEST_CASE("group time is compute over d plus beta1 plus the Ulysses all-to-alls", "[cost]") {
-  const CostModel m = model();
+  const GroupCostModel m = model();
   CHECK(m.devices() == 8);
   CHECK(m.max_degree() == 8);
   const std::vector<int64_t> lengths = {1000, 3000};
@@ -41,7 +41,7 @@ TEST_CASE("group time is compute over d plus beta1 plus the Ulysses all-to-alls"
 }
 
 TEST_CASE("memory: model states plus tokens/d times bytes per token within device memory minus reserve", "[cost]") {
-  const CostModel m = model();
+  const GroupCostModel m = model();
   // (10 - 4 - 2) GiB / 1 MiB = 4096 tokens per device
   CHECK(m.token_capacity(1) == 4096);
   CHECK(m.token_capacity(8) == 8 * 4096);
@@ -55,7 +55,7 @@ TEST_CASE("memory: model states plus tokens/d times bytes per token within devic
 TEST_CASE("a cluster of devices that is not a power of two plans with the largest power of two", "[cost]") {
   std::string text = kCluster;
   text.replace(text.find("nodes: 2"), 8, "nodes: 3");
-  const CostModel m = CostModel::from_profile(parse_profile(text, "c.yaml"));
+  const GroupCostModel m = GroupCostModel::from_profile(parse_profile(text, "c.yaml"));
   CHECK(m.devices() == 12);
   CHECK(m.max_degree() == 8);
 }
@@ -63,16 +63,16 @@ TEST_CASE("a cluster of devices that is not a power of two plans with the larges
 TEST_CASE("the cost model names a missing section or impossible memory", "[cost]") {
   std::string no_network = kCluster;
   no_network.erase(no_network.find("network:"), no_network.find("compute:") - no_network.find("network:"));
-  CHECK_THROWS_WITH(CostModel::from_profile(parse_profile(no_network, "c.yaml")),
+  CHECK_THROWS_WITH(GroupCostModel::from_profile(parse_profile(no_network, "c.yaml")),
                     Catch::Contains("c.yaml") && Catch::Contains("no 'network' section") &&
                         Catch::Contains("bench comm"));
   std::string full = kCluster;
   full.replace(full.find("reserved_gb: 4"), 14, "reserved_gb: 8");
-  CHECK_THROWS_WITH(CostModel::from_profile(parse_profile(full, "c.yaml")),
+  CHECK_THROWS_WITH(GroupCostModel::from_profile(parse_profile(full, "c.yaml")),
                     Catch::Contains("c.yaml") && Catch::Contains("no room for one token"));
   std::string unknown = kCluster;
   unknown.replace(unknown.find("device_memory_gb: 10"), 20, "device_memory_gb: 0");
-  CHECK_THROWS_AS(CostModel::from_profile(parse_profile(unknown, "c.yaml")), ConfigError);
+  CHECK_THROWS_AS(GroupCostModel::from_profile(parse_profile(unknown, "c.yaml")), ConfigError);
 }
 
 }  // namespace

@@ -10,13 +10,13 @@
 
 #include <fmt/format.h>
 
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 
 namespace trident::flexsp::test {
 
 // 128 tokens per device; all-to-alls slow enough (0.1 GB/s in a node, 0.01 GB/s across) to compete with compute,
 // so degree choices matter.
-inline cost::CostModel small_cluster(int64_t nodes, int64_t devices_per_node) {
+inline cost::GroupCostModel small_cluster(int64_t nodes, int64_t devices_per_node) {
   const std::string yaml = fmt::format(R"(
 cluster: {{name: test, nodes: {}, devices_per_node: {}, device_memory_gb: 1}}
 network:
@@ -26,12 +26,12 @@ compute: {{alpha1_s_per_token2: 1.0e-6, alpha2_s_per_token: 1.0e-3, beta1_s: 0.0
 memory: {{model_states_gb: 0, bytes_per_token: 8388608}}
 model: {{n_layer: 4, n_embd: 1024, bytes_per_value: 2}}
 )", nodes, devices_per_node);
-  return cost::CostModel::from_profile(cost::parse_profile(yaml, "test.yaml"));
+  return cost::GroupCostModel::from_profile(cost::parse_profile(yaml, "test.yaml"));
 }
 
 // The least makespan over every placement: each set partition of the sequences into groups, each group any
 // power-of-two degree that holds it, degrees summing to at most the cluster's devices.
-inline double exhaustive_makespan(std::span<const int64_t> lengths, const cost::CostModel& cost) {
+inline double exhaustive_makespan(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
   const size_t n = lengths.size();
   double best = std::numeric_limits<double>::infinity();
   std::vector<int> block(n, 0);  // restricted growth string: block[i] <= max(block[0..i-1]) + 1

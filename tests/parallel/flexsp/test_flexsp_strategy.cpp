@@ -51,7 +51,7 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     // pair, then two single ranks; 1 rank: the fast planner's own plan.
     FlexSequenceParallel::Planner mixed_plan;
     if (W > 1)
-      mixed_plan = [W](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+      mixed_plan = [W](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
         using Groups = std::vector<std::pair<int64_t, std::vector<int64_t>>>;
         const std::vector<Groups> micro = W == 4 ? std::vector<Groups>{{{2, {0}}, {1, {1, 3}}, {1, {2}}}, {{4, {4, 5}}}}
                                                  : std::vector<Groups>{{{2, {0}}}, {{1, {1, 3}}, {1, {2, 4, 5}}}};
@@ -205,11 +205,11 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
           "[flexsp_train]") {
   const Config lin = tiny_strategy_config("linear", 64);
   Config cfg = lin;
-  const cost::CostModel ulysses = flexsp_cost_model(one_node_profile(4), cfg, 100);
+  const cost::GroupCostModel ulysses = flexsp_cost_model(one_node_profile(4), cfg, 100);
   cfg.parallel.lasp_variant = "lasp1";
-  const cost::CostModel chain = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
+  const cost::GroupCostModel chain = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
   cfg.parallel.lasp_variant = "lasp2";
-  const cost::CostModel gather = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
+  const cost::GroupCostModel gather = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
   cfg.parallel.lasp_variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
   CHECK(flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==
         cost::GroupExchange::Kind::lasp_allgather);

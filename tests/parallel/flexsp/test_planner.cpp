@@ -22,7 +22,7 @@ std::vector<int64_t> long_tailed(std::mt19937_64& rng, size_t n, int64_t longest
   return lengths;
 }
 
-void check_no_needless_straddle(const BatchPlan& plan, const cost::CostModel& cost) {
+void check_no_needless_straddle(const BatchPlan& plan, const cost::GroupCostModel& cost) {
   for (const MicroBatchPlan& mb : plan.micro_batches)
     for (const Group& g : mb.groups) {
       const int64_t first_node = g.first_device / cost.devices_per_node();

@@ -98,7 +98,7 @@ using GroupsOfMicroBatch = std::vector<std::pair<int64_t, std::vector<int64_t>>>
 // A FlexSP planner that returns `micro` (for more than one rank; one rank takes the fast planner's own plan).
 FlexSequenceParallel::Planner fixed_plan(std::vector<GroupsOfMicroBatch> micro) {
   if (world().size() == 1) return {};
-  return [micro](std::span<const int64_t> lengths, const cost::CostModel& cost) {
+  return [micro](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
     flexsp::BatchPlan plan;
     plan.lengths.assign(lengths.begin(), lengths.end());
     for (const GroupsOfMicroBatch& layout : micro)

@@ -1,4 +1,4 @@
-#include "parallel/cost/cost_model.h"
+#include "parallel/cost/group_cost_model.h"
 
 #include <cmath>
 
@@ -17,7 +17,7 @@ const T& require(const std::optional<T>& section, const Profile& p, const char* 
 }
 }  // namespace
 
-CostModel CostModel::from_profile(const Profile& p) {
+GroupCostModel GroupCostModel::from_profile(const Profile& p) {
   const ClusterSection& cluster = require(p.cluster, p, "cluster", "nodes, devices_per_node, device_memory_gb");
   const MemorySection& memory = require(p.memory, p, "memory", "written by `trident bench profile CONFIG --out FILE`");
   if (cluster.device_memory_gb <= 0)
@@ -31,12 +31,12 @@ CostModel CostModel::from_profile(const Profile& p) {
   return for_run(p, tokens);
 }
 
-CostModel CostModel::for_run(const Profile& p, int64_t tokens_per_device) {
+GroupCostModel GroupCostModel::for_run(const Profile& p, int64_t tokens_per_device) {
   const ClusterSection& cluster = require(p.cluster, p, "cluster", "nodes, devices_per_node, device_memory_gb");
   require(p.network, p, "network", "written by `trident bench comm --profile FILE`, or described by hand");
   require(p.compute, p, "compute", "written by `trident bench profile CONFIG --out FILE`");
   const ModelSection& model = require(p.model, p, "model", "written by `trident bench profile CONFIG --out FILE`");
-  CostModel m;
+  GroupCostModel m;
   m.profile_ = p;
   m.devices_ = cluster.nodes * cluster.devices_per_node;
   m.devices_per_node_ = cluster.devices_per_node;
@@ -57,15 +57,15 @@ const char* exchange_name(GroupExchange::Kind kind) {
   return "Ulysses";
 }
 
-CostModel CostModel::with_exchange(GroupExchange exchange) const {
-  CostModel m = *this;
+GroupCostModel GroupCostModel::with_exchange(GroupExchange exchange) const {
+  GroupCostModel m = *this;
   m.exchange_ = exchange;
   return m;
 }
 
-Link CostModel::alltoall_link(int64_t d) const { return group_link(*profile_.network, d, nodes_spanned(d)); }
+Link GroupCostModel::alltoall_link(int64_t d) const { return group_link(*profile_.network, d, nodes_spanned(d)); }
 
-DegreeCost CostModel::degree_cost(int64_t d) const {
+DegreeCost GroupCostModel::degree_cost(int64_t d) const {
   const ComputeSection& c = *profile_.compute;
   const double dd = static_cast<double>(d);
   DegreeCost k{c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};
@@ -88,22 +88,22 @@ DegreeCost CostModel::degree_cost(int64_t d) const {
   return k;
 }
 
-double CostModel::sequence_s(int64_t s, int64_t d) const {
+double GroupCostModel::sequence_s(int64_t s, int64_t d) const {
   const DegreeCost k = degree_cost(d);
   const double x = static_cast<double>(s);
   return k.per_token2 * x * x + k.per_token * x;
 }
 
-double CostModel::group_overhead_s(int64_t d) const { return degree_cost(d).overhead; }
+double GroupCostModel::group_overhead_s(int64_t d) const { return degree_cost(d).overhead; }
 
-double CostModel::group_time_s(std::span<const int64_t> lengths, int64_t d) const {
+double GroupCostModel::group_time_s(std::span<const int64_t> lengths, int64_t d) const {
   if (lengths.empty()) return 0;
   double t = group_overhead_s(d);
   for (int64_t s : lengths) t += sequence_s(s, d);
   return t;
 }
 
-int64_t CostModel::min_degree(int64_t s) const {
+int64_t GroupCostModel::min_degree(int64_t s) const {
   for (int64_t d = 1; d <= max_degree_; d *= 2)
     if (s <= token_capacity(d)) return d;
   return 0;

@@ -1,7 +1,7 @@
 #pragma once
 // The cost model of sequence-parallel training (papers.md §3.3) on a cluster described by a profile: how long a group
-// of d devices (Ulysses inside) takes for a set of sequences, and how many tokens fit it. Used by the FlexSP planners
-// and, later, by the per-step strategy selector.
+// of d devices (Ulysses inside) takes for a set of sequences, and how many tokens fit it. Used by the FlexSP planners;
+// the per-step strategy selector estimates whole steps with StepCostModel (step_cost.h), from the same profile.
 //
 //   time(group)   = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1                     compute, forward + backward
 //                 + 8 L (latency(d) + (S/d) h b / bandwidth(d))                        Ulysses all-to-alls (d > 1)
@@ -35,16 +35,16 @@ struct DegreeCost {
   double overhead = 0;
 };
 
-class CostModel {
+class GroupCostModel {
  public:
   // Needs the cluster, network, compute, memory and model sections; throws ConfigError naming the file and the
   // missing section or the impossible value (e.g. model states larger than the usable memory).
-  static CostModel from_profile(const Profile& profile);
+  static GroupCostModel from_profile(const Profile& profile);
   // For a training run: the profile's cluster, network, compute and model sections, and the activation capacity the
   // run computed from device.memory_gb (`tokens_per_device`) in place of the memory section.
-  static CostModel for_run(const Profile& profile, int64_t tokens_per_device);
+  static GroupCostModel for_run(const Profile& profile, int64_t tokens_per_device);
   // The same cluster and model with another exchange inside groups (Ulysses unless set).
-  CostModel with_exchange(GroupExchange exchange) const;
+  GroupCostModel with_exchange(GroupExchange exchange) const;
   const GroupExchange& exchange() const { return exchange_; }
 
   int64_t devices() const { return devices_; }
