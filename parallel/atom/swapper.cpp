@@ -1,3 +1,13 @@
+// The schedule. A pass is a fixed list of uses: forward of sub-models 0..G-1, then (training) backward of G-1..0; a
+// cursor walks it as the model acquires and releases sub-models, in that order only. After every acquire and release,
+// prefetch looks ahead from the cursor: the distinct sub-models needed next, as many as there are slots, nearest
+// first; each keeps the slot that holds it or takes a free slot none of them needs, and its load (weights, and for a
+// backward use its gradient window from the store) is queued on the copy engine at once. So while sub-model k
+// computes, the next slots-1 are already loading; the compute waits (exposed time) only in acquire, for the ticket of
+// its own load. A backward release queues the drain of the slot's gradients to the store before anything may load
+// into that slot (the copy engine runs its queue in order). The embeddings and final norm load at the start of a pass
+// and drain at its end. Every pass starts with every slot empty: the store may have changed in between (an optimizer
+// step, a checkpoint), so nothing stale is reused.
 #include "parallel/atom/swapper.h"
 
 #include <algorithm>
