@@ -65,7 +65,7 @@ json plan_json(const Timed& t, const std::string& solver) {
   json micro = json::array();
   for (const flexsp::MicroBatchPlan& mb : t.plan.micro_batches) {
     json groups = json::array();
-    for (const flexsp::Group& g : mb.groups) {
+    for (const flexsp::GroupPlan& g : mb.groups) {
       std::vector<int64_t> lengths;
       for (int64_t k : g.sequences) lengths.push_back(t.plan.lengths[k]);
       groups.push_back({{"degree", g.degree}, {"first_device", g.first_device}, {"sequences", g.sequences},
@@ -85,7 +85,7 @@ void print_plan(const Timed& t, const std::string& title) {
     const flexsp::MicroBatchPlan& mb = t.plan.micro_batches[m];
     fmt::print("    micro-batch {}: {} makespan {:.3f} s{}\n", m, flexsp::describe_groups(mb), mb.makespan_s,
                mb.proven_optimal ? " (proven optimal)" : "");
-    for (const flexsp::Group& g : mb.groups)
+    for (const flexsp::GroupPlan& g : mb.groups)
       fmt::print("      devices {:>4}-{:<4} degree {:>3}: {:>4} seq {:>8} tokens {:>8.3f} s\n", g.first_device,
                  g.first_device + g.degree - 1, g.degree, g.sequences.size(), g.tokens, g.time_s);
   }

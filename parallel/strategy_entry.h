@@ -12,8 +12,8 @@ namespace trident {
 
 struct StrategyEntry;
 
-// One candidate layout: a method on groups of sp_size ranks, and the family that builds it (set by the registry).
-struct LayoutSpec {
+// One candidate: a method on groups of sp_size ranks, and the family that builds it (set by the registry).
+struct CandidateSpec {
   std::string method;  // a Candidate::method(), or "lasp": LASP with its variant measured on the group
   int sp_size = 1;     // 0: groups of several sizes, planned per micro-batch
   const StrategyEntry* family = nullptr;
@@ -24,18 +24,18 @@ struct StrategyEntry {
   std::vector<std::string> names;
   // Its layouts when parallel.strategy names it; a ConfigError naming the key when the model or the world cannot run
   // them. Pure (no communicator).
-  std::vector<LayoutSpec> (*alone)(const Config& config, int world) = nullptr;
+  std::vector<CandidateSpec> (*alone)(const Config& config, int world) = nullptr;
   // Builds the strategy of one of its layouts, on every rank (collective over env.groups.world()).
-  std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const LayoutSpec& layout) = nullptr;
+  std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const CandidateSpec& candidate) = nullptr;
 
   // ---- optional: nullptr where the family has no use for them ----
   // Its candidates under parallel.strategy: auto, in the order the selector prefers among equal costs. Pure.
-  std::vector<LayoutSpec> (*under_auto)(const Config& config, int world) = nullptr;
+  std::vector<CandidateSpec> (*under_auto)(const Config& config, int world) = nullptr;
   // Whether it takes the run whatever parallel.strategy says, running alone (a swapped model runs nothing else).
   bool (*takes_over)(const Config& config) = nullptr;
   // One of its layouts as pure candidates for `trident plan` on a described cluster (a family with a planner of its
   // own, or none, leaves it out).
-  std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const LayoutSpec& layout, int world,
+  std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const CandidateSpec& candidate, int world,
                                                   int64_t capacity, Device device) = nullptr;
 };
 

@@ -115,7 +115,7 @@ void run_milp(const Options& options, const std::string& config_path, const std:
         flexsp::plan_batch(lengths, cost, fast, nullptr, config.parallel.flexsp_micro_batch_tries);
     for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
       std::vector<int64_t> chunk;
-      for (const flexsp::Group& g : plan.micro_batches[i].groups)
+      for (const flexsp::GroupPlan& g : plan.micro_batches[i].groups)
         for (int64_t k : g.sequences) chunk.push_back(plan.lengths[k]);
       const flexsp::MilpModel model =
           flexsp::milp_model(chunk, cost, {.time_limit_s = time_limit_s, .buckets = config.parallel.flexsp_buckets});

@@ -17,8 +17,8 @@ namespace trident {
 
 // A replacement for one layer's attention kernel call that spans several ranks: sequence parallelism implements it
 // (parallel/lasp: LASP for linear attention; parallel/sp: Ulysses for both types, Ring Attention for softmax). A
-// micro-batch brings its group's ops in its SequenceParallelContext (core/model/token_batch.h). Each op sees this rank's
-// tokens only; batch.sp describes the whole micro-batch. Backward follows the forward of the same micro-batch, so an
+// micro-batch brings its group's ops in its SequenceParallelContext (core/model/token_batch.h). Each op sees this
+// rank's tokens only; batch.sp describes the whole micro-batch. Backward follows the forward of the same micro-batch, so an
 // op may keep what it needs from that forward.
 class Bf16AttentionOp;
 

@@ -7,17 +7,17 @@ namespace trident {
 
 namespace {
 
-std::vector<LayoutSpec> alone(const Config&, int) { return {{"atom", 1}}; }
+std::vector<CandidateSpec> alone(const Config&, int) { return {{"atom", 1}}; }
 
 // The averaging peers, when the run asks for averaging, with rounds of every peer: a round deadline lets peers step
 // apart, which a per-step choice cannot.
-std::vector<LayoutSpec> under_auto(const Config& config, int world) {
+std::vector<CandidateSpec> under_auto(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   if (world > 1 && p.atom_average_every > 0 && p.atom_round_deadline_ms == 0) return {{"atom", 1}};
   return {};
 }
 
-std::unique_ptr<Strategy> make(const StrategyEnv& env, const LayoutSpec&) {
+std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec&) {
   return std::make_unique<AtomStrategy>(env);
 }
 

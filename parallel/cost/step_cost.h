@@ -1,6 +1,6 @@
 #pragma once
 // What one training step costs on this run, from a cluster profile: the pieces every strategy's estimate is made of
-// (each strategy adds them up for its own layout: parallel/static_sp/layout.cpp, FlexSP's plan, ATOM's passes).
+// (each strategy adds them up for its own layout: parallel/static_sp/candidate.cpp, FlexSP's plan, ATOM's passes).
 // FlexSP's planner costs one group at a time with GroupCostModel (group_cost_model.h).
 //
 //   compute(sequences s_k on a group of d ranks) = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1     per rank

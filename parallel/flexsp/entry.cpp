@@ -7,7 +7,7 @@ namespace trident {
 
 namespace {
 
-std::vector<LayoutSpec> alone(const Config& config, int world) {
+std::vector<CandidateSpec> alone(const Config& config, int world) {
   const FlexInner inner = configured_flex_inner(config);
   check_flexsp(config.model, world, inner);
   return {{inner == FlexInner::lasp ? "flexsp-lasp" : "flexsp", 0}};
@@ -15,20 +15,20 @@ std::vector<LayoutSpec> alone(const Config& config, int world) {
 
 // Where it can run: a power-of-two world of at least two ranks; Ulysses inside needs the world size to divide the
 // heads, LASP inside linear attention; parallel.flexsp.inner may rule either out.
-std::vector<LayoutSpec> under_auto(const Config& config, int world) {
+std::vector<CandidateSpec> under_auto(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
-  std::vector<LayoutSpec> out;
+  std::vector<CandidateSpec> out;
   if (world < 2 || (world & (world - 1)) != 0) return out;
   if (p.flexsp_inner != "lasp" && m.n_head % world == 0) out.push_back({"flexsp", 0});
   if (p.flexsp_inner != "ulysses" && m.attention == "linear") out.push_back({"flexsp-lasp", 0});
   return out;
 }
 
-std::unique_ptr<Strategy> make(const StrategyEnv& env, const LayoutSpec& layout) {
+std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& candidate) {
   TRIDENT_CHECK(env.profile, "FlexSP plans with the run's profile, and none was given");
   return std::make_unique<FlexSequenceParallel>(env,
-                                                layout.method == "flexsp-lasp" ? FlexInner::lasp : FlexInner::ulysses);
+                                                candidate.method == "flexsp-lasp" ? FlexInner::lasp : FlexInner::ulysses);
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ double group_time(const cost::DegreeCost& d, double sum2, double sum1) {
 }
 
 // No placement beats the longest sequence alone on its fastest group that holds it.
-double longest_alone(std::span<const int64_t> lengths, std::span<const int64_t> order, const cost::GroupCostModel& cost) {
+double longest_alone(std::span<const int64_t> lengths, std::span<const int64_t> order,
+                     const cost::GroupCostModel& cost) {
   const auto s = static_cast<double>(lengths[order[0]]);
   double fastest = kNone;
   for (int64_t d = 1; d <= cost.max_degree(); d *= 2)
@@ -210,14 +211,14 @@ std::optional<Assignment> form_groups(std::span<const int64_t> lengths, std::spa
   std::vector<Degree> degrees;
   for (int64_t d = 1; d <= cost.max_degree(); d *= 2)
     degrees.push_back({static_cast<double>(d), cost.token_capacity(d), cost.degree_cost(d)});
-  struct Group {
+  struct Packed {
     int64_t tokens = 0;
     double sum2 = 0, sum1 = 0, time = 0;
     size_t level = 0;
     std::vector<int64_t> sequences;
   };
-  std::vector<Group> groups;
-  const Group none;  // what opening a group joins
+  std::vector<Packed> groups;
+  const Packed none;  // what opening a group joins
   double used = 0;
   for (int64_t k : order) {
     const auto s = static_cast<double>(lengths[k]);
@@ -225,7 +226,7 @@ std::optional<Assignment> form_groups(std::span<const int64_t> lengths, std::spa
     double best_extra = kNone, best_area = kNone, best_time = 0;
     for (size_t g = 0; g <= groups.size(); ++g) {
       const bool open = g == groups.size();
-      const Group& joined = open ? none : groups[g];
+      const Packed& joined = open ? none : groups[g];
       size_t l = joined.level;  // degrees only grow
       double t = kNone;
       for (; l < degrees.size(); ++l) {
@@ -245,17 +246,17 @@ std::optional<Assignment> form_groups(std::span<const int64_t> lengths, std::spa
     used += best_extra;
     if (used > static_cast<double>(cost.devices())) return std::nullopt;
     if (best == groups.size()) groups.emplace_back();
-    Group& g = groups[best];
+    Packed& g = groups[best];
     g.tokens += lengths[k], g.sum2 += s * s, g.sum1 += s, g.time = best_time, g.level = best_level;
     g.sequences.push_back(k);
   }
   Counts counts(degrees.size(), 0);
-  for (const Group& g : groups) counts[g.level] += 1;
+  for (const Packed& g : groups) counts[g.level] += 1;
   int64_t spare = cost.devices() - static_cast<int64_t>(used);
   for (size_t l = degrees.size(); l-- > 0;)
     for (const auto d = static_cast<int64_t>(degrees[l].degree); spare >= d; spare -= d) counts[l] += 1;
   Assignment a = empty_assignment(counts, cost);
-  for (const Group& g : groups) {
+  for (const Packed& g : groups) {
     const auto d = static_cast<int64_t>(degrees[g.level].degree);
     auto slot =
         std::find_if(a.slots.begin(), a.slots.end(), [&](const Slot& x) { return x.degree == d && x.count == 0; });
@@ -405,7 +406,8 @@ class ExactSearch {
 
 }  // namespace
 
-std::optional<MicroBatchPlan> FastSolver::solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const {
+std::optional<MicroBatchPlan> FastSolver::solve(std::span<const int64_t> lengths,
+                                                const cost::GroupCostModel& cost) const {
   if (lengths.empty()) return MicroBatchPlan{};
   std::vector<int64_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);

@@ -28,7 +28,8 @@ class FastSolver final : public MicroBatchSolver {
   explicit FastSolver(int64_t only_degree = 0, size_t exact_up_to = kExactUpTo)
       : only_degree_(only_degree), exact_up_to_(exact_up_to) {}
   std::string name() const override { return "fast"; }
-  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const override;
+  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths,
+                                      const cost::GroupCostModel& cost) const override;
 
  private:
   int64_t only_degree_;

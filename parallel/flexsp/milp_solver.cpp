@@ -97,7 +97,7 @@ BucketedMilp build(std::span<const int64_t> lengths, const cost::GroupCostModel&
       if (!next.count(b.groups[p].degree)) next[b.groups[p].degree] = p;
     std::map<int, double> start;
     double makespan = 0;
-    for (const Group& g : warm->groups) {
+    for (const GroupPlan& g : warm->groups) {
       const VirtualGroup& v = b.groups[next[g.degree]++];
       const cost::DegreeCost k = cost.degree_cost(g.degree);
       double time = k.overhead;
@@ -122,7 +122,8 @@ MilpModel milp_model(std::span<const int64_t> lengths, const cost::GroupCostMode
   return build(lengths, cost, options.buckets, FastSolver().solve(lengths, cost)).model;
 }
 
-std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const {
+std::optional<MicroBatchPlan> MilpSolver::solve(std::span<const int64_t> lengths,
+                                                const cost::GroupCostModel& cost) const {
   if (lengths.empty()) return MicroBatchPlan{};
   if (cost.min_degree(*std::max_element(lengths.begin(), lengths.end())) == 0) return std::nullopt;
   // May be empty when memory is nearly full (greedy bin packing can miss); CBC then starts from scratch.

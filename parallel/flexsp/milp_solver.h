@@ -31,7 +31,8 @@ class MilpSolver final : public MicroBatchSolver {
  public:
   explicit MilpSolver(MilpOptions options = {}) : options_(options) {}
   std::string name() const override { return "milp"; }
-  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const override;
+  std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths,
+                                      const cost::GroupCostModel& cost) const override;
 
  private:
   MilpOptions options_;

@@ -16,7 +16,7 @@ MicroBatchPlan make_micro_batch(std::vector<std::pair<int64_t, std::vector<int64
   MicroBatchPlan plan;
   int64_t offset = 0;
   for (auto& [degree, sequences] : groups) {
-    Group g{degree, offset, std::move(sequences), 0, 0};
+    GroupPlan g{degree, offset, std::move(sequences), 0, 0};
     std::sort(g.sequences.begin(), g.sequences.end());
     std::vector<int64_t> group_lengths;
     for (int64_t k : g.sequences) group_lengths.push_back(lengths[k]);
@@ -33,7 +33,7 @@ void check_micro_batch(const MicroBatchPlan& plan, std::span<const int64_t> leng
                        std::span<const int64_t> expected) {
   std::map<int64_t, int> placed;
   int64_t devices = 0;
-  for (const Group& g : plan.groups) {
+  for (const GroupPlan& g : plan.groups) {
     if (g.degree < 1 || (g.degree & (g.degree - 1)) != 0)
       throw_runtime_error("plan: a group of {} devices is not a power of two", g.degree);
     if (g.first_device % g.degree != 0)

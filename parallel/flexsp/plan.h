@@ -12,7 +12,8 @@
 
 namespace trident::flexsp {
 
-struct Group {
+// One sequence-parallel group of a micro-batch's plan: its devices and the sequences it runs.
+struct GroupPlan {
   int64_t degree = 0;        // devices, a power of two
   int64_t first_device = 0;  // devices [first_device, first_device + degree)
   std::vector<int64_t> sequences;  // indices into the lengths the plan was made for
@@ -21,9 +22,9 @@ struct Group {
 };
 
 struct MicroBatchPlan {
-  std::vector<Group> groups;  // by degree, largest first
-  double makespan_s = 0;      // the slowest group
-  bool proven_optimal = false;  // the MILP solver proved this micro-batch's bucketed plan optimal
+  std::vector<GroupPlan> groups;  // by degree, largest first
+  double makespan_s = 0;          // the slowest group
+  bool proven_optimal = false;    // the MILP solver proved this micro-batch's bucketed plan optimal
 };
 
 // A micro-batch from (degree, sequences) pairs: drops empty groups, orders by degree (largest first), lays groups

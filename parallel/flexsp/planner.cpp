@@ -40,7 +40,7 @@ void check_batch_plan(const BatchPlan& plan, const cost::GroupCostModel& cost) {
   std::vector<int> placed(plan.lengths.size(), 0);
   for (const MicroBatchPlan& mb : plan.micro_batches) {
     std::vector<int64_t> own;
-    for (const Group& g : mb.groups) own.insert(own.end(), g.sequences.begin(), g.sequences.end());
+    for (const GroupPlan& g : mb.groups) own.insert(own.end(), g.sequences.begin(), g.sequences.end());
     if (own.empty()) throw_runtime_error("plan: an empty micro-batch");
     check_micro_batch(mb, plan.lengths, cost, own);
     for (int64_t k : own) ++placed[static_cast<size_t>(k)];
@@ -57,8 +57,9 @@ struct Attempt {
 };
 
 // Solves each chunk of `order` (indices into lengths) cut by `bounds`; maps group sequences back to batch indices.
-Attempt solve_chunks(std::span<const int64_t> lengths, std::span<const int64_t> order, const std::vector<size_t>& bounds,
-                     const cost::GroupCostModel& cost, const MicroBatchSolver& solver) {
+Attempt solve_chunks(std::span<const int64_t> lengths, std::span<const int64_t> order,
+                     const std::vector<size_t>& bounds, const cost::GroupCostModel& cost,
+                     const MicroBatchSolver& solver) {
   Attempt a;
   a.time_s = 0;
   for (size_t c = 0; c + 1 < bounds.size(); ++c) {
@@ -66,7 +67,7 @@ Attempt solve_chunks(std::span<const int64_t> lengths, std::span<const int64_t> 
     for (size_t i = bounds[c]; i < bounds[c + 1]; ++i) chunk.push_back(lengths[order[i]]);
     std::optional<MicroBatchPlan> plan = solver.solve(chunk, cost);
     if (!plan) return {};
-    for (Group& g : plan->groups)
+    for (GroupPlan& g : plan->groups)
       for (int64_t& k : g.sequences) k = order[bounds[c] + static_cast<size_t>(k)];
     a.time_s += plan->makespan_s;
     a.micro_batches.push_back(std::move(*plan));
@@ -137,8 +138,9 @@ BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::Gr
   return best;
 }
 
-BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
-                      const MicroBatchSolver* refine, int64_t extra_micro_batches, bool* fell_back) {
+BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
+                      const MicroBatchSolver& choose, const MicroBatchSolver* refine, int64_t extra_micro_batches,
+                      bool* fell_back) {
   BatchPlan plan = plan_batch(lengths, cost, choose, refine, extra_micro_batches);
   int64_t degree = 0;
   BatchPlan single = plan_best_homogeneous(lengths, cost, degree, extra_micro_batches);

@@ -61,8 +61,8 @@ BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::Gr
 // when the cost model finds that faster (the fast solver is a heuristic and can miss a homogeneous layout where
 // memory is tight). `fell_back`, when given, says whether the single-degree plan was taken. Since every degree that
 // holds the longest sequence is tried, the result is never slower than static SP either.
-BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, const MicroBatchSolver& choose,
-                      const MicroBatchSolver* refine = nullptr, int64_t extra_micro_batches = 4,
-                      bool* fell_back = nullptr);
+BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
+                      const MicroBatchSolver& choose, const MicroBatchSolver* refine = nullptr,
+                      int64_t extra_micro_batches = 4, bool* fell_back = nullptr);
 
 }  // namespace trident::flexsp

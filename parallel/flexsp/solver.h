@@ -18,7 +18,8 @@ class MicroBatchSolver {
   virtual ~MicroBatchSolver() = default;
   virtual std::string name() const = 0;
   // A plan placing sequences 0 .. lengths.size()-1, or nullopt when this solver finds none that fits memory.
-  virtual std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths, const cost::GroupCostModel& cost) const = 0;
+  virtual std::optional<MicroBatchPlan> solve(std::span<const int64_t> lengths,
+                                              const cost::GroupCostModel& cost) const = 0;
 };
 
 }  // namespace trident::flexsp

@@ -74,7 +74,7 @@ std::vector<int64_t> encode(const flexsp::BatchPlan& plan) {
   out.push_back(static_cast<int64_t>(plan.micro_batches.size()));
   for (const flexsp::MicroBatchPlan& mb : plan.micro_batches) {
     out.push_back(static_cast<int64_t>(mb.groups.size()));
-    for (const flexsp::Group& g : mb.groups) {
+    for (const flexsp::GroupPlan& g : mb.groups) {
       out.insert(out.end(), {g.degree, g.first_device, static_cast<int64_t>(g.sequences.size())});
       out.insert(out.end(), g.sequences.begin(), g.sequences.end());
     }
@@ -93,7 +93,7 @@ flexsp::BatchPlan decode(const std::vector<int64_t>& wire) {
   for (int64_t m = next(); m > 0; --m) {
     flexsp::MicroBatchPlan mb;
     for (int64_t g = next(); g > 0; --g) {
-      flexsp::Group group;
+      flexsp::GroupPlan group;
       group.degree = next();
       group.first_device = next();
       for (int64_t k = next(); k > 0; --k) group.sequences.push_back(next());
@@ -211,7 +211,7 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   const double per_token = 8.0 * L * static_cast<double>(model_.n_embd * cost.run().bytes_per_value);
   const double states = 2.0 * L * cost_.exchange().state_bytes;  // LASP: a state out, a gradient back, per layer
   for (const flexsp::MicroBatchPlan& mb : p.micro_batches)
-    for (const flexsp::Group& g : mb.groups) {
+    for (const flexsp::GroupPlan& g : mb.groups) {
       const int64_t n = (g.tokens + g.degree - 1) / g.degree;
       per_rank = std::max(per_rank, n);
       if (g.first_device != 0 || g.degree == 1) continue;  // rank 0's share
@@ -249,7 +249,7 @@ std::vector<std::optional<GroupBatch>> FlexSequenceParallel::local_micro_batches
   const int64_t me = groups_.position();
   std::vector<std::optional<GroupBatch>> out;
   for (const flexsp::MicroBatchPlan& mb : plan.micro_batches) {
-    const auto mine = std::find_if(mb.groups.begin(), mb.groups.end(), [&](const flexsp::Group& g) {
+    const auto mine = std::find_if(mb.groups.begin(), mb.groups.end(), [&](const flexsp::GroupPlan& g) {
       return g.first_device <= me && me < g.first_device + g.degree;
     });
     if (mine == mb.groups.end()) {
@@ -336,7 +336,7 @@ void FlexSequenceParallel::record_group_times(const std::vector<double>& timing)
   for (int r = 0; r < world.size(); ++r) by_position[static_cast<std::size_t>(all[r * row])] = &all[r * row];
   for (std::size_t m = 0; m < last_plan_.micro_batches.size(); ++m) {
     std::vector<GroupTime> times;
-    for (const flexsp::Group& g : last_plan_.micro_batches[m].groups) {
+    for (const flexsp::GroupPlan& g : last_plan_.micro_batches[m].groups) {
       double slowest = 0;
       for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p)
         slowest = std::max(slowest, by_position[static_cast<std::size_t>(p)][m + 1]);

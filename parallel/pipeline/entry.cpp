@@ -7,12 +7,12 @@ namespace trident {
 
 namespace {
 
-std::vector<LayoutSpec> alone(const Config& config, int world) {
+std::vector<CandidateSpec> alone(const Config& config, int world) {
   check_pipeline(config, world);
   return {{"pipeline", 1}};
 }
 
-std::unique_ptr<Strategy> make(const StrategyEnv& env, const LayoutSpec&) {
+std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec&) {
   return std::make_unique<PipelineStrategy>(env);
 }
 

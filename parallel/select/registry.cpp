@@ -26,8 +26,8 @@ std::vector<const StrategyEntry*>& table() {
   return entries;
 }
 
-std::vector<LayoutSpec> of(const StrategyEntry* family, std::vector<LayoutSpec> layouts) {
-  for (LayoutSpec& l : layouts) l.family = family;
+std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<CandidateSpec> layouts) {
+  for (CandidateSpec& l : layouts) l.family = family;
   return layouts;
 }
 
@@ -42,15 +42,15 @@ void unregister_strategy(const StrategyEntry& entry) {
   t.erase(std::remove(t.begin(), t.end(), &entry), t.end());
 }
 
-std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
+std::vector<CandidateSpec> candidate_layouts(const Config& config, int world) {
   for (const StrategyEntry* e : table())
     if (e->takes_over && e->takes_over(config)) return of(e, e->alone(config, world));
   const std::string& strategy = config.parallel.strategy;
   if (strategy == "auto") {
-    std::vector<LayoutSpec> out;
+    std::vector<CandidateSpec> out;
     for (const StrategyEntry* e : table())
       if (e->under_auto)
-        for (LayoutSpec& l : of(e, e->under_auto(config, world))) out.push_back(std::move(l));
+        for (CandidateSpec& l : of(e, e->under_auto(config, world))) out.push_back(std::move(l));
     return out;
   }
   std::vector<std::string> names = {"auto"};
@@ -64,7 +64,7 @@ std::vector<LayoutSpec> candidate_layouts(const Config& config, int world) {
 
 std::vector<int> candidate_degrees(const Config& config, int world) {
   std::vector<int> degrees;
-  for (const LayoutSpec& l : candidate_layouts(config, world)) {
+  for (const CandidateSpec& l : candidate_layouts(config, world)) {
     if (l.sp_size > 0) degrees.push_back(l.sp_size);
     else
       for (int d = 1; d <= world; d *= 2) degrees.push_back(d);  // any buddy group, planned per micro-batch
@@ -76,7 +76,7 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
-  for (const LayoutSpec& l : candidate_layouts(env.config, env.groups.world().size()))
+  for (const CandidateSpec& l : candidate_layouts(env.config, env.groups.world().size()))
     out.push_back(l.family->make(env, l));
   return out;
 }
@@ -84,7 +84,7 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
                                                         Device device) {
   std::vector<std::unique_ptr<Candidate>> out;
-  for (const LayoutSpec& l : candidate_layouts(config, world))
+  for (const CandidateSpec& l : candidate_layouts(config, world))
     if (l.family->plan)
       for (std::unique_ptr<Candidate>& c : l.family->plan(config, l, world, capacity, device))
         out.push_back(std::move(c));

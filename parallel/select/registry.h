@@ -24,7 +24,7 @@ void unregister_strategy(const StrategyEntry& entry);
 // swapped model); else, under auto, every family's candidates in table order; else the layouts of the family
 // parallel.strategy names. A fixed layout the model or the world cannot run is a ConfigError naming the key (no
 // collective).
-std::vector<LayoutSpec> candidate_layouts(const Config& config, int world);
+std::vector<CandidateSpec> candidate_layouts(const Config& config, int world);
 
 // The group sizes those layouts use (what RunGroups makes at start-up).
 std::vector<int> candidate_degrees(const Config& config, int world);

@@ -1,15 +1,15 @@
 #include "parallel/static_sp/entry.h"
 
-#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/candidate.h"
 #include "parallel/static_sp/static_sp.h"
 
 namespace trident {
 
 namespace {
 
-std::vector<LayoutSpec> dp_layouts(const Config&, int) { return {{"dp", 1}}; }
+std::vector<CandidateSpec> dp_layouts(const Config&, int) { return {{"dp", 1}}; }
 
-std::vector<LayoutSpec> sp_alone(const Config& config, int world) {
+std::vector<CandidateSpec> sp_alone(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   check_static_layout(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
   if (p.sp_method == "lasp" && p.lasp_variant != "auto")
@@ -18,10 +18,10 @@ std::vector<LayoutSpec> sp_alone(const Config& config, int world) {
 }
 
 // By group size, then lasp1, lasp2, ulysses, ring: what the model can run on each power-of-two size dividing the world.
-std::vector<LayoutSpec> sp_under_auto(const Config& config, int world) {
+std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
-  std::vector<LayoutSpec> out;
+  std::vector<CandidateSpec> out;
   for (int d = 2; d <= world; d *= 2) {
     if (world % d != 0) break;
     if (m.attention == "linear") {
@@ -34,18 +34,18 @@ std::vector<LayoutSpec> sp_under_auto(const Config& config, int world) {
   return out;
 }
 
-std::unique_ptr<Strategy> make(const StrategyEnv& env, const LayoutSpec& layout) {
-  return std::make_unique<StaticSequenceParallel>(env, layout.method, layout.sp_size);
+std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& candidate) {
+  return std::make_unique<StaticSequenceParallel>(env, candidate.method, candidate.sp_size);
 }
 
 // "lasp" with its variant measured at run time is planned as both variants.
-std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const LayoutSpec& layout, int world,
+std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const CandidateSpec& candidate, int world,
                                              int64_t capacity, Device device) {
   std::vector<std::unique_ptr<Candidate>> out;
   for (const char* variant : {"lasp1", "lasp2"}) {
-    const std::string method = layout.method == "lasp" ? variant : layout.method;
-    out.push_back(std::make_unique<StaticLayout>(config, method, layout.sp_size, world, capacity, device));
-    if (layout.method != "lasp") break;
+    const std::string method = candidate.method == "lasp" ? variant : candidate.method;
+    out.push_back(std::make_unique<StaticCandidate>(config, method, candidate.sp_size, world, capacity, device));
+    if (candidate.method != "lasp") break;
   }
   return out;
 }

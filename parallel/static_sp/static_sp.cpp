@@ -40,7 +40,7 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   replica_ = group.replica;
   std::string resolved = method;
   if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";
-  layout_ = std::make_unique<StaticLayout>(env.config, resolved, sp_size, world, env.capacity_tokens,
+  layout_ = std::make_unique<StaticCandidate>(env.config, resolved, sp_size, world, env.capacity_tokens,
                                            env.backend.device());
   if (resolved == "dp") return;  // no group: the local kernels
   group_ = group.host;

@@ -1,5 +1,5 @@
 #pragma once
-// Running a static layout (layout.h): each replica takes its share of the global batch's sequences, cut into
+// Running a static candidate (candidate.h): each replica takes its share of the global batch's sequences, cut into
 // micro-batches; a group cuts each micro-batch into contiguous token slices, one per rank (parallel/sp/shard.h), and
 // its attention layers run the method's ops (LASP-1, LASP-2, Ulysses, Ring Attention). Gradients are summed over
 // every rank with the loss normalised by the global token count, so a step equals the single-rank step. sp_size 1 is
@@ -10,7 +10,7 @@
 
 #include "parallel/dp/data_parallel.h"
 #include "parallel/static_sp/group_batch.h"
-#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/candidate.h"
 
 namespace trident {
 
@@ -35,7 +35,7 @@ class StaticSequenceParallel final : public Strategy {
  private:
   std::vector<GroupBatch> local_micro_batches(const Batch& batch) const;
 
-  std::unique_ptr<StaticLayout> layout_;
+  std::unique_ptr<StaticCandidate> layout_;
   int replica_ = 0;
   DataParallel dp_;
   Communicator* group_ = nullptr;                 // this rank's sequence-parallel group; nullptr for dp

@@ -91,7 +91,7 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     bool mixed = false;
     for (const flexsp::MicroBatchPlan& mb : flexsp.last_plan().micro_batches) {
       std::set<int64_t> degrees;
-      for (const flexsp::Group& g : mb.groups) {
+      for (const flexsp::GroupPlan& g : mb.groups) {
         degrees.insert(g.degree);
         placed.insert(g.sequences.begin(), g.sequences.end());
       }
@@ -142,7 +142,7 @@ TEST_CASE("parallel.flexsp.degrees: single gives every group of a batch one size
   const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
   std::set<int64_t> degrees;
   for (const flexsp::MicroBatchPlan& mb : flexsp.shared_plan(b).micro_batches)
-    for (const flexsp::Group& g : mb.groups) degrees.insert(g.degree);
+    for (const flexsp::GroupPlan& g : mb.groups) degrees.insert(g.degree);
   CHECK(degrees.size() == 1);
   if (W > 1) CHECK(*degrees.begin() >= 2);  // the 90-token document needs two ranks' 48 tokens
 }
@@ -187,7 +187,7 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   CHECK_THROWS_WITH(check_flexsp(lin.model, 8, FlexInner::ulysses), Catch::Contains("parallel.flexsp.inner: lasp"));
   auto methods = [](const Config& cfg, int world) {
     std::vector<std::string> out;
-    for (const LayoutSpec& l : candidate_layouts(cfg, world))
+    for (const CandidateSpec& l : candidate_layouts(cfg, world))
       if (l.sp_size == 0) out.push_back(l.method);
     return out;
   };

@@ -24,7 +24,7 @@ std::vector<int64_t> long_tailed(std::mt19937_64& rng, size_t n, int64_t longest
 
 void check_no_needless_straddle(const BatchPlan& plan, const cost::GroupCostModel& cost) {
   for (const MicroBatchPlan& mb : plan.micro_batches)
-    for (const Group& g : mb.groups) {
+    for (const GroupPlan& g : mb.groups) {
       const int64_t first_node = g.first_device / cost.devices_per_node();
       const int64_t last_node = (g.first_device + g.degree - 1) / cost.devices_per_node();
       CHECK(last_node - first_node + 1 == cost.nodes_spanned(g.degree));
@@ -57,7 +57,7 @@ TEST_CASE("batch plans are valid: memory, devices, each sequence exactly once, a
     const BatchPlan ada = plan_best_homogeneous(lengths, cost, degree);
     REQUIRE_NOTHROW(check_batch_plan(ada, cost));
     for (const MicroBatchPlan& mb : ada.micro_batches)
-      for (const Group& g : mb.groups) CHECK(g.degree == degree);
+      for (const GroupPlan& g : mb.groups) CHECK(g.degree == degree);
     const BatchPlan stat = plan_homogeneous(lengths, cost, 16);
     REQUIRE_NOTHROW(check_batch_plan(stat, cost));
     CHECK(ada.time_s <= stat.time_s * (1 + 1e-9));  // degree 16 is one of BatchAda's candidates

@@ -184,7 +184,7 @@ TEST_CASE("homogeneous plans use one degree only", "[flexsp]") {
     auto plan = FastSolver(d).solve(lengths, cost);
     REQUIRE(plan.has_value());
     REQUIRE_NOTHROW(check_micro_batch(*plan, lengths, cost));
-    for (const Group& g : plan->groups) CHECK(g.degree == d);
+    for (const GroupPlan& g : plan->groups) CHECK(g.degree == d);
   }
 }
 

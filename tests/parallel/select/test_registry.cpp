@@ -57,11 +57,11 @@ class Solo final : public Strategy {
 const StrategyEntry& solo_entry() {
   static const StrategyEntry entry{
       .names = {"solo"},
-      .alone = [](const Config&, int) { return std::vector<LayoutSpec>{{"solo", 1}}; },
-      .make = [](const StrategyEnv& env, const LayoutSpec&) -> std::unique_ptr<Strategy> {
+      .alone = [](const Config&, int) { return std::vector<CandidateSpec>{{"solo", 1}}; },
+      .make = [](const StrategyEnv& env, const CandidateSpec&) -> std::unique_ptr<Strategy> {
         return std::make_unique<Solo>(env.capacity_tokens);
       },
-      .under_auto = [](const Config&, int) { return std::vector<LayoutSpec>{{"solo", 1}}; }};
+      .under_auto = [](const Config&, int) { return std::vector<CandidateSpec>{{"solo", 1}}; }};
   return entry;
 }
 
@@ -80,7 +80,7 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
   const SoloRegistered registered;
   Config c = tiny_strategy_config("softmax", 64);
   c.parallel.strategy = "solo";
-  const std::vector<LayoutSpec> alone = candidate_layouts(c, 1);
+  const std::vector<CandidateSpec> alone = candidate_layouts(c, 1);
   REQUIRE(alone.size() == 1);
   CHECK(alone[0].method == "solo");
   CHECK(alone[0].family == &solo_entry());
@@ -109,7 +109,7 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
   CHECK(std::equal(model.params(), model.params() + model.num_params(), reference.params()));
 
   c.parallel.strategy = "auto";
-  const std::vector<LayoutSpec> under_auto = candidate_layouts(c, 1);
+  const std::vector<CandidateSpec> under_auto = candidate_layouts(c, 1);
   REQUIRE(!under_auto.empty());
   CHECK(under_auto.front().method == "dp");
   CHECK(under_auto.back().method == "solo");

@@ -13,7 +13,7 @@
 #include "kernels/common/error.h"
 #include "parallel/select/registry.h"
 #include "parallel/select/selector.h"
-#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/candidate.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
 #include "support/strategy_fixtures.h"
@@ -98,7 +98,7 @@ TEST_CASE("each layout's estimate adds up its compute, its messages and the grad
   const double L = 2, C = 24, state = 4 * 6 * 6 * 4, grads = 4.0 * static_cast<double>(model_layout(c.model).num_params);
   const double allreduce = m.allreduce_s(grads);
 
-  const StaticLayout dp(c, "dp", 1, 4, 256, Device::cpu);
+  const StaticCandidate dp(c, "dp", 1, 4, 256, Device::cpu);
   const cost::StepEstimate e_dp = dp.estimate(b, m);
   CHECK(e_dp.compute_s == Approx(m.compute_s(std::vector<int64_t>{64}, 1)));
   CHECK(e_dp.comm_s == Approx(allreduce));
@@ -108,22 +108,22 @@ TEST_CASE("each layout's estimate adds up its compute, its messages and the grad
                                AdamW::memory_bytes(model_layout(c.model).num_params));
 
   // one group of 4 holds the whole batch: 256 tokens, 64 a rank
-  const StaticLayout ulysses(c, "ulysses", 4, 4, 256, Device::cpu);
+  const StaticCandidate ulysses(c, "ulysses", 4, 4, 256, Device::cpu);
   const cost::StepEstimate e_u = ulysses.estimate(b, m);
   CHECK(e_u.compute_s == Approx(m.compute_s(std::vector<int64_t>{64, 64, 64, 64}, 4)));
   CHECK(e_u.comm_s == Approx(L * 4 * m.transfer_s(2 * 64 * C * 4, 4) + allreduce));
   CHECK(e_u.comm_bytes == static_cast<int64_t>(L * 8 * 64 * C * 4 + grads));
 
-  const StaticLayout lasp1(c, "lasp1", 4, 4, 256, Device::cpu), lasp2(c, "lasp2", 4, 4, 256, Device::cpu);
+  const StaticCandidate lasp1(c, "lasp1", 4, 4, 256, Device::cpu), lasp2(c, "lasp2", 4, 4, 256, Device::cpu);
   CHECK(lasp1.estimate(b, m).comm_s == Approx(L * 2 * 3 * m.transfer_s(state, 4) + allreduce));
   CHECK(lasp2.estimate(b, m).comm_s == Approx(L * 2 * m.allgather_s(state, 4) + allreduce));
 
   const Config s = tiny_config("softmax");
-  const StaticLayout ring(s, "ring", 4, 4, 256, Device::cpu);
+  const StaticCandidate ring(s, "ring", 4, 4, 256, Device::cpu);
   CHECK(ring.estimate(b, m).comm_s == Approx(L * 10 * m.transfer_s(2 * 64 * C * 4, 4) + allreduce));
 
   // two replicas of a pair: the slower replica sets the time
-  const StaticLayout pairs(c, "ulysses", 2, 4, 256, Device::cpu);
+  const StaticCandidate pairs(c, "ulysses", 2, 4, 256, Device::cpu);
   const Batch uneven = random_documents({120, 10, 10}, 2);  // replica 0 takes the 120-token document alone
   CHECK(pairs.estimate(uneven, m).compute_s == Approx(m.compute_s(std::vector<int64_t>{120}, 2)));
 }
@@ -172,7 +172,7 @@ TEST_CASE("the candidates of each parallel.strategy, and the layouts a model can
   Config c = tiny_config("linear");
   auto names = [](const Config& config, int world) {
     std::string out;
-    for (const LayoutSpec& l : candidate_layouts(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
+    for (const CandidateSpec& l : candidate_layouts(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
     return out;
   };
   CHECK(names(c, 4) == "dp1 lasp12 ulysses2 lasp14 ulysses4 flexsp0 flexsp-lasp0 ");

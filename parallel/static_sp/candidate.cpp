@@ -1,4 +1,4 @@
-#include "parallel/static_sp/layout.h"
+#include "parallel/static_sp/candidate.h"
 
 #include <algorithm>
 
@@ -31,8 +31,8 @@ void check_static_layout(const ModelConfig& m, const std::string& method, int sp
     throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
 }
 
-StaticLayout::StaticLayout(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
-                           Device device)
+StaticCandidate::StaticCandidate(const Config& config, const std::string& method, int sp_size, int world,
+                                 int64_t capacity, Device device)
     : method_(method),
       sp_size_(sp_size),
       replicas_(world / sp_size),
@@ -45,16 +45,18 @@ StaticLayout::StaticLayout(const Config& config, const std::string& method, int 
   check_static_layout(model_, method, sp_size, world);
 }
 
-std::string StaticLayout::name() const { return method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_); }
+std::string StaticCandidate::name() const {
+  return method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_);
+}
 
-std::vector<std::vector<Batch>> StaticLayout::replica_micro_batches(const Batch& batch) const {
+std::vector<std::vector<Batch>> StaticCandidate::replica_micro_batches(const Batch& batch) const {
   std::vector<std::vector<Batch>> out;
   for (const Batch& share : split_micro_batches(batch, replicas_))
     out.push_back(split_micro_batches(share, static_cast<int>(micro_batches_)));
   return out;
 }
 
-Feasibility StaticLayout::feasible(const Batch& batch) const {
+Feasibility StaticCandidate::feasible(const Batch& batch) const {
   // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
   int64_t largest = 0, longest_document = 0;
   for (const std::vector<Batch>& replica : replica_micro_batches(batch))
@@ -74,7 +76,7 @@ Feasibility StaticLayout::feasible(const Batch& batch) const {
 //   ring     d - 1 passes of a K,V block (2 n C b) forward; d - 1 of K,V and d of dK,dV backward
 //   lasp1    d - 1 hops of a state forward and of its gradient backward, one after another along the chain
 //   lasp2    one allgather of a state (and decays) forward, one of state gradients backward
-std::pair<double, int64_t> StaticLayout::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
+std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
   const int64_t d = sp_size_;
   if (d == 1 || tokens == 0) return {0, 0};
   const double L = static_cast<double>(model_.n_layer);
@@ -99,7 +101,7 @@ std::pair<double, int64_t> StaticLayout::exchange(int64_t tokens, const cost::St
   return {L * seconds, static_cast<int64_t>(L * bytes)};
 }
 
-cost::StepEstimate StaticLayout::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
+cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
   cost::StepEstimate e;
   int64_t largest = 0;
   for (const std::vector<Batch>& replica : replica_micro_batches(batch)) {  // the slowest replica sets the pace

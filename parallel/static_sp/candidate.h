@@ -1,6 +1,6 @@
 #pragma once
-// A static layout, as a plan: `world / sp_size` data-parallel replicas of one sequence-parallel group of `sp_size`
-// ranks, one method for the whole step. What it can run and what that costs are pure functions of the batch (no
+// A static candidate: `world / sp_size` data-parallel replicas of one sequence-parallel group of `sp_size` ranks,
+// one method for the whole step. What it can run and what that costs are pure functions of the batch (no
 // communicator), so `trident plan` asks them of a described cluster and the selector of every candidate each step;
 // StaticSequenceParallel (static_sp.h) runs it.
 #include <string>
@@ -15,11 +15,11 @@ namespace trident {
 // ranks: a ConfigError naming the key otherwise.
 void check_static_layout(const ModelConfig& model, const std::string& method, int sp_size, int world);
 
-class StaticLayout final : public Candidate {
+class StaticCandidate final : public Candidate {
  public:
   // method: dp (sp_size 1), lasp1, lasp2, ulysses or ring; checked by check_static_layout. capacity: tokens one
   // rank's activations hold.
-  StaticLayout(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
+  StaticCandidate(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
                Device device);
 
   std::string name() const override;
