@@ -32,31 +32,43 @@ int device_count(std::string* why) {
   return count;
 }
 
-int64_t device_memory_in_use(int device) {
+namespace {
+
+struct MemoryInfo {
+  std::size_t free = 0, total = 0;
+};
+
+// cudaMemGetInfo of `device`, the calling thread's device left as it was. `trim_pool` first hands back what the
+// device's pool kept from earlier work (it waits for the device).
+MemoryInfo memory_info(int device, bool trim_pool) {
   int current = 0;
   TRIDENT_CUDA_CHECK(cudaGetDevice(&current));
   TRIDENT_CUDA_CHECK(cudaSetDevice(device));
-  std::size_t free = 0, total = 0;
-  const cudaError_t rc = cudaMemGetInfo(&free, &total);
+  cudaError_t rc = cudaSuccess;
+  if (trim_pool) {
+    cudaMemPool_t pool;
+    rc = cudaDeviceSynchronize();
+    if (rc == cudaSuccess) rc = cudaDeviceGetDefaultMemPool(&pool, device);
+    if (rc == cudaSuccess) rc = cudaMemPoolTrimTo(pool, 0);
+  }
+  MemoryInfo info;
+  if (rc == cudaSuccess) rc = cudaMemGetInfo(&info.free, &info.total);
   cudaSetDevice(current);
   TRIDENT_CUDA_CHECK(rc);
-  return static_cast<int64_t>(total - free);
+  return info;
+}
+
+}  // namespace
+
+int64_t device_memory_in_use(int device) {
+  const MemoryInfo info = memory_info(device, false);
+  return static_cast<int64_t>(info.total - info.free);
 }
 
 std::string memory_shortfall(int device, double memory_gb, std::size_t budget_bytes, std::size_t scratch_bytes,
                              int ranks) {
-  int current = 0;
-  TRIDENT_CUDA_CHECK(cudaGetDevice(&current));
-  TRIDENT_CUDA_CHECK(cudaSetDevice(device));
   // What the pool kept from start-up work (a profile measured on the device) is free for the run: hand it back first.
-  cudaMemPool_t pool;
-  TRIDENT_CUDA_CHECK(cudaDeviceSynchronize());
-  TRIDENT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-  TRIDENT_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
-  std::size_t free = 0, total = 0;
-  const cudaError_t rc = cudaMemGetInfo(&free, &total);
-  cudaSetDevice(current);
-  TRIDENT_CUDA_CHECK(rc);
+  const std::size_t free = memory_info(device, true).free;
   const std::size_t share = free / static_cast<std::size_t>(std::max(ranks, 1));
   if (budget_bytes <= share && scratch_bytes <= share - budget_bytes) return "";
   constexpr double kGiB = 1 << 30;

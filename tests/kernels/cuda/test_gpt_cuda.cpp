@@ -36,10 +36,10 @@ struct Batch {
   }
 };
 
-Batch make_batch(int vocab) {
+Batch make_batch(int vocab, const std::vector<int>& lengths = {37, 1, 64, 20}) {
   Batch b;
   std::mt19937_64 rng(5);
-  for (int len : {37, 1, 64, 20}) {
+  for (int len : lengths) {
     for (int i = 0; i < len; ++i) {
       b.tokens.push_back(static_cast<int32_t>(rng() % vocab));
       b.positions.push_back(i);
@@ -242,16 +242,7 @@ TEST_CASE("the cuda backend takes at most launch_scratch_bytes beside its budget
     ModelConfig m = small_model(c.attention);
     m.n_embd = c.channels;
     m.vocab_size = c.vocab;
-    Batch b;
-    std::mt19937_64 rng(5);
-    for (int len : c.lengths) {
-      for (int i = 0; i < len; ++i) {
-        b.tokens.push_back(static_cast<int32_t>(rng() % m.vocab_size));
-        b.positions.push_back(i);
-        b.targets.push_back(i + 1 < len ? static_cast<int32_t>(rng() % m.vocab_size) : -1);
-      }
-      b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
-    }
+    const Batch b = make_batch(static_cast<int>(c.vocab), c.lengths);
     GPT model(m, b.view().num_tokens, memory, *cuda, Precision::bf16);
     model.init_weights(3);
     cuda->synchronize();
