@@ -21,7 +21,7 @@
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"
-#include "core/model/layer_source.h"
+#include "parallel/atom/segment_runner.h"
 #include "parallel/cost/fit.h"
 #include "parallel/cost/profile.h"
 #include "app/train/device_blas.h"
@@ -121,9 +121,11 @@ BlockClock::Split measure_blocks(const ModelConfig& config, int64_t s, double mi
   std::vector<int> starts(static_cast<std::size_t>(config.n_layer));
   for (std::size_t l = 0; l < starts.size(); ++l) starts[l] = static_cast<int>(l);
   const Swapping one_segment_a_block{.segment_starts = starts, .store = &allocator};
-  GPT model(config, s, allocator, cpu_backend(), Precision::fp32, &one_segment_a_block);
+  GPT model(config, s, allocator, cpu_backend(), Precision::fp32,
+            SegmentRunner::model_memory(config, s, one_segment_a_block));
+  SegmentRunner runner(model, one_segment_a_block, allocator);
   BlockClock timer(model);
-  model.set_layer_source(&timer);
+  runner.set_source(&timer);
   model.init_weights(1);
   const Sequence sequence(config, s);
   const TokenBatch batch = sequence.batch();

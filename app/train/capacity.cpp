@@ -5,11 +5,11 @@
 
 namespace trident {
 
-int64_t token_capacity(const Config& config, Precision precision, Device device, const PipelineStage* stage) {
+int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory) {
   const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
   const int64_t optimizer = AdamW::memory_bytes(model_layout(config.model).num_params);
   auto fits = [&](int64_t tokens) {
-    return GPT::memory_bytes(config.model, tokens, precision, device, nullptr, stage) + optimizer <= budget;
+    return GPT::memory_bytes(config.model, tokens, precision, device, memory) + optimizer <= budget;
   };
   if (!fits(1))
     throw_config_error("device.memory_gb = {}: the model's weights, gradients and optimizer state ({}) leave no room "

@@ -9,8 +9,7 @@
 namespace trident {
 
 // At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
-// With `stage`, the activations of a pipeline stage's layers.
-int64_t token_capacity(const Config& config, Precision precision, Device device,
-                       const PipelineStage* stage = nullptr);
+// `memory`: the model's shape for a strategy's runner (a pipeline stage holds its layers' activations only).
+int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory = {});
 
 }  // namespace trident

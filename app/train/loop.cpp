@@ -125,8 +125,8 @@ struct ModelState {
                  .recomputed = setup.placement ? setup.placement->recomputed : 0,
                  .offloaded = setup.placement ? setup.placement->offloaded : 0,
                  .round_tokens = setup.placement ? setup.placement->round_tokens : 0},
-        model(setup.config.model, setup.capacity, device, setup.backend, setup.precision,
-              setup.placement ? &swapping : nullptr, setup.stage ? &*setup.stage : nullptr),
+        model(setup.config.model, setup.capacity, device, setup.backend, setup.precision, memory_for(setup)),
+        runner(runner_for(setup)),
         swapper(swapper_for(setup)),
         optimizer(model.layout(), setup.config.train, setup.placement ? host_store : device, model.store_backend()) {
     if (setup.precision == Precision::bf16 && setup.backend.device() == Device::cpu)
@@ -134,16 +134,25 @@ struct ModelState {
                    "op): slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
     setup.log_memory(model, device, host_store);
   }
+  ModelMemory memory_for(const RunSetup& setup) const {
+    if (setup.placement) return SegmentRunner::model_memory(setup.config.model, setup.capacity, swapping);
+    return setup.stage ? stage_memory(*setup.stage) : ModelMemory{};
+  }
+  std::unique_ptr<SegmentRunner> runner_for(const RunSetup& setup) {
+    if (!setup.placement) return nullptr;
+    return std::make_unique<SegmentRunner>(model, swapping, device);
+  }
   std::optional<LayerSwapper> swapper_for(const RunSetup& setup) {
     if (!setup.placement) return std::nullopt;
     return std::optional<LayerSwapper>(
-        std::in_place, model, device,
+        std::in_place, *runner, device,
         SwapOptions{.slots = setup.placement->slots,
                     .copy_bytes_per_s = setup.config.parallel.atom_emulate_copy_gb_per_s * 1e9});
   }
   Allocator device, host_store;
   Swapping swapping;
   GPT model;
+  std::unique_ptr<SegmentRunner> runner;  // a swapped model's passes
   std::optional<LayerSwapper> swapper;
   AdamW optimizer;
 };
@@ -394,8 +403,9 @@ void Trainer::finish() {
   // rank 0 samples alone, with the local kernels: its batches carry no group
   std::vector<int32_t> prompt;
   for (unsigned char c : config_.sample.prompt) prompt.push_back(c);
-  std::optional<GPT> whole;  // a pipeline stage computes some layers: sample with the whole model on the host
-  if (setup_.stage) {
+  // a model that holds some layers' activations (a pipeline stage's) samples with a whole model on the host
+  std::optional<GPT> whole;
+  if (state_.model.activation_layers() < config_.model.n_layer) {
     whole.emplace(config_.model, config_.model.max_seq_len, state_.host_store, cpu_backend(), setup_.precision);
     std::copy_n(state_.model.params(), state_.model.num_params(), whole->params());
   }

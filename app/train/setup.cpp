@@ -93,21 +93,22 @@ RunSetup::RunSetup(const Config& c)
       stage(c.parallel.strategy == "pipeline" ? std::optional(pipeline_stage(c.model, ranks.size(), ranks.rank()))
                                               : std::nullopt),
       capacity(placement ? placement->tokens
-                         : token_capacity(c, precision, backend.device(), stage ? &*stage : nullptr)),
+                         : token_capacity(c, precision, backend.device(),
+                                          stage ? stage_memory(*stage) : ModelMemory{})),
       profile(check_selection(c, groups, capacity)) {
   check_device_memory(c, backend, ranks, capacity);
 }
 
 void RunSetup::log_memory(const GPT& model, const Allocator& device, const Allocator& host_store) const {
   if (placement) return log_placement(*placement, config, device, host_store);
-  const PipelineStage* layers = stage ? &*stage : nullptr;
-  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), nullptr, layers);
+  const ModelMemory memory = stage ? stage_memory(*stage) : ModelMemory{};
+  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), memory);
   spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
                "activations {})",
                capacity, config.device.memory_gb,
                format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model.num_params()))),
                format_bytes(static_cast<std::size_t>(
-                   GPT::memory_bytes(config.model, capacity, precision, backend.device(), nullptr, layers) - fixed)));
+                   GPT::memory_bytes(config.model, capacity, precision, backend.device(), memory) - fixed)));
   if (stage)
     spdlog::info("pipeline: stage {} of {}, layers [{}, {})", ranks.rank(), ranks.size(), stage->first_layer,
                  stage->end_layer);

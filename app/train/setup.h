@@ -12,6 +12,7 @@
 #include "parallel/atom/placement.h"
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/profile.h"
+#include "parallel/pipeline/stages.h"
 
 namespace trident {
 

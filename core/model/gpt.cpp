@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <random>
-#include <type_traits>
 
 #include <fmt/core.h>
 
@@ -18,137 +17,48 @@ Precision precision_named(const std::string& name) {
 
 namespace {
 
-// The layers of the widest of the first `count` segments (at most all); the last ends before layer `end`.
-int64_t widest_segment(const std::vector<int>& starts, int64_t end, int count) {
-  int64_t widest = 0;
-  for (std::size_t k = 0; k < std::min(starts.size(), static_cast<std::size_t>(count)); ++k)
-    widest = std::max<int64_t>(widest, (k + 1 < starts.size() ? starts[k + 1] : end) - starts[k]);
-  return widest;
+int64_t kept_layers(const ModelConfig& config, const ModelMemory& memory) {
+  return memory.activation_layers < 0 ? config.n_layer : memory.activation_layers;
 }
-
-void check_segments(const std::vector<int>& starts, int64_t n_layer, int recomputed, int offloaded) {
-  TRIDENT_CHECK(!starts.empty() && starts[0] == 0, "segments must start at layer 0");
-  TRIDENT_CHECK(recomputed >= 0 && recomputed < static_cast<int>(starts.size()),
-                "{} recomputed segments of {}: at most all but the last", recomputed, starts.size());
-  TRIDENT_CHECK(offloaded >= 0 && offloaded < static_cast<int>(starts.size()),
-                "{} offloaded segments of {}: at most all but the last", offloaded, starts.size());
-  TRIDENT_CHECK(recomputed == 0 || offloaded == 0, "segments are either recomputed or offloaded, not both");
-  for (std::size_t k = 1; k < starts.size(); ++k)
-    TRIDENT_CHECK(starts[k] > starts[k - 1] && starts[k] < n_layer, "segment {} starts at layer {}: not increasing "
-                  "below {} layers", k, starts[k], n_layer);
-}
-
-// The layers a model computes: a pipeline stage's, else all of them as segments.
-struct LayerSpan {
-  std::vector<int> starts;
-  int end = 0;
-};
-LayerSpan layer_span(const ModelConfig& config, const Swapping* swapping, const PipelineStage* stage) {
-  const int n_layer = static_cast<int>(config.n_layer);
-  if (!stage) return {swapping ? swapping->segment_starts : std::vector<int>{0}, n_layer};
-  TRIDENT_CHECK(!swapping, "a pipeline stage is not swapped");
-  TRIDENT_CHECK(0 <= stage->first_layer && stage->first_layer < stage->end_layer && stage->end_layer <= n_layer,
-                "pipeline stage of layers [{}, {}) in a model of {}", stage->first_layer, stage->end_layer, n_layer);
-  return {{stage->first_layer}, stage->end_layer};
-}
-
-// Segments 0 .. transient take turns in the shared workspace(s) (Swapping::recomputed or Swapping::offloaded).
-int transient_segments(const Swapping* swapping) {
-  return swapping ? std::max(swapping->recomputed, swapping->offloaded) : 0;
-}
-int workspaces(const Swapping* swapping) { return swapping && swapping->offloaded > 0 ? 2 : 1; }
-
-// The activation workspace: as a model with the layers of the widest segment up to `transient` (twice with two
-// workspaces) and every later one.
-ModelConfig workspace_shape(ModelConfig config, const LayerSpan& span, int transient, int workspaces) {
-  const std::size_t after = static_cast<std::size_t>(transient) + 1;
-  const int64_t later = after < span.starts.size() ? span.end - span.starts[after] : 0;
-  config.n_layer = workspaces * widest_segment(span.starts, span.end, transient + 1) + later;
+// The activations' shape: a model of the layers whose activations are kept.
+ModelConfig activation_shape(ModelConfig config, const ModelMemory& memory) {
+  config.n_layer = kept_layers(config, memory);
   return config;
 }
-
-// The tokens the checkpoints and offloaded activations hold: a pass's, or a round's of several.
-int64_t stash_tokens(int64_t max_tokens, const Swapping* swapping) {
-  return swapping ? std::max(max_tokens, swapping->round_tokens) : max_tokens;
-}
-bool segment_major(int64_t max_tokens, const Swapping* swapping) {
-  return swapping && swapping->round_tokens > max_tokens;
-}
-
-// Values of the boundary checkpoints: the inputs of segments 1 .. transient.
-int64_t checkpoint_values(const ModelConfig& config, int transient, int64_t tokens) {
-  return transient * tokens * config.n_embd;
-}
-
-// int32 index values a batch stages off the host (tokens, positions, cu_seqlens, targets): one pass of max_tokens, or
-// every pass of a round run segment by segment (at most a sequence a token, each pass one more cu_seqlens entry).
-int64_t index_values(int64_t max_tokens, const Swapping* swapping) {
-  return segment_major(max_tokens, swapping) ? 5 * swapping->round_tokens + 1 : 4 * max_tokens + 1;
-}
-
-template <class T>
-int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens) {
-  return saved_bytes_per_token<T>(config) * max_tokens;
-}
-int64_t host_layer_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision) {
-  return precision == Precision::bf16 ? host_layer_bytes<bf16>(config, max_tokens)
-                                      : host_layer_bytes<float>(config, max_tokens);
-}
-// The layers whose activations move to the host: those of the offloaded segments but the last, or of all of them when
-// a round runs segment by segment (the last one's backward no longer follows its forward).
-int64_t moving_layers(const Swapping& swapping, int64_t max_tokens) {
-  const int moving = segment_major(max_tokens, &swapping) ? swapping.offloaded : swapping.offloaded - 1;
-  return moving > 0 ? swapping.segment_starts[static_cast<std::size_t>(moving)] : 0;
+// int32 index values a batch stages off the host (tokens, positions, cu_seqlens, targets).
+int64_t index_values(int64_t max_tokens, const ModelMemory& memory) {
+  return memory.index_values > 0 ? memory.index_values : 4 * max_tokens + 1;
 }
 
 }  // namespace
 
 GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Backend& backend, Precision precision,
-         const Swapping* swapping, const PipelineStage* stage)
+         const ModelMemory& memory)
     : config_(config),
       layout_(model_layout(config)),
       backend_(&backend),
       max_tokens_(max_tokens),
       precision_(precision),
-      swapped_(swapping != nullptr),
-      recomputed_(swapping ? swapping->recomputed : 0),
-      offloaded_(swapping ? swapping->offloaded : 0),
-      transient_(transient_segments(swapping)),
-      workspaces_(workspaces(swapping)) {
+      params_on_host_(memory.weights_on_host),
+      activation_layers_(kept_layers(config, memory)),
+      buckets_(gradient_buckets(layout_)) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
-  const LayerSpan span = layer_span(config, swapping, stage);
-  starts_ = span.starts;
-  end_layer_ = span.end;
-  if (!stage) check_segments(starts_, config.n_layer, recomputed_, offloaded_);
-  stash_tokens_ = stash_tokens(max_tokens, swapping);
-  segment_major_ = segment_major(max_tokens, swapping);
-  TRIDENT_CHECK(!segment_major_ || (starts_.size() >= 2 && transient_ == segments() - 1),
-                "a round of {} tokens in passes of {} runs segment by segment: every segment but the last must be "
-                "recomputed or offloaded", stash_tokens_, max_tokens);
-  shared_layers_ = static_cast<int>(widest_segment(starts_, end_layer_, transient_ + 1));
-  if (swapping)
-    TRIDENT_CHECK(swapping->store && swapping->store->device() == Device::cpu,
-                  "a swapped model's store is host memory");
-  Allocator& store = swapping ? *swapping->store : allocator;
+  TRIDENT_CHECK(!memory.weights_on_host || (memory.store && memory.store->device() == Device::cpu),
+                "a model's weights on the host need a store in host memory");
+  TRIDENT_CHECK(activation_layers_ >= 1, "activations of {} layers", activation_layers_);
+  Allocator& store = memory.weights_on_host ? *memory.store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
   grads_ = Tensor::zeros(store, {layout_.num_params});
-  const ModelConfig workspace = workspace_shape(config, span, transient_, workspaces_);
-  const int64_t boundary_values = checkpoint_values(config, transient_, stash_tokens_);
-  if (swapping && moving_layers(*swapping, max_tokens) > 0) {
-    host_layer_bytes_ = host_layer_bytes(config, stash_tokens_, precision);
-    host_acts_ = Tensor::empty(store, {(offload_bytes(config, max_tokens, precision, *swapping) + 3) / 4});
-  }
+  const ModelConfig shape = activation_shape(config, memory);
   if (precision == Precision::bf16) {
-    if (!swapping) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
-    acts16_ = allocate_activations<bf16>(workspace, max_tokens, allocator);
-    checkpoints_ = Tensor::empty(allocator, {boundary_values}, DType::bf16);
+    if (!memory.weights_on_host) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
+    acts16_ = allocate_activations<bf16>(shape, max_tokens, allocator);
   } else {
-    acts32_ = allocate_activations<float>(workspace, max_tokens, allocator);
-    checkpoints_ = Tensor::empty(allocator, {boundary_values});
+    acts32_ = allocate_activations<float>(shape, max_tokens, allocator);
   }
   if (backend.device() != Device::cpu)
-    index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, swapping)});
+    index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, memory)});
   // The fp32 copies a sequence-parallel op computes on with bf16 activations, shared by the layers (they grow on
   // first use: a run without sequence parallelism never allocates them).
   std::shared_ptr<WideActivations> wide;
@@ -157,37 +67,20 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
 }
 
 int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                          const Swapping* swapping, const PipelineStage* stage) {
+                          const ModelMemory& memory) {
   const int64_t P = model_layout(config).num_params;
-  const int transient = transient_segments(swapping);
-  const ModelConfig workspace =
-      workspace_shape(config, layer_span(config, swapping, stage), transient, workspaces(swapping));
-  const int64_t value = activation_value_bytes(precision);
-  int64_t bytes = swapping ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // parameters, gradients
-  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(workspace, max_tokens)
-                                        : activation_bytes<float>(workspace, max_tokens);
-  const int64_t boundary_bytes = checkpoint_values(config, transient, stash_tokens(max_tokens, swapping)) * value;
-  bytes += (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
-  if (device != Device::cpu) bytes += 4 * index_values(max_tokens, swapping);
+  const ModelConfig shape = activation_shape(config, memory);
+  int64_t bytes = memory.weights_on_host ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // weights, gradients
+  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens)
+                                        : activation_bytes<float>(shape, max_tokens);
+  if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
   if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
   return bytes;
 }
 
-int64_t GPT::offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
-                           const Swapping& swapping) {
-  return moving_layers(swapping, max_tokens) * host_layer_bytes(config, stash_tokens(max_tokens, &swapping), precision);
-}
-
-void GPT::set_layer_source(LayerSource* source) {
-  TRIDENT_CHECK(swapped(), "only a swapped model takes a layer source");
-  source_ = source;
-}
-
-int GPT::segment_end(int segment) const {
-  return segment + 1 < segments() ? starts_[static_cast<std::size_t>(segment + 1)] : end_layer_;
-}
-
-ParamWindow GPT::resident_window() {
+ParamWindow GPT::resident_weights() {
+  TRIDENT_CHECK(!params_on_host_, "a model whose weights are in a store runs its passes through its runner");
+  if (precision_ == Precision::bf16) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
   return {.begin = 0,
           .end = layout_.num_params,
           .params = params(),
@@ -211,7 +104,11 @@ void GPT::init_weights(uint64_t seed) {
 
 void GPT::zero_grads() {
   store_backend().fill(grads(), layout_.num_params, 0.0f);
-  if (source_) source_->grads_zeroed();
+  if (runner_) runner_->grads_zeroed();
+}
+
+void GPT::grad_ready(std::size_t bucket) {
+  if (grad_ready_) grad_ready_(buckets_[bucket].first, buckets_[bucket].second);
 }
 
 void GPT::check_batch(const TokenBatch& b, bool need_targets) const {
@@ -256,7 +153,8 @@ std::vector<TokenBatch> GPT::on_backend(const std::vector<TokenBatch>& batches) 
     if (b.targets != nullptr) host_indices_.insert(host_indices_.end(), b.targets, b.targets + b.num_tokens);
   }
   TRIDENT_CHECK(static_cast<int64_t>(host_indices_.size()) <= index_buffer_.numel(),
-                "{} index values staged for {} int32 values on the device", host_indices_.size(), index_buffer_.numel());
+                "{} index values staged for {} int32 values on the device", host_indices_.size(),
+                index_buffer_.numel());
   auto* base = static_cast<int32_t*>(index_buffer_.raw());
   backend_->upload(base, host_indices_.data(), sizeof(int32_t) * host_indices_.size());
   std::vector<TokenBatch> on_device = batches;
@@ -297,45 +195,21 @@ void download_floats(Backend& backend, float* host, const bf16* x, int64_t n) {
 }  // namespace
 
 template <>
-Activations<float>& GPT::acts<float>() {
+Activations<float>& GPT::activations<float>() {
   return acts32_;
 }
 template <>
-Activations<bf16>& GPT::acts<bf16>() {
+Activations<bf16>& GPT::activations<bf16>() {
   return acts16_;
-}
-
-template <class T>
-T* GPT::checkpoint(int segment) {
-  return checkpoints_.data<T>() + (static_cast<int64_t>(segment - 1) * stash_tokens_ + pass_at_) * config_.n_embd;
-}
-
-template <class T>
-int64_t GPT::copy_activations(int segment, int64_t n, bool to_host) {
-  std::vector<LayerSource::Copy> copies;
-  auto* host = static_cast<char*>(host_acts_.raw());
-  for (int l = starts_[static_cast<std::size_t>(segment)]; l < segment_end(segment); ++l) {
-    char* at = host + static_cast<int64_t>(l) * host_layer_bytes_;
-    for (const SavedArray& a : saved_arrays(layer_acts<T>(l, segment), config_)) {
-      const auto bytes = static_cast<std::size_t>(n * a.bytes_per_token);
-      char* pass = at + pass_at_ * a.bytes_per_token;
-      copies.push_back(to_host ? LayerSource::Copy{pass, a.data, bytes} : LayerSource::Copy{a.data, pass, bytes});
-      at += a.bytes_per_token * stash_tokens_;
-    }
-  }
-  return source_->copy_activations(fmt::format("{} activations {}", to_host ? "drain" : "load", segment),
-                                   std::move(copies), to_host);
 }
 
 // ---- one layer, forward ---------------------------------------------------------------------------------------------
 // Norms read the fp32 master weights; the matmuls read w.matmul<T> (the same for fp32).
 template <class T>
-void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& b) {
+void GPT::forward_layer(int l, const ParamWindow& w, const TokenBatch& b, const T* x, LayerActivations<T>& a) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
   const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
-  LayerActivations<T>& a = layer_acts<T>(l, segment);
-  const T* x = layer_input<T>(l, segment);
   // x + attn(ln_1(x))
   backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.param(o.ln1_w), w.param(o.ln1_b), N, C);
   backend_->linear_forward(a.qkv, a.ln1, w.matmul<T>(o.qkv_w), w.matmul<T>(o.qkv_b), N, C, 3 * C);
@@ -351,28 +225,16 @@ void GPT::forward_layer(int l, int segment, const ParamWindow& w, const TokenBat
   backend_->residual_forward(a.res3, a.res3, a.res2, N * C);
 }
 
-// The segment's layers; unless recomputing, its output becomes the next segment's checkpoint when that one runs in
-// the shared workspace.
-template <class T>
-void GPT::forward_segment(int segment, const ParamWindow& w, const TokenBatch& b, bool recomputing) {
-  const int first = starts_[static_cast<std::size_t>(segment)], end = segment_end(segment);
-  for (int l = first; l < end; ++l) forward_layer<T>(l, segment, w, b);
-  if (recomputing || segment + 1 > transient_) return;
-  const int64_t C = config_.n_embd;
-  backend_->copy_rows(checkpoint<T>(segment + 1), C, layer_acts<T>(end - 1, segment).res3, C, b.num_tokens, C);
-}
-
 // ---- one layer, backward ------------------------------------------------------------------------------------------
 // dres enters as the gradient at the layer's output and leaves as the gradient at its input; dnarrow and the wide
 // scratch are overwritten. Parameter gradients are fp32 whatever T is.
 template <class T>
-void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBatch& b, T* dres, T* dnarrow) {
+void GPT::backward_layer(int l, const ParamWindow& w, const TokenBatch& b, const T* x, const LayerActivations<T>& a,
+                         T* dres, T* dnarrow) {
   const int64_t N = b.num_tokens;
   const int C = static_cast<int>(config_.n_embd);
   const BlockOffsets& o = layout_.blocks[static_cast<std::size_t>(l)];
-  Activations<T>& acts = this->acts<T>();
-  const LayerActivations<T>& a = layer_acts<T>(l, segment);
-  const T* x = layer_input<T>(l, segment);
+  Activations<T>& acts = activations<T>();
   T* dwide1 = acts.dwide1;
   T* dwide2 = acts.dwide2;
   // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
@@ -401,213 +263,50 @@ void GPT::backward_layer(int l, int segment, const ParamWindow& w, const TokenBa
                                a.ln1_rstd, N, C);
 }
 
-// ---- one pass: embeddings, the segments, ln_f, then the tied LM head + cross-entropy a chunk of tokens at a time --
+// ---- one pass: embeddings, the layers, ln_f, then the tied LM head + cross-entropy a chunk of tokens at a time ----
 // logits = ln_f(x) @ wte^T; training also does d ln_f(x) += dlogits @ wte and dwte += dlogits^T @ ln_f(x) (fp32),
-// so the (N, V) logits never exist at once. Training then runs the segments' backward in reverse, recomputing the
-// forward of each recomputed one (Swapping::recomputed) from its checkpoint first. A pipeline stage starts from its
-// input instead of the embeddings and, before the last, ends at its output (backward: at the gradient there).
+// so the (N, V) logits never exist at once. Training then runs the layers' backward in reverse, handing each range of
+// gradients to the grad-ready hook as it is final.
 template <class T>
-double GPT::run(const TokenBatch& host_batch, Pass pass, float loss_weight, float* host_logits, const StageIO* io) {
-  check_batch(host_batch, pass != Pass::logits && last_stage());
-  TRIDENT_CHECK(!swapped() || source_, "a swapped model needs its layer source before a pass");
-  TRIDENT_CHECK(!swapped() || !grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
-  const bool train = pass == Pass::train;
-  TRIDENT_CHECK(pass != Pass::logits || (first_stage() && last_stage()), "logits come from a whole model");
-  TRIDENT_CHECK(first_stage() || (io && io->input), "a pipeline stage after the first needs its input");
-  TRIDENT_CHECK(last_stage() || (io && (train ? io->output_grad != nullptr : io->output != nullptr)),
-                "a pipeline stage before the last needs {}", train ? "the gradient at its output" : "its output buffer");
-  TRIDENT_CHECK(!train || first_stage() || io->input_grad, "a pipeline stage after the first returns its input's "
-                "gradient");
-  const TokenBatch b = on_backend(std::vector<TokenBatch>{host_batch})[0];
-  const ParamWindow resident = source_ ? ParamWindow{} : resident_window();
-  const LayerSource::Outer outer = source_ ? source_->begin_pass(train, 1) : LayerSource::Outer{resident, resident};
-  if constexpr (std::is_same_v<T, bf16>) {
-    if (!source_) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
+double GPT::run(const TokenBatch& host_batch, PassKind pass, float loss_weight, float* host_logits) {
+  check_batch(host_batch, pass != PassKind::logits);
+  TRIDENT_CHECK(activation_layers_ == config_.n_layer, "a model with the activations of {} of its {} layers runs its "
+                "passes through its strategy", activation_layers_, config_.n_layer);
+  const TokenBatch b = on_backend({host_batch})[0];
+  const ParamWindow w = resident_weights();
+  Activations<T>& acts = activations<T>();
+  const auto L = static_cast<int>(config_.n_layer);
+  auto input = [&](int l) { return l == 0 ? acts.encoded : acts.layers[static_cast<std::size_t>(l - 1)].res3; };
+  embed<T>(b, w);
+  for (int l = 0; l < L; ++l) forward_layer<T>(l, w, b, input(l), acts.layers[static_cast<std::size_t>(l)]);
+  const double loss_sum = head<T>(b, pass, loss_weight, host_logits, {w, w}, input(L));
+  if (pass != PassKind::train) return loss_sum;
+  final_norm_backward<T>({w, w}, input(L), b.num_tokens);
+  grad_ready(0);  // ln_f
+  T* dres = acts.dnarrow;  // the gradient at the trunk's output; acts.dres is free
+  T* dnarrow = acts.dres;
+  for (int l = L - 1; l >= 0; --l) {
+    backward_layer<T>(l, w, b, input(l), acts.layers[static_cast<std::size_t>(l)], dres, dnarrow);
+    grad_ready(static_cast<std::size_t>(L - l));
   }
-  Activations<T>& acts = this->acts<T>();
-  const int64_t N = b.num_tokens, C = config_.n_embd;
-  const ParamWindow& emb = outer.embeddings;
-  if (first_stage())
-    embed<T>(b, emb);
-  else
-    backend_->copy_rows(acts.encoded, C, static_cast<const T*>(io->input), C, N, C);
-  // Offloading: a segment's activations drain beside the next segment's forward; the one after that, in the same
-  // workspace, waits for them.
-  to_host_.assign(static_cast<std::size_t>(segments()), 0);
-  to_device_.assign(static_cast<std::size_t>(segments()), 0);
-  for (int k = 0; k < segments(); ++k) {
-    const ParamWindow w = source_ ? source_->acquire(k, false) : resident;
-    if (train && k >= 2 && moves(k - 2)) source_->wait_copies(to_host_[static_cast<std::size_t>(k - 2)]);
-    forward_segment<T>(k, w, b, false);
-    if (train && moves(k)) to_host_[static_cast<std::size_t>(k)] = copy_activations<T>(k, N, true);
-    if (source_) source_->release(k, false);
-  }
-  if (io && io->output) backend_->copy_rows(static_cast<T*>(io->output), C, trunk_output<T>(), C, N, C);
-  double loss_sum = 0;
-  if (last_stage()) loss_sum = head<T>(b, pass, loss_weight, host_logits, outer);
-  if (train) {
-    const auto buckets = gradient_buckets(layout_);
-    auto ready = [&](std::size_t bucket) {
-      if (grad_ready_) grad_ready_(buckets[bucket].first, buckets[bucket].second);
-    };
-    // dres: the gradient at the trunk's output, from the head (ln_f: d ln_f(x) into dnarrow, then swap roles) or
-    // from the next stage
-    T* dres = acts.dres;
-    T* dnarrow = acts.dnarrow;
-    if (last_stage()) {
-      final_norm_backward<T>(outer, N);
-      std::swap(dres, dnarrow);
-      ready(0);  // ln_f
-    } else {
-      backend_->copy_rows(dres, C, static_cast<const T*>(io->output_grad), C, N, C);
-    }
-    for (int k = segments() - 1; k >= 0; --k) {
-      const ParamWindow w = source_ ? source_->acquire(k, true) : resident;
-      if (k < recomputed_) forward_segment<T>(k, w, b, true);  // from its checkpoint
-      if (moves(k)) source_->wait_copies(to_device_[static_cast<std::size_t>(k)]);
-      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l) {
-        backward_layer<T>(l, k, w, b, dres, dnarrow);
-        ready(static_cast<std::size_t>(config_.n_layer - l));
-      }
-      if (source_) source_->release(k, true);
-      // its workspace is free: the activations of the segment two before it (the next to use it) load back
-      if (k >= 2 && moves(k - 2)) to_device_[static_cast<std::size_t>(k - 2)] = copy_activations<T>(k - 2, N, false);
-    }
-    if (first_stage()) {
-      embed_backward<T>(b, emb, dres);
-      ready(buckets.size() - 1);  // embeddings
-    } else {
-      backend_->copy_rows(static_cast<T*>(io->input_grad), C, dres, C, N, C);
-    }
-  }
-  if (source_) source_->end_pass(train);
-  return loss_sum;
-}
-
-// A round of passes segment by segment (Swapping::round_tokens): the forward of every segment but the last over every
-// pass, each pass's output of a segment kept as the next one's checkpoint (and, offloading, its activations sent to
-// the store); then the last segment pass after pass, forward, loss and backward, the gradient at its input taking the
-// place of its checkpoint; then the other segments' backward in reverse, pass after pass (each recomputed from its
-// checkpoint or loaded back), and the embeddings'. Each segment comes onto the device once for the forward and once for
-// the backward, whatever the passes. The gradients are those of the passes run one after another, but for the tied
-// embedding's: it sums every pass's LM-head part before their embedding parts.
-template <class T>
-double GPT::run_passes(const std::vector<TokenBatch>& host_passes, float loss_weight) {
-  const int last = segments() - 1;
-  const bool offload = offloaded_ > 0;
-  int64_t tokens = 0;
-  std::vector<int64_t> first_token;  // of each pass in the checkpoints and the store
-  for (const TokenBatch& pass : host_passes) {
-    check_batch(pass, true);
-    first_token.push_back(tokens);
-    tokens += pass.num_tokens;
-  }
-  TRIDENT_CHECK(tokens <= stash_tokens_, "a round of {} tokens exceeds the {} the model's checkpoints were sized for",
-                tokens, stash_tokens_);
-  TRIDENT_CHECK(!grad_ready_, "a swapped model's gradients reach the store by segment, not by bucket");
-  const std::vector<TokenBatch> passes = on_backend(host_passes);
-  const auto P = static_cast<int>(passes.size());
-  Activations<T>& acts = this->acts<T>();
-  const int64_t C = config_.n_embd;
-  const LayerSource::Outer outer = source_->begin_pass(true, P);
-  const ParamWindow& emb = outer.embeddings;
-  // Pass p of segment k computes in workspace `workspace_at_` with its tokens at pass_at_ in the checkpoints and store.
-  auto enter = [&](int p, int workspace) {
-    pass_at_ = first_token[static_cast<std::size_t>(p)];
-    workspace_at_ = workspace;
-  };
-  // Offloading, the workspaces alternate pass by pass: a pass's activations drain beside the next pass's forward, and
-  // the pass after that waits for them.
-  std::vector<int64_t> drains;
-  for (int k = 0; k < last; ++k) {
-    const ParamWindow w = source_->acquire(k, false);
-    for (int p = 0; p < P; ++p) {
-      const auto unit = static_cast<int>(drains.size());
-      enter(p, offload ? unit % 2 : 0);
-      if (offload && unit >= 2) source_->wait_copies(drains[static_cast<std::size_t>(unit - 2)]);
-      if (k == 0) embed<T>(passes[static_cast<std::size_t>(p)], emb);
-      forward_segment<T>(k, w, passes[static_cast<std::size_t>(p)], false);
-      if (offload) drains.push_back(copy_activations<T>(k, passes[static_cast<std::size_t>(p)].num_tokens, true));
-    }
-    source_->release(k, false);
-  }
-  // The backward goes through (segment, pass) in this order; offloading, each loads into the workspace the one two
-  // before it used, the first into the one the last segment does not use.
-  std::vector<std::pair<int, int>> backward_units;
-  for (int k = last - 1; k >= 0; --k)
-    for (int p = 0; p < P; ++p) backward_units.emplace_back(k, p);
-  const int last_workspace = offload ? static_cast<int>(drains.size()) % 2 : 0;
-  auto backward_workspace = [&](std::size_t unit) {
-    return offload ? (last_workspace + 1 + static_cast<int>(unit)) % 2 : 0;
-  };
-  std::vector<int64_t> loads(backward_units.size(), 0);
-  auto load = [&](std::size_t unit) {
-    if (!offload || unit >= backward_units.size()) return;
-    const auto [k, p] = backward_units[unit];
-    enter(p, backward_workspace(unit));
-    loads[unit] = copy_activations<T>(k, passes[static_cast<std::size_t>(p)].num_tokens, false);
-  };
-  if (offload && drains.size() >= 2) source_->wait_copies(drains[drains.size() - 2]);
-  load(0);
-  double loss_sum = 0;
-  source_->acquire(last, false);  // the protocol's forward of the last segment, which stays for its backward
-  source_->release(last, false);
-  {
-    const ParamWindow w = source_->acquire(last, true);
-    for (int p = 0; p < P; ++p) {
-      const TokenBatch& b = passes[static_cast<std::size_t>(p)];
-      enter(p, last_workspace);
-      forward_segment<T>(last, w, b, false);
-      loss_sum += head<T>(b, Pass::train, loss_weight, nullptr, outer);
-      final_norm_backward<T>(outer, b.num_tokens);
-      T* dres = acts.dnarrow;  // the gradient at the trunk's output; acts.dres is free
-      T* dnarrow = acts.dres;
-      for (int l = end_layer_ - 1; l >= starts_[static_cast<std::size_t>(last)]; --l)
-        backward_layer<T>(l, last, w, b, dres, dnarrow);
-      backend_->copy_rows(checkpoint<T>(last), C, dres, C, b.num_tokens, C);
-    }
-    source_->release(last, true);
-  }
-  load(1);
-  std::size_t unit = 0;
-  for (int k = last - 1; k >= 0; --k) {
-    const ParamWindow w = source_->acquire(k, true);
-    for (int p = 0; p < P; ++p, ++unit) {
-      const TokenBatch& b = passes[static_cast<std::size_t>(p)];
-      enter(p, backward_workspace(unit));
-      if (k == 0) embed<T>(b, emb);  // the first layer's input
-      if (offload) source_->wait_copies(loads[unit]);
-      else forward_segment<T>(k, w, b, true);
-      T* dres = checkpoint<T>(last);  // the gradient at the pass's input of segment k + 1
-      for (int l = segment_end(k) - 1; l >= starts_[static_cast<std::size_t>(k)]; --l)
-        backward_layer<T>(l, k, w, b, dres, acts.dnarrow);
-      load(unit + 2);
-    }
-    source_->release(k, true);
-  }
-  for (int p = 0; p < P; ++p) {
-    const TokenBatch& b = passes[static_cast<std::size_t>(p)];
-    enter(p, -1);
-    embed_backward<T>(b, emb, checkpoint<T>(last));
-  }
-  enter(0, -1);
-  source_->end_pass(true);
+  embed_backward<T>(b, w, dres);
+  grad_ready(buckets_.size() - 1);  // embeddings
   return loss_sum;
 }
 
 // ln_f and the tied LM head: logits, or the losses, or (training) the losses, d ln_f(x) into acts.dres and dwte.
 // Returns the sum of the losses (0 for logits).
 template <class T>
-double GPT::head(const TokenBatch& b, Pass pass, float loss_weight, float* host_logits,
-                 const LayerSource::Outer& outer) {
-  Activations<T>& acts = this->acts<T>();
+double GPT::head(const TokenBatch& b, PassKind pass, float loss_weight, float* host_logits, const OuterWindows& outer,
+                 const T* trunk_output) {
+  Activations<T>& acts = activations<T>();
   const int64_t N = b.num_tokens, C = config_.n_embd, V = config_.vocab_size;
   const ParamWindow& emb = outer.embeddings;
   const ParamWindow& fin = outer.final_norm;
-  backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, trunk_output<T>(), fin.param(layout_.lnf_w),
+  backend_->layernorm_forward(acts.lnf, acts.lnf_mean, acts.lnf_rstd, trunk_output, fin.param(layout_.lnf_w),
                               fin.param(layout_.lnf_b), N, static_cast<int>(C));
   const T* wte = emb.matmul<T>(layout_.wte);
-  const bool train = pass == Pass::train;
+  const bool train = pass == PassKind::train;
   if (train) {
     backend_->fill(acts.loss_weight, N, loss_weight);
     backend_->fill(acts.dres, N * C, 0.0f);
@@ -616,8 +315,8 @@ double GPT::head(const TokenBatch& b, Pass pass, float loss_weight, float* host_
     const int64_t n = std::min(kHeadChunk, N - t0);
     const T* x = acts.lnf + t0 * C;
     backend_->gemm(Trans::no, Trans::yes, n, V, C, 1.0f, x, C, wte, C, 0.0f, acts.logits, V);
-    if (pass == Pass::logits) download_floats(*backend_, host_logits + t0 * V, acts.logits, n * V);
-    else if (pass == Pass::loss) {
+    if (pass == PassKind::logits) download_floats(*backend_, host_logits + t0 * V, acts.logits, n * V);
+    else if (pass == PassKind::loss) {
       backend_->crossentropy_forward(acts.losses + t0, acts.logits, b.targets + t0, n, V);
     } else if (train) {
       backend_->crossentropy_fused_backward(acts.losses + t0, acts.logits, b.targets + t0, acts.loss_weight + t0, n,
@@ -626,26 +325,33 @@ double GPT::head(const TokenBatch& b, Pass pass, float loss_weight, float* host_
       backend_->gemm(Trans::yes, Trans::no, V, C, n, 1.0f, acts.logits, V, x, C, 1.0f, emb.grad(layout_.wte), C);
     }
   }
-  return pass == Pass::logits ? 0.0 : sum_losses(acts.losses, N);
+  return pass == PassKind::logits ? 0.0 : sum_losses(acts.losses, N);
 }
 
-double GPT::forward_backward(const TokenBatch& batch, float loss_weight, const StageIO* stage_io) {
-  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::train, loss_weight, nullptr, stage_io)
-                                       : run<float>(batch, Pass::train, loss_weight, nullptr, stage_io);
+double GPT::dispatch(const TokenBatch& batch, PassKind pass, float loss_weight, float* host_logits) {
+  if (runner_) return runner_->run(batch, pass, loss_weight, host_logits);
+  return precision_ == Precision::bf16 ? run<bf16>(batch, pass, loss_weight, host_logits)
+                                       : run<float>(batch, pass, loss_weight, host_logits);
+}
+
+double GPT::forward_backward(const TokenBatch& batch, float loss_weight) {
+  return dispatch(batch, PassKind::train, loss_weight, nullptr);
 }
 
 double GPT::forward_backward(const std::vector<TokenBatch>& passes, float loss_weight) {
-  if (segment_major_ && passes.size() > 1)
-    return precision_ == Precision::bf16 ? run_passes<bf16>(passes, loss_weight)
-                                         : run_passes<float>(passes, loss_weight);
+  if (runner_) return runner_->run_passes(passes, loss_weight);
   double loss_sum = 0;
   for (const TokenBatch& pass : passes) loss_sum += forward_backward(pass, loss_weight);
   return loss_sum;
 }
 
+double GPT::forward_loss(const TokenBatch& batch) { return dispatch(batch, PassKind::loss, 0.0f, nullptr); }
+
+void GPT::forward_logits(const TokenBatch& batch, float* logits) { dispatch(batch, PassKind::logits, 0.0f, logits); }
+
 template <class T>
 void GPT::embed(const TokenBatch& b, const ParamWindow& emb) {
-  backend_->embedding_forward(acts<T>().encoded, b.tokens, b.positions, emb.param(layout_.wte),
+  backend_->embedding_forward(activations<T>().encoded, b.tokens, b.positions, emb.param(layout_.wte),
                               layout_.wpe >= 0 ? emb.param(layout_.wpe) : nullptr, b.num_tokens,
                               static_cast<int>(config_.n_embd));
 }
@@ -656,27 +362,14 @@ void GPT::embed_backward(const TokenBatch& b, const ParamWindow& emb, const T* d
                                b.tokens, b.positions, b.num_tokens, static_cast<int>(config_.n_embd));
 }
 
-// ln_f backward: d ln_f(x) from the head's gradient in acts.dres into acts.dnarrow.
 template <class T>
-void GPT::final_norm_backward(const LayerSource::Outer& outer, int64_t n) {
-  Activations<T>& acts = this->acts<T>();
+void GPT::final_norm_backward(const OuterWindows& outer, const T* trunk_output, int64_t n) {
+  Activations<T>& acts = activations<T>();
   const ParamWindow& fin = outer.final_norm;
   backend_->fill(acts.dnarrow, n * config_.n_embd, 0.0f);
   backend_->layernorm_backward(acts.dnarrow, fin.grad(layout_.lnf_w), fin.grad(layout_.lnf_b), acts.dres,
-                               trunk_output<T>(), fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, n,
+                               trunk_output, fin.param(layout_.lnf_w), acts.lnf_mean, acts.lnf_rstd, n,
                                static_cast<int>(config_.n_embd));
-}
-
-double GPT::forward_loss(const TokenBatch& batch, const StageIO* stage_io) {
-  return precision_ == Precision::bf16 ? run<bf16>(batch, Pass::loss, 0.0f, nullptr, stage_io)
-                                       : run<float>(batch, Pass::loss, 0.0f, nullptr, stage_io);
-}
-
-void GPT::forward_logits(const TokenBatch& batch, float* logits) {
-  if (precision_ == Precision::bf16)
-    run<bf16>(batch, Pass::logits, 0.0f, logits, nullptr);
-  else
-    run<float>(batch, Pass::logits, 0.0f, logits, nullptr);
 }
 
 double GPT::flops(const TokenBatch& b) const {
@@ -696,5 +389,18 @@ double GPT::flops(const TokenBatch& b) const {
   }
   return total;
 }
+
+// The steps of a pass, for both activation types (core/model/layer_runner.h).
+#define TRIDENT_PASS_STEPS(T)                                                                                       \
+  template void GPT::embed<T>(const TokenBatch&, const ParamWindow&);                                               \
+  template void GPT::embed_backward<T>(const TokenBatch&, const ParamWindow&, const T*);                            \
+  template void GPT::forward_layer<T>(int, const ParamWindow&, const TokenBatch&, const T*, LayerActivations<T>&);  \
+  template void GPT::backward_layer<T>(int, const ParamWindow&, const TokenBatch&, const T*,                        \
+                                       const LayerActivations<T>&, T*, T*);                                         \
+  template double GPT::head<T>(const TokenBatch&, PassKind, float, float*, const OuterWindows&, const T*);          \
+  template void GPT::final_norm_backward<T>(const OuterWindows&, const T*, int64_t);
+TRIDENT_PASS_STEPS(float)
+TRIDENT_PASS_STEPS(bf16)
+#undef TRIDENT_PASS_STEPS
 
 }  // namespace trident

@@ -20,7 +20,7 @@ int64_t placed_bytes(const Config& config, Precision precision, Device device, c
                      int recomputed, int offloaded, int slots, int64_t tokens, int64_t round_tokens) {
   const Swapping swapping{
       .segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .round_tokens = round_tokens};
-  return GPT::memory_bytes(config.model, tokens, precision, device, &swapping) +
+  return SegmentRunner::memory_bytes(config.model, tokens, precision, device, swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
 
@@ -337,7 +337,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   placed.round_tokens = round_tokens(placed.segment_starts, chosen, tokens);
   const Swapping swapping{
       .segment_starts = placed.segment_starts, .offloaded = placed.offloaded, .round_tokens = placed.round_tokens};
-  const int64_t offload_bytes = GPT::offload_bytes(m, tokens, precision, swapping);
+  const int64_t offload_bytes = SegmentRunner::offload_bytes(m, tokens, precision, swapping);
   check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
   placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
   placed.passes = passes_for(tokens);

@@ -50,7 +50,7 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
   independent_ = averager_ && p.atom_round_deadline_ms > 0;
   if (swapper_)
     recomputed_share_ =
-        static_cast<double>(swapper_->recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
+        static_cast<double>(swapper_->runner().recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
   every_ = averager_ ? p.atom_average_every : 0;
 }
 
@@ -99,7 +99,7 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   for (Batch& pass : mine) passes.push_back(group_batch(std::move(pass), nullptr, nullptr));
   // A swapped model runs the passes in rounds of at most round_tokens() tokens, each segment by segment (0: one
   // call, pass by pass).
-  const int64_t round = model.round_tokens();
+  const int64_t round = swapper_ ? swapper_->runner().round_tokens() : 0;
   std::vector<TokenBatch> views;  // into `passes`, which no longer move
   int64_t in_round = 0;
   for (GroupBatch& pass : passes) {

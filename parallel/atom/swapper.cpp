@@ -46,13 +46,13 @@ int64_t LayerSwapper::device_bytes(const ModelConfig& config, const std::vector<
   return per_param * (outer_params(layout) + used_slots * widest);
 }
 
-LayerSwapper::LayerSwapper(GPT& model, Allocator& device, SwapOptions options)
-    : model_(model), options_(options), bf16_(model.precision() == Precision::bf16),
-      engine_(model.backend().make_copy_queue(), options.copy_bytes_per_s) {
-  TRIDENT_CHECK(model.swapped(), "the layer swapper needs a swapped model");
+LayerSwapper::LayerSwapper(SegmentRunner& runner, Allocator& device, SwapOptions options)
+    : runner_(runner), model_(runner.model()), options_(options), bf16_(model_.precision() == Precision::bf16),
+      engine_(model_.backend().make_copy_queue(), options.copy_bytes_per_s) {
+  const GPT& model = model_;
   TRIDENT_CHECK(options.slots >= 2, "swapping needs at least 2 device slots (one computing, one loading)");
   const ModelLayout& layout = model.layout();
-  for (auto [begin, end] : segment_ranges(layout, model.segment_starts())) segments_.push_back({begin, end});
+  for (auto [begin, end] : segment_ranges(layout, runner.segment_starts())) segments_.push_back({begin, end});
   embeddings_ = {0, layout.blocks[0].ln1_w};
   final_norm_ = {layout.lnf_w, layout.num_params};
   const int64_t outer = outer_params(layout);
@@ -68,7 +68,7 @@ LayerSwapper::LayerSwapper(GPT& model, Allocator& device, SwapOptions options)
     if (bf16_) s.params16 = Tensor::empty(device, {widest}, DType::bf16);
   }
   store_grads_zero_.assign(segments_.size() + 1, false);  // the store's gradients are whatever it holds
-  model.set_layer_source(this);
+  runner.set_source(this);
 }
 
 LayerSwapper::~LayerSwapper() {
@@ -77,7 +77,7 @@ LayerSwapper::~LayerSwapper() {
   } catch (...) {
     // a failed copy is reported by the pass that waits for it (end_pass waits for all); nothing is left to report to
   }
-  model_.set_layer_source(nullptr);
+  runner_.set_source(nullptr);
 }
 
 CopyEngine::Ticket LayerSwapper::load(std::string label, Range range, std::size_t part, float* params, bf16* params16,

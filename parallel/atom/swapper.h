@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/model/gpt.h"
+#include "parallel/atom/layer_source.h"
+#include "parallel/atom/segment_runner.h"
 #include "core/tensor/tensor.h"
 #include "parallel/atom/copy_engine.h"
 #include "parallel/atom/swap_stats.h"
@@ -28,9 +30,9 @@ struct SwapOptions {
 
 class LayerSwapper final : public LayerSource {
  public:
-  // `model` is swapped (its segments are the sub-models); the slots and the resident embedding / final norm are taken
-  // from `device`, the model's device allocator. Sets itself as the model's layer source.
-  LayerSwapper(GPT& model, Allocator& device, SwapOptions options);
+  // The runner's segments are the sub-models; the slots and the resident embedding / final norm are taken from
+  // `device`, the model's device allocator. Sets itself as the runner's layer source.
+  LayerSwapper(SegmentRunner& runner, Allocator& device, SwapOptions options);
   ~LayerSwapper() override;
 
   // The device bytes the constructor takes: the resident embedding and final norm, and min(slots, sub-models) slots
@@ -47,8 +49,7 @@ class LayerSwapper final : public LayerSource {
   void wait_copies(int64_t ticket) override;
 
   SwapStats take_stats();
-  const std::vector<int>& segment_starts() const { return model_.segment_starts(); }
-  int recomputed_layers() const { return model_.recomputed_layers(); }
+  const SegmentRunner& runner() const { return runner_; }
   // With options.timeline: the copy engine's jobs and the compute of each sub-model ("forward 2", "backward 2")
   // since the last call, on one clock, by start time: the copies overlapping the compute can be read off it.
   std::vector<CopyEngine::Span> take_timeline();
@@ -81,6 +82,7 @@ class LayerSwapper final : public LayerSource {
   CopyEngine::Ticket load(std::string label, Range range, std::size_t part, float* params, bf16* params16, float* grads,
                           bool with_params, bool with_grads);
 
+  SegmentRunner& runner_;
   GPT& model_;
   SwapOptions options_;
   bool bf16_;

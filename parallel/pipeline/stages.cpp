@@ -24,6 +24,8 @@ PipelineStage pipeline_stage(const ModelConfig& model, int stages, int stage) {
   return {first, first + base + (stage < longer ? 1 : 0)};
 }
 
+ModelMemory stage_memory(const PipelineStage& stage) { return {.activation_layers = stage.layers()}; }
+
 namespace {
 
 // Where layer l's parameters start in the flat layout (ln_f's for l = n_layer).

@@ -13,6 +13,19 @@ namespace trident {
 
 using ParamRanges = std::vector<std::pair<int64_t, int64_t>>;  // {offset, numel} of the flat layout
 
+// The layers [first_layer, end_layer) one stage computes. Its model keeps their activations only
+// (stage_memory); parameters and gradients keep the whole flat layout, of which the stage computes the gradients of
+// its own layers (the first and the last both of the tied embedding).
+struct PipelineStage {
+  int first_layer = 0;
+  int end_layer = 0;
+  int layers() const { return end_layer - first_layer; }
+  bool first() const { return first_layer == 0; }
+};
+
+// How a stage's model is built: the activations of its layers.
+ModelMemory stage_memory(const PipelineStage& stage);
+
 // ConfigErrors naming the key unless the run can be a pipeline of `world` stages: no more stages than layers, the
 // cpu backend (its boundary buffers are host memory).
 void check_pipeline(const Config& config, int world);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "parallel/pipeline/stage_pass.h"
 #include "parallel/pipeline/stages.h"
 #include "parallel/strategy.h"
 
@@ -22,8 +23,8 @@ namespace trident {
 
 class PipelineStrategy final : public Strategy {
  public:
-  // A pipeline over all of env.groups.world(); the model it is given must be this rank's stage
-  // (pipeline_stage(model, world, rank)), sized for env.capacity_tokens.
+  // A pipeline over all of env.groups.world(); the model it is given must hold the activations of this rank's stage
+  // (stage_memory(pipeline_stage(model, world, rank))), sized for env.capacity_tokens.
   explicit PipelineStrategy(const StrategyEnv& env);
 
   std::string name() const override { return "pipeline"; }

@@ -61,7 +61,7 @@ Config eight_sub_models() {
 int64_t single_layer_bytes(const ModelConfig& m, int recomputed, int offloaded) {
   const std::vector<int> starts = balanced_starts(8, 8);
   const Swapping s{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
-  return GPT::memory_bytes(m, 512, Precision::fp32, Device::cpu, &s) +
+  return SegmentRunner::memory_bytes(m, 512, Precision::fp32, Device::cpu, s) +
          LayerSwapper::device_bytes(m, starts, 2, Precision::fp32);
 }
 
@@ -98,14 +98,16 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
   const Swapping swapping{
       .segment_starts = starts, .store = &host, .recomputed = recomputed, .offloaded = offloaded};
-  const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
+  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   const int64_t resident_bytes =
       GPT::memory_bytes(m, tokens, precision, Device::cpu) + AdamW::memory_bytes(resident.num_params());
   if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model: the 4x case
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
-  GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
-  LayerSwapper swapper(swapped, device, {.slots = slots});
+  GPT swapped(m, tokens, device, cpu_backend(), precision,
+              SegmentRunner::model_memory(m, tokens, swapping));
+  SegmentRunner swapped_runner(swapped, swapping, device);
+  LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   swapped.init_weights(7);
   AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
   const Steps got = train(swapped, swapped_adam, 3);
@@ -124,7 +126,7 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   const int64_t per_token =
       precision == Precision::bf16 ? saved_bytes_per_token<bf16>(m) : saved_bytes_per_token<float>(m);
   CHECK(stats.activation_bytes == 3 * 2 * 64 * moving * per_token * 2);
-  CHECK(host.peak() >= static_cast<std::size_t>(GPT::offload_bytes(m, tokens, precision, swapping)));
+  CHECK(host.peak() >= static_cast<std::size_t>(SegmentRunner::offload_bytes(m, tokens, precision, swapping)));
 }
 
 TEST_CASE("a step in several passes runs segment by segment: each sub-model loads once, the gradients those of the "
@@ -157,11 +159,13 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
                           .recomputed = offload ? 0 : stashed,
                           .offloaded = offload ? stashed : 0,
                           .round_tokens = round_tokens};
-  const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cpu, &swapping) +
+  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
-  GPT swapped(m, tokens, device, cpu_backend(), precision, &swapping);
-  LayerSwapper swapper(swapped, device, {.slots = slots});
+  GPT swapped(m, tokens, device, cpu_backend(), precision,
+              SegmentRunner::model_memory(m, tokens, swapping));
+  SegmentRunner swapped_runner(swapped, swapping, device);
+  LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   swapped.init_weights(7);
   AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
   CHECK(device.in_use() == static_cast<std::size_t>(budget));  // memory_bytes counts the step's checkpoints
@@ -203,7 +207,8 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
   }
   for (int64_t i = 0; i < P; ++i) REQUIRE(swapped.params()[i] == Approx(resident.params()[i]).margin(1e-6));
   CHECK(device.peak() <= device.budget());
-  if (offload) CHECK(host.peak() >= static_cast<std::size_t>(GPT::offload_bytes(m, tokens, precision, swapping)));
+  if (offload)
+    CHECK(host.peak() >= static_cast<std::size_t>(SegmentRunner::offload_bytes(m, tokens, precision, swapping)));
 
   // A step longer than the checkpoints hold is refused.
   std::vector<TokenBatch> four = views;
@@ -219,11 +224,13 @@ TEST_CASE("a slow copy overlaps the compute: each load starts before the previou
   Allocator device({.name = "device", .budget_bytes = std::size_t(1) << 30});
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
   const Swapping swapping{.segment_starts = starts, .store = &host};
-  GPT model(m, 256, device, cpu_backend(), Precision::fp32, &swapping);
+  GPT model(m, 256, device, cpu_backend(), Precision::fp32,
+            SegmentRunner::model_memory(m, 256, swapping));
+  SegmentRunner model_runner(model, swapping, device);
   model.init_weights(3);
   const OwnedBatch b = make_batch({64, 64, 64, 64}, 64, 5);
   auto timeline_of_step = [&](double copy_bytes_per_s) {
-    LayerSwapper swapper(model, device, {.slots = 2, .copy_bytes_per_s = copy_bytes_per_s, .timeline = true});
+    LayerSwapper swapper(model_runner, device, {.slots = 2, .copy_bytes_per_s = copy_bytes_per_s, .timeline = true});
     model.zero_grads();
     model.forward_backward(b.view(), 1.0f / 256);
     return std::pair{swapper.take_timeline(), swapper.take_stats()};
@@ -306,7 +313,7 @@ TEST_CASE("a batch in several passes runs sub-model by sub-model, in rounds wher
   const std::vector<int> starts = balanced_starts(8, 8);
   auto device_bytes = [&](int64_t round_tokens) {  // a pass of one document, recomputing all but the last
     const Swapping s{.segment_starts = starts, .recomputed = 7, .round_tokens = round_tokens};
-    return GPT::memory_bytes(c.model, 64, Precision::fp32, Device::cpu, &s) +
+    return SegmentRunner::memory_bytes(c.model, 64, Precision::fp32, Device::cpu, s) +
            LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
   };
   REQUIRE(device_bytes(512) > device_bytes(256));  // the checkpoints of the whole batch, of half of it
@@ -351,7 +358,7 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
   CHECK(p.tokens == 512);
   CHECK(p.device_bytes == device_bytes(p.offloaded));
   const Swapping chosen{.segment_starts = starts, .offloaded = p.offloaded};
-  const int64_t offload_bytes = GPT::offload_bytes(c.model, 512, Precision::fp32, chosen);
+  const int64_t offload_bytes = SegmentRunner::offload_bytes(c.model, 512, Precision::fp32, chosen);
   CHECK(offload_bytes > 0);
   CHECK(p.host_bytes == 16 * model_layout(c.model).num_params + offload_bytes);
   // the same with keep does not fit; auto without a profile recomputes instead

@@ -156,12 +156,14 @@ TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backe
   Allocator store({.name = "host store", .budget_bytes = std::size_t(1) << 30,
                    .resource = &g_cuda->staging_memory()});
   const Swapping swapping{.segment_starts = starts, .store = &store};
-  const int64_t budget = GPT::memory_bytes(c.model, tokens, Precision::fp32, Device::cuda, &swapping) +
+  const int64_t budget = SegmentRunner::memory_bytes(c.model, tokens, Precision::fp32, Device::cuda, swapping) +
                          LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget),
                     .resource = &g_cuda->memory()});
-  GPT model(c.model, tokens, device, *g_cuda, Precision::fp32, &swapping);
-  LayerSwapper swapper(model, device, {.slots = 2});
+  GPT model(c.model, tokens, device, *g_cuda, Precision::fp32,
+            SegmentRunner::model_memory(c.model, tokens, swapping));
+  SegmentRunner model_runner(model, swapping, device);
+  LayerSwapper swapper(model_runner, device, {.slots = 2});
   model.init_weights(5);
   AtomStrategy atom({*g_groups, *g_cuda, c, tokens, nullptr, &swapper});
   const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);

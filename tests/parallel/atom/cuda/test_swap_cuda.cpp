@@ -79,11 +79,13 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
                           .recomputed = recomputed,
                           .offloaded = offloaded,
                           .round_tokens = segment_major ? 2 * tokens : 0};
-  const int64_t budget = GPT::memory_bytes(m, tokens, precision, Device::cuda, &swapping) +
+  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cuda, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget), .resource = &cuda->memory()});
-  GPT swapped(m, tokens, device, *cuda, precision, &swapping);
-  LayerSwapper swapper(swapped, device, {.slots = slots});
+  GPT swapped(m, tokens, device, *cuda, precision,
+              SegmentRunner::model_memory(m, tokens, swapping));
+  SegmentRunner swapped_runner(swapped, swapping, device);
+  LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   swapped.init_weights(7);
   AdamW adam(swapped.layout(), TrainConfig{}, store);  // on the host store, as a swapped run's
 

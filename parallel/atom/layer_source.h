@@ -1,12 +1,11 @@
 #pragma once
-// The seam a swapping strategy (parallel/atom) uses: where the layers' weights are while the model computes them.
+// Where a swapped model's weights are while its segments compute (parallel/atom/segment_runner.h).
 //
-// A resident model reads its own flat buffers: every layer on the device, one segment. A swapped model keeps its
-// flat parameters and gradients in host memory (the store the optimizer updates) and computes its layers in
-// segments, runs of consecutive layers that a LayerSource brings onto the device one at a time. The model keeps the
-// activations of the segments its Swapping says (core/model/gpt.h) plus each other segment's input (its boundary
-// checkpoint), and before those others' backward recomputes their forward from it or loads back the activations it
-// offloaded; the last segment's activations are always still there.
+// A swapped model keeps its flat parameters and gradients in host memory (the store the optimizer updates) and
+// computes its layers in segments (ATOM's sub-models), runs of consecutive layers that a LayerSource brings onto the
+// device one at a time. The SegmentRunner keeps the activations of the segments its Swapping says plus each other
+// segment's input (its boundary checkpoint), and before those others' backward recomputes their forward from it or
+// loads back the activations it offloaded; the last segment's activations are always still there.
 //
 // Order of calls in a training pass of G segments (an evaluation pass stops after the forward):
 //   begin_pass(true, 1)                                               the embeddings and final norm, for the pass
@@ -18,50 +17,24 @@
 // segment by segment (Swapping::round_tokens) makes this sequence once: each segment computes every pass between its
 // acquire and its release, and the last one's passes, forward and backward, all come after acquire(G-1, backward).
 //
-// A model that offloads activations (Swapping::offloaded) also hands the source copies between its activation
+// A runner that offloads activations (Swapping::offloaded) also hands the source copies between the activation
 // workspace and host memory, which the source runs in order with its own loads and drains, beside the compute.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "kernels/shared/bf16.h"
+#include "core/model/param_window.h"
 
 namespace trident {
-
-// A device window onto the flat layout (core/model/layout.h): offsets [begin, end) of the parameters, their bf16
-// copy (train.precision: bf16) and their gradients. Accessors take the layout's flat offsets.
-struct ParamWindow {
-  int64_t begin = 0, end = 0;
-  float* params = nullptr;
-  bf16* params16 = nullptr;
-  float* grads = nullptr;
-
-  const float* param(int64_t offset) const { return params + (offset - begin); }
-  float* grad(int64_t offset) const { return grads + (offset - begin); }
-  // The weights the matmuls read: fp32 masters, or their bf16 copy.
-  template <class T>
-  const T* matmul(int64_t offset) const;
-};
-
-template <>
-inline const float* ParamWindow::matmul<float>(int64_t offset) const {
-  return param(offset);
-}
-template <>
-inline const bf16* ParamWindow::matmul<bf16>(int64_t offset) const {
-  return params16 + (offset - begin);
-}
 
 class LayerSource {
  public:
   virtual ~LayerSource() = default;
 
-  // The embeddings [0, first block) and the final norm [ln_f, end) of the layout, on the device from begin_pass to
-  // end_pass. A training pass gets their gradients as the store holds them (accumulation) and returns them at the end.
-  struct Outer {
-    ParamWindow embeddings, final_norm;
-  };
+  // The embeddings and the final norm, on the device from begin_pass to end_pass. A training pass gets their
+  // gradients as the store holds them (accumulation) and returns them at the end.
+  using Outer = OuterWindows;
   // `passes`: the model's passes over a batch this sequence runs (several when run segment by segment).
   virtual Outer begin_pass(bool train, int passes) = 0;
   virtual void end_pass(bool train) = 0;  // every copy of the pass done on return
