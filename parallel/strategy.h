@@ -24,7 +24,7 @@
 
 namespace trident {
 
-class LayerSwapper;  // parallel/atom/swapper.h
+class PlacedRun;  // parallel/placement/model_placement.h
 
 // What a strategy is built from: the run's communicators (made at start-up, shared by every strategy), the compute
 // backend and the config. Strategies are built on every rank, collectively over the world.
@@ -34,7 +34,7 @@ struct StrategyEnv {
   const Config& config;
   int64_t capacity_tokens = 0;  // tokens one rank's activations hold (the model's max_tokens)
   const cost::Profile* profile = nullptr;  // the run's cluster profile, for strategies that plan with it (FlexSP)
-  LayerSwapper* swapper = nullptr;  // a swapped model's (parallel.strategy: atom), else none
+  PlacedRun* placed = nullptr;  // what the placement of the family that placed the model attached to it, else none
 };
 
 struct Feasibility {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/placement/model_placement.h"
 #include "parallel/strategy.h"
 
 namespace trident {
@@ -37,6 +38,10 @@ struct StrategyEntry {
   // own, or none, leaves it out).
   std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const CandidateSpec& candidate, int world,
                                                   int64_t capacity, Device device) = nullptr;
+  // Where the run's model is when this family says (a swapped model, a pipeline stage), else nullptr: at most one
+  // family places a run's model. On every rank of `ranks`, before the model is built.
+  std::unique_ptr<ModelPlacement> (*place)(const Config& config, Precision precision, Device device,
+                                           Communicator& ranks) = nullptr;
 };
 
 }  // namespace trident

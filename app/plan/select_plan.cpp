@@ -6,7 +6,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "app/train/capacity.h"
+#include "parallel/placement/capacity.h"
 #include "kernels/common/error.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"

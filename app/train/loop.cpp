@@ -34,7 +34,7 @@
 #include "core/optim/schedule.h"
 #include "kernels/backends.h"
 #include "kernels/common/error.h"
-#include "parallel/atom/swapper.h"
+#include "parallel/placement/model_placement.h"
 #include "parallel/select/configure.h"
 
 #if TRIDENT_WITH_CUDA
@@ -118,42 +118,22 @@ struct ModelState {
                 .budget_bytes = gib_to_bytes(setup.config.device.memory_gb),
                 .resource = &setup.backend.memory()}),
         host_store({.name = "host store",
-                    .budget_bytes = static_cast<std::size_t>(host_budget_bytes(setup.config)),
+                    .budget_bytes = static_cast<std::size_t>(setup.placement ? setup.placement->host_store_bytes()
+                                                                              : host_memory_bytes()),
                     .resource = &setup.backend.staging_memory()}),
-        swapping{.segment_starts = setup.placement ? setup.placement->segment_starts : std::vector<int>{},
-                 .store = &host_store,
-                 .recomputed = setup.placement ? setup.placement->recomputed : 0,
-                 .offloaded = setup.placement ? setup.placement->offloaded : 0,
-                 .round_tokens = setup.placement ? setup.placement->round_tokens : 0},
-        model(setup.config.model, setup.capacity, device, setup.backend, setup.precision, memory_for(setup)),
-        runner(runner_for(setup)),
-        swapper(swapper_for(setup)),
-        optimizer(model.layout(), setup.config.train, setup.placement ? host_store : device, model.store_backend()) {
+        model(setup.config.model, setup.capacity, device, setup.backend, setup.precision,
+              setup.placement ? setup.placement->memory(host_store) : ModelMemory{}),
+        placed(setup.placement ? setup.placement->attach(model, device, host_store) : nullptr),
+        optimizer(model.layout(), setup.config.train, model.weights_on_host() ? host_store : device,
+                  model.store_backend()) {
     if (setup.precision == Precision::bf16 && setup.backend.device() == Device::cpu)
       spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per "
                    "op): slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
     setup.log_memory(model, device, host_store);
   }
-  ModelMemory memory_for(const RunSetup& setup) const {
-    if (setup.placement) return SegmentRunner::model_memory(setup.config.model, setup.capacity, swapping);
-    return setup.stage ? stage_memory(*setup.stage) : ModelMemory{};
-  }
-  std::unique_ptr<SegmentRunner> runner_for(const RunSetup& setup) {
-    if (!setup.placement) return nullptr;
-    return std::make_unique<SegmentRunner>(model, swapping, device);
-  }
-  std::optional<LayerSwapper> swapper_for(const RunSetup& setup) {
-    if (!setup.placement) return std::nullopt;
-    return std::optional<LayerSwapper>(
-        std::in_place, *runner, device,
-        SwapOptions{.slots = setup.placement->slots,
-                    .copy_bytes_per_s = setup.config.parallel.atom_emulate_copy_gb_per_s * 1e9});
-  }
   Allocator device, host_store;
-  Swapping swapping;
   GPT model;
-  std::unique_ptr<SegmentRunner> runner;  // a swapped model's passes
-  std::optional<LayerSwapper> swapper;
+  std::unique_ptr<PlacedRun> placed;  // what runs a placed model's passes: after the model, destroyed before it
   AdamW optimizer;
 };
 
@@ -231,7 +211,7 @@ bool Trainer::start() {
                         .backend = setup_.backend,
                         .config = config_,
                         .capacity_tokens = setup_.capacity,
-                        .swapper = state_.swapper ? &*state_.swapper : nullptr};
+                        .placed = state_.placed.get()};
   selector_ = make_selector(env, std::move(setup_.profile), model, run_.path);
   selector_->restore(resumed ? resumed->selector : nlohmann::json());
   if (checkpoint_) {
@@ -342,7 +322,7 @@ nlohmann::ordered_json Trainer::step_record(int64_t step, double lr, const StepS
       {"estimate_ms", nullptr},
   };
   strategy.add_step_metrics(record);
-  if (setup_.placement) record["peak_host_bytes"] = state_.host_store.peak();  // a swapped model's store
+  if (state_.model.weights_on_host()) record["peak_host_bytes"] = state_.host_store.peak();  // the weights' store
   if (run_.lead && !choice.comparison.options.empty()) {
     const Option& chosen = choice.comparison.options[choice.index];
     if (chosen.estimate) {

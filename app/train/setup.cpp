@@ -4,12 +4,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "app/train/capacity.h"
 #include "core/optim/adamw.h"
 #include "kernels/backends.h"
 #include "kernels/common/error.h"
 #include "parallel/comm/staged.h"
-#include "parallel/pipeline/stages.h"
+#include "parallel/placement/capacity.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 
@@ -48,15 +47,6 @@ std::unique_ptr<Communicator> device_communicator([[maybe_unused]] Communicator&
 #endif
 }
 
-// A swapped model (ATOM) holds a pass of placement->tokens. With parallel.select.profile (its compute fit and
-// network.host_to_device), ATOM takes the swap planner's partition and logs its prediction.
-std::optional<AtomPlacement> atom_placement(const Config& config, Precision precision, Device device) {
-  if (!swaps(config)) return std::nullopt;
-  std::optional<cost::Profile> link;
-  if (!config.parallel.select_profile.empty()) link = cost::read_profile(config.parallel.select_profile);
-  return place_atom(config, precision, device, link ? &*link : nullptr, world().node_group()->size());
-}
-
 // device.memory_gb must fit the GPU beside what the CUDA libraries hold, checked on every rank at once: after this
 // node's ranks have their CUDA contexts, cuBLAS workspaces and NCCL communicators (made with the backend and the run's
 // groups) and before any allocates its budget. A budget too large is then a configuration error now, not an
@@ -88,30 +78,15 @@ RunSetup::RunSetup(const Config& c)
       groups(ranks, [this](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
              candidate_degrees(c, ranks.size())),
       precision(precision_named(c.train.precision)),
-      placement(atom_placement(c, precision, backend.device())),
-      // parallel.strategy: pipeline (checked by candidate_degrees above): a stage holds its own layers' activations
-      stage(c.parallel.strategy == "pipeline" ? std::optional(pipeline_stage(c.model, ranks.size(), ranks.rank()))
-                                              : std::nullopt),
-      capacity(placement ? placement->tokens
-                         : token_capacity(c, precision, backend.device(),
-                                          stage ? stage_memory(*stage) : ModelMemory{})),
+      placement(place_model(c, precision, backend.device(), ranks)),
+      capacity(placement ? placement->capacity_tokens() : token_capacity(c, precision, backend.device())),
       profile(check_selection(c, groups, capacity)) {
   check_device_memory(c, backend, ranks, capacity);
 }
 
 void RunSetup::log_memory(const GPT& model, const Allocator& device, const Allocator& host_store) const {
-  if (placement) return log_placement(*placement, config, device, host_store);
-  const ModelMemory memory = stage ? stage_memory(*stage) : ModelMemory{};
-  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, backend.device(), memory);
-  spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
-               "activations {})",
-               capacity, config.device.memory_gb,
-               format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model.num_params()))),
-               format_bytes(static_cast<std::size_t>(
-                   GPT::memory_bytes(config.model, capacity, precision, backend.device(), memory) - fixed)));
-  if (stage)
-    spdlog::info("pipeline: stage {} of {}, layers [{}, {})", ranks.rank(), ranks.size(), stage->first_layer,
-                 stage->end_layer);
+  if (placement) return placement->log(model, device, host_store);
+  log_activation_memory(config, precision, backend.device(), capacity);
 }
 
 }  // namespace trident

@@ -58,6 +58,7 @@ class GPT {
   int64_t max_tokens() const { return max_tokens_; }
   // Where params() and grads() live: the compute backend's memory, or host memory (ModelMemory::store).
   Backend& store_backend() const { return params_on_host_ ? cpu_backend() : *backend_; }
+  bool weights_on_host() const { return params_on_host_; }
   // The fp32 master weights (with bf16, a pass rounds them into the copy the matmuls read: resident_weights()).
   float* params() { return params_.data<float>(); }
   const float* params() const { return params_.data<float>(); }

@@ -2,6 +2,7 @@
 
 #include "parallel/atom/placement.h"
 #include "parallel/atom/strategy.h"
+#include "parallel/atom/swapped_model.h"
 
 namespace trident {
 
@@ -25,7 +26,12 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec&) {
 
 const StrategyEntry& atom_entry() {
   static const StrategyEntry entry{
-      .names = {"atom"}, .alone = alone, .make = make, .under_auto = under_auto, .takes_over = swaps};
+      .names = {"atom"},
+      .alone = alone,
+      .make = make,
+      .under_auto = under_auto,
+      .takes_over = swaps,
+      .place = place_swapped_model};
   return entry;
 }
 

@@ -11,6 +11,7 @@
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/atom/swapper.h"
+#include "parallel/placement/model_placement.h"
 
 namespace trident {
 
@@ -59,7 +60,7 @@ std::vector<int> balanced_starts(int64_t layers, int64_t count) {
 int64_t host_budget_bytes(const Config& config) {
   if (config.parallel.atom_host_memory_gb > 0)
     return static_cast<int64_t>(gib_to_bytes(config.parallel.atom_host_memory_gb));
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  return host_memory_bytes();
 }
 
 void check_host_store(const Config& config, int64_t num_params, int peers_per_host, int64_t offload_bytes) {

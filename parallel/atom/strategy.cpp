@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
+#include "parallel/atom/swapped_model.h"
 #include "parallel/static_sp/group_batch.h"
 
 namespace trident {
@@ -27,12 +28,18 @@ void log_butterfly(const ParameterAverager& averager) {
                averager.bandwidth().empty() ? "even" : "by measured bandwidth", split);
 }
 
+// The swapper of a swapped model (the placement's run, parallel/atom/swapped_model.h); none for a resident one.
+LayerSwapper* swapper_of(PlacedRun* placed) {
+  auto* swapped = dynamic_cast<SwappedRun*>(placed);
+  return swapped ? &swapped->swapper : nullptr;
+}
+
 }  // namespace
 
 AtomStrategy::AtomStrategy(const StrategyEnv& env)
-    : swapper_(env.swapper),
+    : swapper_(swapper_of(env.placed)),
       // A swapped model's gradients live in the host store (page-locked on cuda): summed over MPI, not NCCL.
-      peers_(env.groups.world(), env.swapper ? env.groups.world() : env.groups.gradients()),
+      peers_(env.groups.world(), swapper_ ? env.groups.world() : env.groups.gradients()),
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
   const ParallelConfig& p = env.config.parallel;

@@ -81,6 +81,18 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   return out;
 }
 
+std::unique_ptr<ModelPlacement> place_model(const Config& config, Precision precision, Device device,
+                                            Communicator& ranks) {
+  std::unique_ptr<ModelPlacement> placed;
+  for (const StrategyEntry* family : table()) {
+    if (!family->place) continue;
+    std::unique_ptr<ModelPlacement> p = family->place(config, precision, device, ranks);
+    TRIDENT_CHECK(!(p && placed), "two strategy families place the model of one run");
+    if (p) placed = std::move(p);
+  }
+  return placed;
+}
+
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
                                                         Device device) {
   std::vector<std::unique_ptr<Candidate>> out;

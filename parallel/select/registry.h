@@ -32,6 +32,11 @@ std::vector<int> candidate_degrees(const Config& config, int world);
 // The strategies of those layouts. Collective over env.groups.world().
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
 
+// Where the run's model is, from the family that places it (StrategyEntry::place), or nullptr: a resident model of
+// every layer. On every rank of `ranks`.
+std::unique_ptr<ModelPlacement> place_model(const Config& config, Precision precision, Device device,
+                                            Communicator& ranks);
+
 // The same layouts as pure candidates (no communicator), for `trident plan` on a described cluster of `world`
 // ranks, from the families that plan this way (FlexSP has a planner of its own; ATOM and the pipeline none here).
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,

@@ -17,7 +17,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 #include "parallel/atom/strategy.h"
-#include "parallel/atom/swapper.h"
+#include "parallel/atom/swapped_model.h"
 #include "parallel/comm/nccl.h"
 #include "parallel/flexsp/strategy.h"
 #include "parallel/static_sp/static_sp.h"
@@ -162,10 +162,9 @@ TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backe
                     .resource = &g_cuda->memory()});
   GPT model(c.model, tokens, device, *g_cuda, Precision::fp32,
             SegmentRunner::model_memory(c.model, tokens, swapping));
-  SegmentRunner model_runner(model, swapping, device);
-  LayerSwapper swapper(model_runner, device, {.slots = 2});
+  SwappedRun run(model, swapping, device, {.slots = 2});  // what ATOM's placement attaches
   model.init_weights(5);
-  AtomStrategy atom({*g_groups, *g_cuda, c, tokens, nullptr, &swapper});
+  AtomStrategy atom({*g_groups, *g_cuda, c, tokens, nullptr, &run});
   const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
   const float scale = inverse_targets(b);
   model.zero_grads();

@@ -1,4 +1,9 @@
-#include "app/train/capacity.h"
+#include "parallel/placement/capacity.h"
+#include "parallel/placement/model_placement.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
@@ -24,6 +29,21 @@ int64_t token_capacity(const Config& config, Precision precision, Device device,
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+int64_t host_memory_bytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,
+                           const ModelMemory& memory) {
+  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, device, memory);
+  spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
+               "activations {})",
+               capacity, config.device.memory_gb,
+               format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model_layout(config.model).num_params))),
+               format_bytes(static_cast<std::size_t>(
+                   GPT::memory_bytes(config.model, capacity, precision, device, memory) - fixed)));
 }
 
 }  // namespace trident

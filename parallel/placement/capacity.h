@@ -1,6 +1,7 @@
 #pragma once
 // How many tokens one rank's activations hold: what device.memory_gb leaves once the model's weights, gradients and
-// AdamW state are in. Training sizes the model's activations with it; `trident plan` asks it of the candidates.
+// AdamW state are in. Training sizes the model's activations with it (unless a placement says otherwise,
+// model_placement.h); `trident plan` asks it of the candidates.
 #include <cstdint>
 
 #include "core/config/config.h"
@@ -11,5 +12,10 @@ namespace trident {
 // At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
 // `memory`: the model's shape for a strategy's runner (a pipeline stage holds its layers' activations only).
 int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory = {});
+
+// The start-up log's line on a model that holds `capacity` tokens of activations in device.memory_gb: the bytes of
+// its weights, gradients and optimizer state, and of its activations.
+void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,
+                           const ModelMemory& memory = {});
 
 }  // namespace trident
