@@ -108,7 +108,7 @@ class Strategy : public Candidate {
   // plans each batch may start planning it now, on rank 0, in the background. Not collective.
   virtual void prepare(const Batch& next) { (void)next; }
   // Adds this strategy's own fields about the step it last trained to the step's record (a metrics.jsonl line,
-  // written by rank 0; the README's metrics.jsonl row lists the fields): FlexSP its groups and plan, ATOM its swaps
+  // written by rank 0; docs/metrics.md lists the fields): FlexSP its groups and plan, ATOM its swaps
   // and averaging. Called on every rank after train. None by default.
   virtual void add_step_metrics(nlohmann::ordered_json& record) const { (void)record; }
   // This strategy's own state a checkpoint keeps, beyond the model and AdamW (rank 0's, after settle): DiLoCo's

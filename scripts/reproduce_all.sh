@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots; README "Results").
+# The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots;
+# docs/benchmarks/reproduction.md).
 # scripts/reproduce_lasp.sh, reproduce_flexsp.sh and reproduce_atom.sh in turn, each measured here and at paper scale.
 #   bash scripts/reproduce_all.sh [--smoke | --quick | --full] [--out DIR]
-# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~3 minutes); --quick (default):
-# the README's figures (~15 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an existing
-# DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
+# --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~3 minutes); --quick (default): the
+# figures of docs/benchmarks/reproduction.md (~15 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an
+# existing DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "reproduce_all.sh: $*" >&2; exit 2; }

@@ -19,8 +19,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// ATOM's peers against GPipe over the same devices of the profile's cluster (papers.md §4.4-4.5), for one global
-// batch of train.batch_tokens.
+// ATOM's peers against GPipe over the same devices of the profile's cluster (docs/methods.md §4.4-4.5, ATOM), for
+// one global batch of train.batch_tokens.
 struct PeersComparison {
   int peers = 1;              // 1: no peers to compare
   cost::Link link;            // the link a group of every device talks over

@@ -1,9 +1,10 @@
 #pragma once
 // `trident plan` for parallel.strategy: atom: the swap planner (parallel/cost/swap_plan.h) on this model and a
 // described device: the partition of the layers into sub-models, the predicted step, the copy time left exposed,
-// and the overlap rule's tokens-per-pass threshold (papers.md §4.3); on a cluster of several devices, each a peer
-// with its share of the batch, ATOM's peers (their step and parameter averaging over the cluster's link) beside GPipe
-// over the same devices (parallel/pipeline/estimate.h). Times are the cost model's, not measurements.
+// and the overlap rule's tokens-per-pass threshold (docs/methods.md §4.3, "The overlap rule"); on a cluster of
+// several devices, each a peer with its share of the batch, ATOM's peers (their step and parameter averaging over
+// the cluster's link) beside GPipe over the same devices (parallel/pipeline/estimate.h). Times are the cost model's,
+// not measurements.
 #include <string>
 
 #include "core/config/config.h"

@@ -5,9 +5,10 @@
 // Lengths: ln(length) follows a two-component Gaussian mixture (so the length is a log-normal mixture), rounded and
 // clipped to [1, data.synthetic_max_length].
 // - wikipedia is fitted (least squares on log quantiles, tail fractions, token shares and the mean) to the
-//   statistics papers.md §3 derives from the FlexSP code's 10^6-entry Wikipedia length list; the mixture reproduces
-//   each within 1% (its own values: median 344, mean 1006, p90 2089, p99 10997, p99.9 37352, > 32K 0.131%).
-// - commoncrawl and github are assumptions: papers.md gives no statistics for them, only that Wikipedia has the
+//   statistics docs/methods.md §3.5 derives from the FlexSP code's 10^6-entry Wikipedia length list; the mixture
+//   reproduces each within 1% (its own values: median 344, mean 1006, p90 2089, p99 10997, p99.9 37352, > 32K
+//   0.131%).
+// - commoncrawl and github are assumptions: docs/methods.md gives no statistics for them, only that Wikipedia has the
 //   smallest share of sequences > 32K of the three and that FlexSP gains least on GitHub (the heaviest long tail).
 //   The mixtures have those properties (a broad body plus a heavier tail); their stated numbers are their own.
 //

@@ -18,8 +18,9 @@ namespace trident::cpu {
 
 namespace {
 
-// The papers.md §1 decay factors of one head for chunks of up to cmax tokens. q and diag do not depend on the chunk's
-// length; k and block do, and are recomputed only when it changes (for the last, shorter chunk).
+// The decay factors of docs/methods.md §1 (chunked form) of one head for chunks of up to cmax tokens. q and diag do
+// not depend on the chunk's length; k and block do, and are recomputed only when it changes (for the last, shorter
+// chunk).
 class ChunkDecay {
  public:
   ChunkDecay(float s, int cmax) : s_(s), cmax_(cmax), q_(cmax), diag_(std::size_t(cmax) * cmax), k_(cmax) {
@@ -121,7 +122,7 @@ void attention_linear_forward(float* out, float* state_out, const float* qkv, co
 
 // Forward sweep: recompute and keep each chunk's incoming state S_{t-1} (n_chunks x D x D fp32 per task, the
 // LASP "KV cache" at chunk granularity). Reverse sweep: carry dS_t from dstate_out down to dS_in, applying the
-// papers.md §1 backward equations per chunk. dq, dk, dv accumulate through beta = 1 GEMMs straight into dqkv.
+// docs/methods.md §1 backward equations per chunk. dq, dk, dv accumulate through beta = 1 GEMMs straight into dqkv.
 void attention_linear_backward(float* dqkv, float* dstate_in, const float* dout, const float* dstate_out,
                                const float* qkv, const float* slopes, const float* state_in,
                                const int32_t* cu_seqlens, int n_seq, int64_t N, int H, int D, int chunk) {

@@ -1,9 +1,10 @@
 #pragma once
 // Causal linear attention with a per-head decay (TransNormerLLM / Lightning Attention), chunked form:
 // an intra-chunk masked left product plus an inter-chunk right product through the running KV state.
-// No softmax and no normaliser inside the op. ../shared/papers.md §1 has the equations; this file follows them.
+// No softmax and no normaliser inside the op. docs/methods.md §1, "Linear attention with decay", has the equations;
+// this file follows them.
 //
-// Per sequence and head, with lambda = exp(-s_h) and the state S (D x D, fp32) convention of papers.md §1
+// Per sequence and head, with lambda = exp(-s_h) and the state S (D x D, fp32) convention of docs/methods.md §1
 // (the state is weighted to the token *after* the last one it has seen):
 //   o_i     = q_i . ( lambda^i S_in + sum_{j<=i} lambda^(i-j) k_j^T v_j )          (i, j local to the sequence)
 //   S_out   = lambda^n S_in + sum_{j<n} lambda^(n-j) k_j^T v_j                     (n = sequence length)

@@ -10,7 +10,7 @@
 //   auto             openblas-debian, unless it runs its generic kernels (Prescott: OpenBLAS 0.3.21 does not know
 //                    the processor), then onednn, openblas, blis: the first that loads, passes its check and runs
 //                    kernels made for the processor (else the first that passes)
-// The order is the measured one (README "CPU: the GEMM library"): where both run the same kernels, Debian's
+// The order is the measured one (docs/benchmarks/cpu.md): where both run the same kernels, Debian's
 // OpenBLAS was as fast as the current one or faster, and BLIS slower or level. Where Debian's library falls back to
 // its generic kernels it is far slower than all (an Intel Emerald Rapids: 37-56 GFLOP/s against 250-290), and there
 // oneDNN ran a GPT-2-small step's GEMMs in tiles faster than the current OpenBLAS. The rule reads the kernel set, not

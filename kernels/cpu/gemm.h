@@ -6,7 +6,7 @@
 // core count, never on the thread count (gemm_grid), and OpenMP's threads take the tiles one at a time, each a
 // single-threaded library call. So:
 //   - a thread whose core another process takes does fewer tiles instead of holding up the others at a static split
-//     (the step beside one busy process: README "CPU: the GEMM library");
+//     (the step beside one busy process: docs/benchmarks/cpu.md);
 //   - every product's bits are the same on any thread count (device.threads), as the fixed-block reductions of the
 //     other kernels are: a run may resume or continue on another thread count and stay bit-exact;
 //   - every library runs in OpenMP's thread pool (the pthreads OpenBLAS's own pool stays idle).
@@ -44,7 +44,7 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
 // own threads would share: the minimums and the cap bound that repacking. gemm caps the tiles at kTilesPerCore a
 // core of the machine (gemm_max_tiles), enough for the threads to even out a core taken by another process: on 2
 // cores, 8 tiles instead of up to 64 made the GEMMs of a GPT-2-small step at 256 tokens 4-10% faster timed alone,
-// quiet and beside a busy process (README "CPU: the GEMM library").
+// quiet and beside a busy process (docs/benchmarks/cpu.md, "Tiles").
 struct GemmGrid {
   static constexpr int64_t kMaxTiles = 64;
   static constexpr int64_t kTilesPerCore = 4;

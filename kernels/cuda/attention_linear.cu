@@ -13,7 +13,7 @@
 //   St[:, w]  = block_decay(c) St[:, w] + sum_c' cs_c' y_c' z_c'[w]                        (St leaving the chunk)
 // Forward passes (chunks in order) mask c' <= r with decay diag_decay(r, c'), rs = q_decay, cs = k_decay;
 // reverse passes (chunks in reverse) mask c' >= r with diag_decay(c', r), rs = k_decay, cs = q_decay.
-// In papers.md §1's notation (St is S or dS, sliced by columns b or, transposed, by rows a):
+// In docs/methods.md §1's notation (St is S or dS, sliced by columns b or, transposed, by rows a):
 //   forward  X=Q  Y=K  Z=V[:, b]   St[a][w] = S[a][b]    out = O       forward pass,  O_intra + O_inter, S_t
 //   dQ       X=dO Y=V  Z=K[:, a]   St[b][w] = S[a][b]    out = dQ      forward pass
 //   dK       X=V  Y=dO Z=Q[:, a]   St[b][w] = dS[a][b]   out = dK      reverse pass,  dS_{t-1}

@@ -1,7 +1,7 @@
 #pragma once
 // Causal linear attention with a per-head decay, chunked form, on the device: the twin of
 // kernels/cpu/attention_linear.h (same arguments, layouts, state convention and `chunk`, plus the trailing stream;
-// ../shared/papers.md §1 has the equations). Every call is asynchronous on `stream`.
+// docs/methods.md §1, "Linear attention with decay", has the equations). Every call is asynchronous on `stream`.
 //
 //   qkv        (N, 3C)            T      [q | k | v], C = H*D
 //   slopes     (H)                fp32   decay slope s_h > 0 (lambda_h = exp(-s_h))
@@ -10,7 +10,7 @@
 //   out        (N, C)             T
 //   cu_seqlens (n_seq + 1)        int32  a DEVICE pointer, like every other pointer here
 // T is the storage type of qkv, out, dout and dqkv (float or bf16); the arithmetic is fp32, and states, state
-// gradients and slopes stay fp32 (papers.md §1). D >= 1 with no other restriction than shared memory
+// gradients and slopes stay fp32 (docs/methods.md §1). D >= 1 with no other restriction than shared memory
 // (~58 KiB at D = 128; D = 256 needs ~107 KiB, which sm_80 and sm_90 allow). Deterministic: no atomics.
 #include <cuda_runtime.h>
 

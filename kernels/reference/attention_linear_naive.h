@@ -1,6 +1,6 @@
 #pragma once
-// Naive causal linear attention with a per-head decay: the token-by-token recurrence of papers.md §1, the oracle of
-// the chunked kernel. Templated on the scalar type: the tests run it in double.
+// Naive causal linear attention with a per-head decay: the token-by-token recurrence of docs/methods.md §1 (Linear
+// attention with decay), the oracle of the chunked kernel. Templated on the scalar type: the tests run it in double.
 //
 // Same arguments and contract as trident::cpu::attention_linear_forward / _backward (kernels/cpu/attention_linear.h)
 // minus `chunk`: same layouts, nullptr for a zero state_in / dstate_out or an unwanted state_out / dstate_in, and

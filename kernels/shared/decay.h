@@ -1,5 +1,5 @@
 #pragma once
-// Decay factors of causal linear attention with a per-head decay lambda = exp(-s) (papers.md §1, chunked form,
+// Decay factors of causal linear attention with a per-head decay lambda = exp(-s) (docs/methods.md §1, chunked form,
 // 0-indexed positions local to a chunk of length c), and the ALiBi rule that picks the slopes s.
 //
 // Every factor is exp(-s*m) with m >= 0: it lies in (0, 1] and at worst underflows to 0, which is correct (the far

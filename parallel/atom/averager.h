@@ -1,5 +1,5 @@
 #pragma once
-// ATOM's peers averaging their models (papers.md §4.4): every `every` steps each peer offers its parameters,
+// ATOM's peers averaging their models (docs/methods.md §4.4): every `every` steps each peer offers its parameters,
 // weighted by the tokens it trained on since the last round, to an allreduce over all peers (fp32), and keeps
 // training. The round completes in the background while the next steps compute: on a thread of its own, over a
 // communicator of its own, where MPI allows threads (mpi_thread_multiple), else as a non-blocking allreduce that MPI

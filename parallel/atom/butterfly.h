@@ -1,8 +1,8 @@
 #pragma once
-// ATOM's averaging round as a butterfly all-reduce split by bandwidth (papers.md §4.4, as in hivemind): the vector
-// is cut into one part per peer, each peer's part in proportion to its measured bandwidth; every peer sends each
-// part to its owner, the owner sums its part over the peers in rank order (reduce-scatter), and sends the sum back
-// to every peer (allgather). A peer with twice the bandwidth sums and sends out twice as much, so a slow link
+// ATOM's averaging round as a butterfly all-reduce split by bandwidth (docs/methods.md §4.4, as in hivemind): the
+// vector is cut into one part per peer, each peer's part in proportion to its measured bandwidth; every peer sends
+// each part to its owner, the owner sums its part over the peers in rank order (reduce-scatter), and sends the sum
+// back to every peer (allgather). A peer with twice the bandwidth sums and sends out twice as much, so a slow link
 // carries less of the round than the even split of a ring allreduce gives it. Every peer ends with the same bits,
 // whatever the split: each element is summed by one owner, in rank order.
 #include <cstdint>

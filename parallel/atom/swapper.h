@@ -1,7 +1,7 @@
 #pragma once
-// ATOM's swap executor on one peer (papers.md §4.1-4.3): the model's flat parameters and gradients stay in host
-// memory (the store AdamW updates); its layers run in sub-models (the model's segments) that take turns in a few
-// device slots, the next one loading on the copy engine while the current one computes. Forward runs the sub-models
+// ATOM's swap executor on one peer (docs/methods.md §4.1-4.3, ATOM): the model's flat parameters and gradients stay
+// in host memory (the store AdamW updates); its layers run in sub-models (the model's segments) that take turns in a
+// few device slots, the next one loading on the copy engine while the current one computes. Forward runs the sub-models
 // in order, backward in reverse; the last forward sub-model is still in its slot for the first backward one, and
 // each backward drains its gradients to the store before the slot takes the next load. The tied embedding / LM head
 // and the final norm stay on the device for the whole pass.

@@ -1,7 +1,8 @@
 #pragma once
-// The cost model of sequence-parallel training (papers.md §3.3) on a cluster described by a profile: how long a group
-// of d devices (Ulysses inside) takes for a set of sequences, and how many tokens fit it. Used by the FlexSP planners;
-// the per-step strategy selector estimates whole steps with StepCostModel (step_cost.h), from the same profile.
+// The cost model of sequence-parallel training (docs/methods.md §3.3) on a cluster described by a profile: how long a
+// group of d devices (Ulysses inside) takes for a set of sequences, and how many tokens fit it. Used by the FlexSP
+// planners; the per-step strategy selector estimates whole steps with StepCostModel (step_cost.h), from the same
+// profile.
 //
 //   time(group)   = sum_k (alpha1 s_k^2 + alpha2 s_k) / d + beta1                     compute, forward + backward
 //                 + 8 L (latency(d) + (S/d) h b / bandwidth(d))                        Ulysses all-to-alls (d > 1)

@@ -1,6 +1,7 @@
 #pragma once
-// ATOM's swap planner (papers.md §4.2-4.3): the model's layers split into contiguous sub-models that take turns on a
-// device too small for the whole model, the next one loading while the current one computes. Pure: no MPI, no device.
+// ATOM's swap planner (docs/methods.md §4.2-4.3, ATOM): the model's layers split into contiguous sub-models that
+// take turns on a device too small for the whole model, the next one loading while the current one computes. Pure:
+// no MPI, no device.
 //
 // Schedule (one-deep prefetch, k sub-models; sub-model k stays resident from the forward into the backward):
 //   forward   load_1, then compute_i while load_{i+1} runs:      t_fwd = load_1 + sum_{i<k} max(F_i, load_{i+1}) + F_k

@@ -1,5 +1,5 @@
 #pragma once
-// The sequence blaster (papers.md §3.2): a global batch that does not fit the cluster at once is cut into M
+// The sequence blaster (docs/methods.md §3.2): a global batch that does not fit the cluster at once is cut into M
 // micro-batches of consecutive sequences (sorted longest first by the caller) so the largest micro-batch holds as
 // few tokens as possible.
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // The default micro-batch solver: greedy longest-first onto the least-loaded power-of-two groups, with the set of
-// group degrees found by hill climbing, then sequence moves and swaps (papers.md §3.6's "fast planner"), and an
-// exact search where the micro-batch has few sequences.
+// group degrees found by hill climbing, then sequence moves and swaps (docs/methods.md §3.6, "Planning time"), and
+// an exact search where the micro-batch has few sequences.
 //
 // 1. Layouts: how many groups of each power-of-two degree (all devices used). Start from the three best homogeneous
 //    layouts whose degree holds the longest sequence, and from each of those that has no plan.

@@ -1,5 +1,5 @@
 #pragma once
-// The MILP of papers.md §3.1 in its bucketed form, solved by COIN-OR CBC (C API), time-limited and warm-started
+// The MILP of docs/methods.md §3.1 in its bucketed form, solved by COIN-OR CBC (C API), time-limited and warm-started
 // from the fast solver's plan.
 //
 // Virtual groups: floor(G/d) candidates for each power-of-two degree d. Variables: C (makespan), m_p in {0,1}

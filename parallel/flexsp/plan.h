@@ -2,7 +2,7 @@
 // What the FlexSP planners produce: for each micro-batch, power-of-two sequence-parallel groups of devices, the
 // sequences each group runs (Ulysses inside), and the cost model's time for each group. Groups are buddy-aligned
 // and allocated largest first: a group of degree d starts at a multiple of d, so it crosses nodes only when d is
-// larger than a node (papers.md §3.4).
+// larger than a node (docs/methods.md §3.4, "Placement, communicators, execution").
 #include <cstdint>
 #include <span>
 #include <string>

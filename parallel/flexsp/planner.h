@@ -1,5 +1,5 @@
 #pragma once
-// Planning one global batch (papers.md §3.2): sequences too long for the whole cluster are handled by the length
+// Planning one global batch (docs/methods.md §3.2): sequences too long for the whole cluster are handled by the length
 // policy; the rest are sorted longest first, cut by the sequence blaster into M micro-batches for each M in
 // [M_min, M_min + extra) (M_min = ceil(tokens / cluster token capacity)), every micro-batch is solved, and the M
 // with the least total time wins. When none of those M has a plan, M grows until one does (at most one micro-batch

@@ -1,5 +1,5 @@
 #pragma once
-// One micro-batch's placement problem (papers.md §3.1): put every sequence on a power-of-two group, groups using
+// One micro-batch's placement problem (docs/methods.md §3.1): put every sequence on a power-of-two group, groups using
 // at most all devices, each group within its memory capacity, minimising the slowest group's time. Two solvers
 // implement it: FastSolver (fast_solver.h, the default) and MilpSolver (milp_solver.h, the quality reference).
 // Solvers are pure functions of (lengths, cost model): no MPI, no global state.

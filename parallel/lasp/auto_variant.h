@@ -14,7 +14,7 @@ namespace trident {
 struct LaspVariantTimes {
   double lasp1_s = 0;  // one forward's state chain (T-1 hops): its slowest rank (the last)
   double lasp2_s = 0;  // one allgather of every rank's state: its slowest rank
-  // The faster; LASP-2 on a tie (it is never slower in compute, papers.md §2.2).
+  // The faster; LASP-2 on a tie (it is never slower in compute, docs/methods.md §2.2).
   LaspVariant faster() const { return lasp1_s < lasp2_s ? LaspVariant::lasp1 : LaspVariant::lasp2; }
 };
 

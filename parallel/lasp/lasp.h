@@ -1,5 +1,6 @@
 #pragma once
-// LASP: sequence parallelism for causal linear attention with decay (papers.md §1–§2; README.md in this folder).
+// LASP: sequence parallelism for causal linear attention with decay (docs/methods.md §1–§2; README.md in this
+// folder).
 //
 // An SP group of T ranks (a Communicator) jointly holds one packed batch of N tokens. The global cu_seqlens is the
 // same on every rank; rank t holds the contiguous tokens [shard_begin(N,T,t), shard_begin(N,T,t+1)) (the layout

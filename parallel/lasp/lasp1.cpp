@@ -1,4 +1,4 @@
-// LASP-1 (papers.md §2.1): the state of the document crossing each boundary travels from rank t-1 to rank t in
+// LASP-1 (docs/methods.md §2.1): the state of the document crossing each boundary travels from rank t-1 to rank t in
 // forward, its gradient from rank t+1 to rank t in backward. Each receive is posted before the local kernel runs,
 // so the wait for the previous rank overlaps this rank's intra-piece compute; only the small inter corrections
 // wait. One message of H*D*D fp32 per crossed boundary per direction.

@@ -1,9 +1,9 @@
-// LASP-2 with decay and documents (papers.md §2.2, "with decay (derived)"): every rank computes its boundary state
-// from zero, one allgather hands every rank all of them, and each rank combines the ones before it locally. A rank
-// r contributes M_r (the state leaving its last piece, zero when no document crosses its end) and a_r = lambda^n_r
-// per head when one document covers it entirely (the incoming state passes through), else 0 (the chain restarts).
-// Then S_in(t) = Horner over r < t of S = a_r S + M_r; backward runs the same recurrence from the right over the
-// per-rank G_r = (Q ⊙ q_decay)^T dO of the first piece. Block per rank: H*D*D + H fp32 forward, H*D*D backward.
+// LASP-2 with decay and documents (docs/methods.md §2.2, "With decay (derived)"): every rank computes its boundary
+// state from zero, one allgather hands every rank all of them, and each rank combines the ones before it locally. A
+// rank r contributes M_r (the state leaving its last piece, zero when no document crosses its end) and a_r = lambda^n_r
+// per head when one document covers it entirely (the incoming state passes through), else 0 (the chain restarts). Then
+// S_in(t) = Horner over r < t of S = a_r S + M_r; backward runs the same recurrence from the right over the per-rank
+// G_r = (Q ⊙ q_decay)^T dO of the first piece. Block per rank: H*D*D + H fp32 forward, H*D*D backward.
 #include <algorithm>
 #include <vector>
 

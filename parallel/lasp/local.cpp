@@ -69,7 +69,7 @@ void add_state_grad_to_kv(Backend& backend, float* dqkv, const float* qkv, const
   for (int h = 0; h < H; ++h) {
     const float* k = qkv + t0 * ld + C + h * D;
     float* dk = dqkv + t0 * ld + C + h * D;
-    // w_j = lambda^(n-j) = exp(-s (n - j)): never exp(+s j) (papers.md §1: it overflows).
+    // w_j = lambda^(n-j) = exp(-s (n - j)): never exp(+s j) (docs/methods.md §1: it overflows).
     backend.decay_rows(scaled, k + C, ld, n, D, c.slopes[h], n, -1);  // v_j * w_j
     backend.gemm(Trans::no, Trans::yes, n, D, D, 1.0f, scaled, D, dS_b + h * DD, D, 1.0f, dk, ld);
     backend.decay_rows(scaled, k, ld, n, D, c.slopes[h], n, -1);  // k_j * w_j

@@ -1,7 +1,7 @@
 #pragma once
 // The math of one rank, no messages (private to parallel/lasp): the local kernel calls from a zero state and the
-// corrections that fold a neighbour's state into the first or last local piece (papers.md §1, chunked form, with
-// the piece as the chunk). qkv, out and their gradients are in the backend's memory; states (H, D, D) and their
+// corrections that fold a neighbour's state into the first or last local piece (docs/methods.md §1, chunked form,
+// with the piece as the chunk). qkv, out and their gradients are in the backend's memory; states (H, D, D) and their
 // gradients in host memory. Layouts as in lasp.h.
 #include <cmath>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ATOM (papers.md §4) reproduced, in two halves; writes OUT/atom.md and two PNGs.
+"""ATOM (docs/methods.md §4) reproduced, in two halves; writes OUT/atom.md and two PNGs.
 
 Measured here: (1) the same model and global batch (configs/experiments/atom/atom_peers_cpu.yaml) trained by ATOM's
 peers (two whole replicas averaging their parameters every 4 steps in the background), by GPipe over the two ranks

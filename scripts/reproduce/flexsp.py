@@ -8,9 +8,9 @@ micro-batch, its profile measured at start-up), BatchAda (the best single group 
 profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
 FlexSP's speedups, and the share of the step rank 0 spends inside all-to-alls.
 
-At paper scale: `trident plan` on the paper's testbed (8 nodes x 8 A100-40GB, configs/clusters/a100-8x8-gpt*.yaml)
-for GPT-7B, 13B and 30B, the three length presets and context limits 192K and 384K, 512-sequence global batches:
-FlexSP's estimated speedup over static SP and over BatchAda, beside the paper's published maxima (papers.md §3.5).
+At paper scale: `trident plan` on the paper's testbed (8 nodes x 8 A100-40GB, configs/clusters/a100-8x8-gpt*.yaml) for
+GPT-7B, 13B and 30B, the three length presets and context limits 192K and 384K, 512-sequence global batches: FlexSP's
+estimated speedup over static SP and over BatchAda, beside the paper's published maxima (docs/methods.md §3.5).
 """
 import json
 import statistics
@@ -38,7 +38,7 @@ MODES = {  # measured settings (preset, context limit, device.memory_gb), steps 
 }
 RUNS = ("flexsp", "batchada", "static")
 
-# Published maxima over the 18 settings of the 64-GPU testbed (papers.md §3.5). FlexSP's best per dataset is over
+# Published maxima over the 18 settings of the 64-GPU testbed (docs/methods.md §3.5). FlexSP's best per dataset is over
 # the better of its baselines, Megatron-LM included, which Trident does not implement.
 PUBLISHED = {"FlexSP over DeepSpeed-Ulysses (static SP)": 1.72, "FlexSP over BatchAda": 1.42,
              "BatchAda over DeepSpeed-Ulysses": 1.34}

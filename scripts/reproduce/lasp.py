@@ -9,7 +9,7 @@ method's group holds and checks that one token more is refused. Tokens/s and pea
 
 At paper scale: `trident plan` on TNL-1B and 8 to 128 A100-80G (configs/experiments/lasp/paper_tnl1b.yaml,
 configs/clusters/a100-80g-16x8-tnl1b.yaml): the longest power-of-two length each method fits and its estimated
-tokens/s, beside the paper's published numbers (papers.md §2.4).
+tokens/s, beside the paper's published numbers (docs/methods.md §2.4).
 """
 import json
 import random
@@ -42,7 +42,7 @@ METHODS = [
 GPUS = [8, 16, 32, 64, 128]
 PAPER_LENGTHS = [2 ** k * 1024 for k in range(4, 15)]  # 16K .. 16384K
 
-# Published (papers.md §2.4): LASP-1's maximum length on 64 A100-80G (TNL-1B, batch 1) with tokens/s at it;
+# Published (docs/methods.md §2.4): LASP-1's maximum length on 64 A100-80G (TNL-1B, batch 1) with tokens/s at it;
 # its scalability table (longest length per GPU count, FSDP and DDP) with tokens/s; LASP-2's speed over LASP-1.
 PUBLISHED_64 = {"LASP": (2048 * 1024, 5.85e5), "Ulysses": (512 * 1024, 1.97e5), "Megatron-SP": (256 * 1024, 0.72e5)}
 PUBLISHED_FSDP = {8: (128, None), 16: (512, 2.0e5), 32: (1024, 3.6e5), 64: (2048, 5.85e5), 128: (4096, 7.9e5)}

@@ -314,7 +314,7 @@ TEST_CASE("attention_linear: slopes follow the ALiBi rule and decay factors stay
   CHECK(linear_attention_slopes(8, 1, 3)[0] == float(0.5 * (0.5 + 1e-5)));
   CHECK(linear_attention_slopes(8, 2, 3)[0] == float(0.5 * 1e-5));
 
-  // Factors of papers.md §1, and no overflow where exp(+s*c) would: s = 0.7071, c = 256.
+  // Factors of docs/methods.md §1, and no overflow where exp(+s*c) would: s = 0.7071, c = 256.
   const float s = 0.7071f;
   const int c = 256;
   CHECK(q_decay(s, 0) == 1.0f);

@@ -11,7 +11,7 @@ mis-shaped tensor; 2: unreadable input. For softmax attention the key part of c_
 (see --help).
 
 What is independent of Trident's C++ (nothing here was derived from it):
-- the model is written from the specification in core/model/README.md and papers.md section 1 only;
+- the model is written from the specification in core/model/README.md and docs/methods.md section 1 only;
 - linear attention uses the *quadratic* form O = [(phi(Q) phi(K)^T) * Dmask] V with Dmask_ij = lambda^(i-j) (i >= j,
   else 0) on whole documents, not Trident's chunked form with its q/k/block decays, so chunking errors cannot cancel
   out; the feature map, the output norm (over the hidden dimension or per head) and the output gate are plain
@@ -306,7 +306,7 @@ def conv1d(x: torch.Tensor, params: Params, prefix: str) -> torch.Tensor:
 
 
 def alibi_slopes(n_head: int) -> list[float]:
-    """ALiBi slopes (papers.md section 1), rounded to fp32 as the specification keeps them."""
+    """ALiBi slopes (docs/methods.md section 1), rounded to fp32 as the specification keeps them."""
     def power_of_two_rule(n: int) -> list[float]:
         return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
 

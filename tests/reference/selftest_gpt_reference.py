@@ -3,7 +3,7 @@
 
 Usage:  /usr/bin/python3 tests/reference/selftest_gpt_reference.py
 
-- ALiBi slopes against the values listed in papers.md section 1, and the per-layer factor;
+- ALiBi slopes against the values listed in docs/methods.md section 1, and the per-layer factor;
 - linear attention (quadratic form) against the token-by-token recurrence S = lambda S + k^T v, o = q S (fp64 oracle);
 - the linear block's feature maps against torch.nn.functional, and the whole block (feature map, output norm over the
   hidden dimension or per head, output gate) against a token-by-token loop; c_gate's place in the parameter table;

@@ -11,7 +11,7 @@ namespace trident::cost {
 namespace {
 
 TEST_CASE("the least-squares fit recovers alpha1, alpha2 and beta1 from exact timings", "[cost]") {
-  // GPT-7B's coefficients (papers.md §3.3), in seconds
+  // GPT-7B's coefficients (docs/methods.md §3.3), in seconds
   const double a1 = 5.128e-9, a2 = 1.8396e-4, b1 = 0.6294;
   std::vector<Timing> timings;
   for (int64_t d : {1, 8, 64})
