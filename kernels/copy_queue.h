@@ -1,5 +1,6 @@
 #pragma once
-// Copies between host memory and a backend's memory that run beside the compute (ATOM's swaps: parallel/atom/).
+// Copies between host memory and a backend's memory that run beside the compute (a strategy swapping layers in and
+// out of device memory).
 // A queue is used from one thread (the copy engine's); mark_compute() alone is called from the thread that issues the
 // compute. Copies run in the order they were issued.
 //

@@ -1,6 +1,6 @@
 #pragma once
-// What a strategy family registers: the values of parallel.strategy that choose it, the layouts it offers a run, and
-// how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp holds
+// What a strategy family registers: the values of parallel.strategy that choose it, the candidates it offers a run,
+// and how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp holds
 // the table, one line a family, and select/ iterates it without naming any.
 #include <memory>
 #include <string>
@@ -23,10 +23,10 @@ struct CandidateSpec {
 struct StrategyEntry {
   // The parallel.strategy values that run this family alone.
   std::vector<std::string> names;
-  // Its layouts when parallel.strategy names it; a ConfigError naming the key when the model or the world cannot run
+  // Its candidates when parallel.strategy names it; a ConfigError naming the key when the model or the world cannot run
   // them. Pure (no communicator).
   std::vector<CandidateSpec> (*alone)(const Config& config, int world) = nullptr;
-  // Builds the strategy of one of its layouts, on every rank (collective over env.groups.world()).
+  // Builds the strategy of one of its candidates, on every rank (collective over env.groups.world()).
   std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const CandidateSpec& candidate) = nullptr;
 
   // ---- optional: nullptr where the family has no use for them ----
@@ -34,7 +34,7 @@ struct StrategyEntry {
   std::vector<CandidateSpec> (*under_auto)(const Config& config, int world) = nullptr;
   // Whether it takes the run whatever parallel.strategy says, running alone (a swapped model runs nothing else).
   bool (*takes_over)(const Config& config) = nullptr;
-  // One of its layouts as pure candidates for `trident plan` on a described cluster (a family with a planner of its
+  // One of its candidates as pure Candidates for `trident plan` on a described cluster (a family with a planner of its
   // own, or none, leaves it out).
   std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const CandidateSpec& candidate, int world,
                                                   int64_t capacity, Device device) = nullptr;

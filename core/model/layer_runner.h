@@ -2,8 +2,8 @@
 // The seam for a strategy that runs the model's layers itself. A resident model runs its passes alone: every layer's
 // weights in its flat buffers, every layer's activations kept. A strategy that keeps them elsewhere sets a LayerRunner
 // on the model, and the model's passes (forward_backward, forward_loss, forward_logits) become the runner's, built from
-// the model's steps (GPT's "steps of a pass": embed, forward_layer, head, backward_layer, ...). ATOM's runner
-// (parallel/atom/segment_runner.h) computes the layers in sub-models swapped through device memory.
+// the model's steps (GPT's "steps of a pass": embed, forward_layer, head, backward_layer, ...): a runner may, for one,
+// compute the layers in groups swapped through device memory.
 #include <vector>
 
 #include "core/model/token_batch.h"

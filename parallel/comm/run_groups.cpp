@@ -24,7 +24,7 @@ RunGroups::RunGroups(Communicator& world, const DeviceCommFactory& device_comm, 
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (int d : sorted) {  // the same order on every rank: the splits are collective
     TRIDENT_CHECK(d >= 1 && world.size() % d == 0, "group size {} does not divide the {} ranks", d, world.size());
-    Group g;
+    RankGroup g;
     g.replica = position / d;
     g.replicas = world.size() / d;
     g.host = world.split(g.replica, position);
@@ -39,7 +39,7 @@ RunGroups::RunGroups(Communicator& world, const DeviceCommFactory& device_comm, 
 
 RunGroups::~RunGroups() = default;
 
-const RunGroups::Group& RunGroups::group(int degree) const {
+const RunGroups::RankGroup& RunGroups::group(int degree) const {
   const auto it = groups_.find(degree);
   TRIDENT_CHECK(it != groups_.end(), "no group of {} ranks was made at start-up", degree);
   return it->second;

@@ -22,7 +22,7 @@ class RunGroups {
   // `host`), or nullptr when `host` itself takes them (the CPU backend).
   using DeviceCommFactory = std::function<std::unique_ptr<Communicator>(Communicator& host)>;
 
-  struct Group {
+  struct RankGroup {
     Communicator* host = nullptr;    // MPI: host buffers (LASP's states, counts)
     Communicator* device = nullptr;  // the backend's buffers (activations): NCCL on the GPU, `host` on the CPU
     int replica = 0;                 // which group this rank is in (0 .. replicas - 1)
@@ -37,7 +37,7 @@ class RunGroups {
   int64_t world_size() const { return world_.size(); }
   Communicator& gradients() { return device_world_ ? *device_world_ : world_; }
   // The group of `degree` holding this rank; a degree not made at start-up is an internal error.
-  const Group& group(int degree) const;
+  const RankGroup& group(int degree) const;
   std::vector<int> degrees() const;
   // This rank's index in node-major order: device `position()` of the planners' numbering (groups of d are the
   // positions [k d, (k + 1) d)).
@@ -53,7 +53,7 @@ class RunGroups {
  private:
   Communicator& world_;
   std::unique_ptr<Communicator> device_world_;
-  std::map<int, Group> groups_;
+  std::map<int, RankGroup> groups_;
   std::vector<std::unique_ptr<Communicator>> device_groups_;
   int ranks_per_node_ = 0, nodes_ = 1, position_ = 0;
 };

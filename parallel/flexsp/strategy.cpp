@@ -141,7 +141,7 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   const int H = static_cast<int>(model_.n_head), D = static_cast<int>(model_.n_embd / H);
   for (int d = 2; d <= world; d *= 2) {
     // Ulysses moves activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
-    const RunGroups::Group& group = env.groups.group(d);
+    const RunGroups::RankGroup& group = env.groups.group(d);
     for (int l = 0; l < model_.n_layer; ++l) {
       ops_[d].push_back(inner_ == FlexInner::lasp ? make_lasp_op(*group.host, env.backend, variant, H, D)
                                                   : make_ulysses_op(*group.device, env.backend, type, H, D));

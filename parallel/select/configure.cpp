@@ -29,9 +29,9 @@ cost::RunShape run_shape(const Config& config, const RunGroups& groups) {
 std::optional<cost::Profile> check_selection(const Config& config, const RunGroups& groups, int64_t capacity) {
   const ParallelConfig& p = config.parallel;
   const int world = static_cast<int>(groups.world_size());
-  const std::vector<CandidateSpec> layouts = candidate_layouts(config, world);
+  const std::vector<CandidateSpec> candidates = run_candidates(config, world);
   int largest = 1;
-  for (const CandidateSpec& l : layouts) largest = std::max(largest, l.sp_size == 0 ? world : l.sp_size);
+  for (const CandidateSpec& l : candidates) largest = std::max(largest, l.sp_size == 0 ? world : l.sp_size);
   const int64_t per_rank = (config.model.max_seq_len + largest - 1) / largest;
   if (per_rank > capacity)
     throw_config_error("model.max_seq_len = {}: a document that long puts {} tokens on each rank of the largest group "
@@ -39,7 +39,7 @@ std::optional<cost::Profile> check_selection(const Config& config, const RunGrou
                        "a rank (device.memory_gb = {}): raise device.memory_gb, lower model.max_seq_len, or run on "
                        "more ranks",
                        config.model.max_seq_len, per_rank, p.strategy, largest, capacity, config.device.memory_gb);
-  if (p.select_mode == "model" && p.select_profile.empty() && layouts.size() > 1)
+  if (p.select_mode == "model" && p.select_profile.empty() && candidates.size() > 1)
     throw_config_error("parallel.select.mode: model makes each choice a pure function of the batch and the profile, "
                        "so it needs parallel.select.profile (a file: a measured run writes RUN_DIR/profile.yaml)");
   if (p.select_profile.empty()) return std::nullopt;
@@ -50,9 +50,10 @@ std::optional<cost::Profile> check_selection(const Config& config, const RunGrou
 
 std::unique_ptr<Selector> make_selector(StrategyEnv env, std::optional<cost::Profile> profile, GPT& model,
                                         const std::filesystem::path& run_dir) {
-  const std::vector<CandidateSpec> layouts = candidate_layouts(env.config, env.groups.world().size());
-  const bool plans = std::any_of(layouts.begin(), layouts.end(), [](const CandidateSpec& l) { return l.sp_size == 0; });
-  if (!profile && (layouts.size() > 1 || plans)) {
+  const std::vector<CandidateSpec> candidates = run_candidates(env.config, env.groups.world().size());
+  const bool plans =
+      std::any_of(candidates.begin(), candidates.end(), [](const CandidateSpec& l) { return l.sp_size == 0; });
+  if (!profile && (candidates.size() > 1 || plans)) {
     profile = measure_run_profile(model, env.groups, env.config, env.capacity_tokens);
     if (env.groups.world().rank() == 0) {
       const std::filesystem::path file = run_dir / "profile.yaml";

@@ -26,9 +26,9 @@ std::vector<const StrategyEntry*>& table() {
   return entries;
 }
 
-std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<CandidateSpec> layouts) {
-  for (CandidateSpec& l : layouts) l.family = family;
-  return layouts;
+std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<CandidateSpec> candidates) {
+  for (CandidateSpec& l : candidates) l.family = family;
+  return candidates;
 }
 
 }  // namespace
@@ -42,7 +42,7 @@ void unregister_strategy(const StrategyEntry& entry) {
   t.erase(std::remove(t.begin(), t.end(), &entry), t.end());
 }
 
-std::vector<CandidateSpec> candidate_layouts(const Config& config, int world) {
+std::vector<CandidateSpec> run_candidates(const Config& config, int world) {
   for (const StrategyEntry* e : table())
     if (e->takes_over && e->takes_over(config)) return of(e, e->alone(config, world));
   const std::string& strategy = config.parallel.strategy;
@@ -64,7 +64,7 @@ std::vector<CandidateSpec> candidate_layouts(const Config& config, int world) {
 
 std::vector<int> candidate_degrees(const Config& config, int world) {
   std::vector<int> degrees;
-  for (const CandidateSpec& l : candidate_layouts(config, world)) {
+  for (const CandidateSpec& l : run_candidates(config, world)) {
     if (l.sp_size > 0) degrees.push_back(l.sp_size);
     else
       for (int d = 1; d <= world; d *= 2) degrees.push_back(d);  // any buddy group, planned per micro-batch
@@ -76,7 +76,7 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
 
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {
   std::vector<std::unique_ptr<Strategy>> out;
-  for (const CandidateSpec& l : candidate_layouts(env.config, env.groups.world().size()))
+  for (const CandidateSpec& l : run_candidates(env.config, env.groups.world().size()))
     out.push_back(l.family->make(env, l));
   return out;
 }
@@ -96,7 +96,7 @@ std::unique_ptr<ModelPlacement> place_model(const Config& config, Precision prec
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
                                                         Device device) {
   std::vector<std::unique_ptr<Candidate>> out;
-  for (const CandidateSpec& l : candidate_layouts(config, world))
+  for (const CandidateSpec& l : run_candidates(config, world))
     if (l.family->plan)
       for (std::unique_ptr<Candidate>& c : l.family->plan(config, l, world, capacity, device))
         out.push_back(std::move(c));

@@ -20,16 +20,16 @@ const std::vector<const StrategyEntry*>& strategy_entries();
 void register_strategy(const StrategyEntry& entry);
 void unregister_strategy(const StrategyEntry& entry);
 
-// The layouts parallel.strategy allows on `world` ranks: those of a family that takes the run over (ATOM with a
-// swapped model); else, under auto, every family's candidates in table order; else the layouts of the family
-// parallel.strategy names. A fixed layout the model or the world cannot run is a ConfigError naming the key (no
+// The candidates parallel.strategy allows on `world` ranks: those of a family that takes the run over (ATOM with a
+// swapped model); else, under auto, every family's candidates in table order; else the candidates of the family
+// parallel.strategy names. A fixed candidate the model or the world cannot run is a ConfigError naming the key (no
 // collective).
-std::vector<CandidateSpec> candidate_layouts(const Config& config, int world);
+std::vector<CandidateSpec> run_candidates(const Config& config, int world);
 
-// The group sizes those layouts use (what RunGroups makes at start-up).
+// The group sizes those candidates use (what RunGroups makes at start-up).
 std::vector<int> candidate_degrees(const Config& config, int world);
 
-// The strategies of those layouts. Collective over env.groups.world().
+// The strategies of those candidates. Collective over env.groups.world().
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
 
 // Where the run's model is, from the family that places it (StrategyEntry::place), or nullptr: a resident model of
@@ -37,7 +37,7 @@ std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
 std::unique_ptr<ModelPlacement> place_model(const Config& config, Precision precision, Device device,
                                             Communicator& ranks);
 
-// The same layouts as pure candidates (no communicator), for `trident plan` on a described cluster of `world`
+// The same candidates as pure Candidates (no communicator), for `trident plan` on a described cluster of `world`
 // ranks, from the families that plan this way (FlexSP has a planner of its own; ATOM and the pipeline none here).
 std::vector<std::unique_ptr<Candidate>> plan_candidates(const Config& config, int world, int64_t capacity,
                                                         Device device);

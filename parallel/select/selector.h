@@ -10,7 +10,7 @@
 // estimated is kept per candidate and per shape: the longest document, rounded up to a power of two. After each step
 // the ratio of the candidate that ran becomes its correction for that shape (the first such step) or moves it halfway
 // toward the new ratio. A candidate not yet measured on a shape takes the mean correction of those that were (the
-// cost model tends to be off by the same factor for every layout of one batch), or, on a shape nothing ran yet, the
+// cost model tends to be off by the same factor for every candidate of one batch), or, on a shape nothing ran yet, the
 // mean of every correction, so it is tried when the model puts it ahead by more than that. A candidate's first step
 // ever is not counted: it allocates its buffers (and NCCL connects its communicators). The corrections are saved in
 // checkpoints and restored on resume. Mode `model` keeps every correction at 1: the choice is then a pure function
@@ -18,7 +18,7 @@
 //
 // Switching costs nothing to model here: every candidate holds the whole model and the same gradient layout, and
 // the communicators of every group are made at start-up, so no step moves weights because the previous one ran
-// another layout.
+// another candidate.
 #include <map>
 #include <memory>
 #include <optional>

@@ -9,7 +9,7 @@
 
 namespace trident {
 
-void check_static_layout(const ModelConfig& m, const std::string& method, int sp_size, int world) {
+void check_static_candidate(const ModelConfig& m, const std::string& method, int sp_size, int world) {
   if (sp_size < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", sp_size);
   const bool lasp = method == "lasp" || method == "lasp1" || method == "lasp2";
   if (lasp && m.attention != "linear")
@@ -41,8 +41,8 @@ StaticCandidate::StaticCandidate(const Config& config, const std::string& method
       model_(config.model),
       precision_(precision_named(config.train.precision)),
       device_(device) {
-  TRIDENT_CHECK(method != "lasp", "a layout runs a resolved LASP variant (lasp1 or lasp2)");
-  check_static_layout(model_, method, sp_size, world);
+  TRIDENT_CHECK(method != "lasp", "a static candidate runs a resolved LASP variant (lasp1 or lasp2)");
+  check_static_candidate(model_, method, sp_size, world);
 }
 
 std::string StaticCandidate::name() const {
@@ -121,7 +121,7 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
     }
     e.comm_bytes = std::max(e.comm_bytes, bytes);
   }
-  // The gradients: summed over every rank whatever the layout.
+  // The gradients: summed over every rank whatever the candidate.
   e.comm_s += cost.gradient_allreduce_s();
   e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes());
   e.seconds = e.compute_s + e.comm_s;

@@ -13,11 +13,11 @@ namespace trident {
 
 // What the model and the world must be for `method` (dp, lasp, lasp1, lasp2, ulysses, ring) on groups of `sp_size`
 // ranks: a ConfigError naming the key otherwise.
-void check_static_layout(const ModelConfig& model, const std::string& method, int sp_size, int world);
+void check_static_candidate(const ModelConfig& model, const std::string& method, int sp_size, int world);
 
 class StaticCandidate final : public Candidate {
  public:
-  // method: dp (sp_size 1), lasp1, lasp2, ulysses or ring; checked by check_static_layout. capacity: tokens one
+  // method: dp (sp_size 1), lasp1, lasp2, ulysses or ring; checked by check_static_candidate. capacity: tokens one
   // rank's activations hold.
   StaticCandidate(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
                Device device);

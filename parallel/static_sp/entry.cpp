@@ -7,11 +7,11 @@ namespace trident {
 
 namespace {
 
-std::vector<CandidateSpec> dp_layouts(const Config&, int) { return {{"dp", 1}}; }
+std::vector<CandidateSpec> dp_candidates(const Config&, int) { return {{"dp", 1}}; }
 
 std::vector<CandidateSpec> sp_alone(const Config& config, int world) {
   const ParallelConfig& p = config.parallel;
-  check_static_layout(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
+  check_static_candidate(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
   if (p.sp_method == "lasp" && p.lasp_variant != "auto")
     return {{p.lasp_variant, static_cast<int>(p.sp_size)}};
   return {{p.sp_method, static_cast<int>(p.sp_size)}};
@@ -54,7 +54,7 @@ std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const Candida
 
 const StrategyEntry& data_parallel_entry() {
   static const StrategyEntry entry{
-      .names = {"dp"}, .alone = dp_layouts, .make = make, .under_auto = dp_layouts, .plan = plan};
+      .names = {"dp"}, .alone = dp_candidates, .make = make, .under_auto = dp_candidates, .plan = plan};
   return entry;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // One micro-batch as a rank runs it: the whole micro-batch, or under sequence parallelism this rank's contiguous
 // token slice of it, with the context its group's attention ops need (the whole micro-batch's document boundaries,
-// core/model/token_batch.h). Static layouts and FlexSP's groups cut their micro-batches the same way.
+// core/model/token_batch.h). Static candidates and FlexSP's groups cut their micro-batches the same way.
 #include <cstdint>
 #include <vector>
 

@@ -35,8 +35,8 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
     : dp_(env.groups.world(), env.groups.gradients()) {
   const ModelConfig& m = env.config.model;
   const int world = env.groups.world().size();
-  check_static_layout(m, method, sp_size, world);
-  const RunGroups::Group& group = env.groups.group(sp_size);
+  check_static_candidate(m, method, sp_size, world);
+  const RunGroups::RankGroup& group = env.groups.group(sp_size);
   replica_ = group.replica;
   std::string resolved = method;
   if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";

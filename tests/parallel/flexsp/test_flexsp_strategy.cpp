@@ -174,10 +174,10 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   CHECK_THROWS_WITH(check_flexsp(c.model, 4, FlexInner::lasp),
                     Catch::Contains("parallel.flexsp.inner: 'lasp'") && Catch::Contains("'softmax'"));
   c.parallel.strategy = "flexsp";
-  CHECK(candidate_layouts(c, 4).size() == 1);
+  CHECK(run_candidates(c, 4).size() == 1);
   CHECK(candidate_degrees(c, 4) == std::vector<int>{1, 2, 4});
   c.parallel.flexsp_inner = "lasp";
-  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.flexsp.inner"));
+  CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.flexsp.inner"));
 
   // A linear model: LASP inside has no head limit (8 ranks, 4 heads); auto picks it for strategy flexsp and lists
   // both under strategy auto where both can run.
@@ -187,7 +187,7 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   CHECK_THROWS_WITH(check_flexsp(lin.model, 8, FlexInner::ulysses), Catch::Contains("parallel.flexsp.inner: lasp"));
   auto methods = [](const Config& cfg, int world) {
     std::vector<std::string> out;
-    for (const CandidateSpec& l : candidate_layouts(cfg, world))
+    for (const CandidateSpec& l : run_candidates(cfg, world))
       if (l.sp_size == 0) out.push_back(l.method);
     return out;
   };

@@ -80,7 +80,7 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
   const SoloRegistered registered;
   Config c = tiny_strategy_config("softmax", 64);
   c.parallel.strategy = "solo";
-  const std::vector<CandidateSpec> alone = candidate_layouts(c, 1);
+  const std::vector<CandidateSpec> alone = run_candidates(c, 1);
   REQUIRE(alone.size() == 1);
   CHECK(alone[0].method == "solo");
   CHECK(alone[0].family == &solo_entry());
@@ -109,13 +109,13 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
   CHECK(std::equal(model.params(), model.params() + model.num_params(), reference.params()));
 
   c.parallel.strategy = "auto";
-  const std::vector<CandidateSpec> under_auto = candidate_layouts(c, 1);
+  const std::vector<CandidateSpec> under_auto = run_candidates(c, 1);
   REQUIRE(!under_auto.empty());
   CHECK(under_auto.front().method == "dp");
   CHECK(under_auto.back().method == "solo");
 
   c.parallel.strategy = "nonesuch";
-  CHECK_THROWS_WITH(candidate_layouts(c, 1), Catch::Contains("parallel.strategy: 'nonesuch' is not a registered "
+  CHECK_THROWS_WITH(run_candidates(c, 1), Catch::Contains("parallel.strategy: 'nonesuch' is not a registered "
                                                              "strategy") &&
                                                  Catch::Contains("solo"));
 }

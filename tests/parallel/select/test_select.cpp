@@ -1,4 +1,4 @@
-// The selector: the cost model's pieces, each static layout's estimate, the choice on constructed workloads where
+// The selector: the cost model's pieces, each static candidate's estimate, the choice on constructed workloads where
 // each candidate must win, and (under mpirun, [mpi]) a stream of batches that switches strategy from step to step
 // and still equals the single-rank step. Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins
 // the collectives that follow.
@@ -91,7 +91,7 @@ TEST_CASE("the step cost model: compute, links, all-reduce, and a profile that i
   CHECK_THROWS_WITH(cost::StepCostModel::from_profile(no_network, shape(c, 4, 2)), Catch::Contains("'network'"));
 }
 
-TEST_CASE("each layout's estimate adds up its compute, its messages and the gradient all-reduce", "[select]") {
+TEST_CASE("each static candidate's estimate adds up its compute, its messages and the gradient all-reduce", "[select]") {
   const Config c = tiny_config("linear");
   const cost::StepCostModel m = cost::StepCostModel::from_profile(profile(1, 4), shape(c, 4, 4));
   const Batch b = random_documents({64, 64, 64, 64}, 1);  // one document a replica under dp
@@ -168,11 +168,11 @@ TEST_CASE("the selector picks the candidate each constructed workload needs", "[
   }
 }
 
-TEST_CASE("the candidates of each parallel.strategy, and the layouts a model cannot run", "[select]") {
+TEST_CASE("the candidates of each parallel.strategy, and those a model cannot run", "[select]") {
   Config c = tiny_config("linear");
   auto names = [](const Config& config, int world) {
     std::string out;
-    for (const CandidateSpec& l : candidate_layouts(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
+    for (const CandidateSpec& l : run_candidates(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
     return out;
   };
   CHECK(names(c, 4) == "dp1 lasp12 ulysses2 lasp14 ulysses4 flexsp0 flexsp-lasp0 ");
@@ -197,22 +197,22 @@ TEST_CASE("the candidates of each parallel.strategy, and the layouts a model can
   c.parallel.sp_size = 2;
   CHECK(names(c, 4) == "lasp2 ");  // variant auto: measured on the group when built
   c.parallel.sp_method = "ring";
-  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.sp.method: 'ring'"));
+  CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.sp.method: 'ring'"));
   c.parallel.sp_method = "lasp";
   c.parallel.sp_size = 3;
-  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.sp.size = 3"));
+  CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.sp.size = 3"));
   c.parallel.strategy = "atom";  // alone: every rank a peer with its own swapped replica
   CHECK(names(c, 1) == "atom1 ");
   CHECK(names(c, 4) == "atom1 ");
   c.device.backend = "cuda";  // pinned host store, a copy stream beside the compute
   CHECK(names(c, 4) == "atom1 ");
   c.parallel.atom_emulate_copy_gb_per_s = 1;
-  CHECK_THROWS_WITH(candidate_layouts(c, 4), Catch::Contains("parallel.atom.emulate_copy_gb_per_s = 1"));
+  CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.atom.emulate_copy_gb_per_s = 1"));
 }
 
 TEST_CASE("the selector's corrections: measured steps move them, mode model ignores them, state round-trips",
           "[select]") {
-  // One rank, two data-parallel candidates under different names are not possible; a 1-rank world has one layout.
+  // One rank, two data-parallel candidates under different names are not possible; a 1-rank world has one candidate.
   // The corrections are exercised through state() and restore().
   const Config c = tiny_config("linear");
   RunGroups groups(world(), {}, {1});

@@ -1,6 +1,6 @@
-// Every static layout through the Strategy interface equals the single-rank step: the same global batch, the
+// Every static candidate (method and group size) through the Strategy interface equals the single-rank step: the same global batch, the
 // gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2
-// and 4 ranks; layouts whose group size does not divide the world are skipped there. Checks use CHECK, never
+// and 4 ranks; candidates whose group size does not divide the world are skipped there. Checks use CHECK, never
 // REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <memory>
 #include <random>
@@ -52,7 +52,7 @@ std::vector<float> single_rank_gradient(GPT& model, const Batch& b) {
 
 }  // namespace
 
-TEST_CASE("every static layout equals the single-rank step", "[mpi][static_sp]") {
+TEST_CASE("every static candidate (method and group size) equals the single-rank step", "[mpi][static_sp]") {
   struct Layout {
     const char* attention;
     const char* method;
@@ -97,10 +97,10 @@ TEST_CASE("a batch beyond a rank's activation capacity is infeasible, with the r
   CHECK(lasp.feasible(b).ok);  // a group of W holds the batch in slices of 60 / W
 }
 
-TEST_CASE("a layout the model cannot run is a configuration error naming the key", "[static_sp]") {
+TEST_CASE("a static candidate the model cannot run is a configuration error naming the key", "[static_sp]") {
   const Config linear = tiny_config("linear"), softmax = tiny_config("softmax");
-  CHECK_THROWS_AS(check_static_layout(softmax.model, "lasp", 1, 1), ConfigError);
-  CHECK_THROWS_WITH(check_static_layout(linear.model, "ring", 1, 1), Catch::Contains("parallel.sp.method: 'ring'"));
-  CHECK_THROWS_WITH(check_static_layout(linear.model, "ulysses", 3, 3), Catch::Contains("model.n_head = 4"));
-  CHECK_THROWS_WITH(check_static_layout(linear.model, "lasp", 3, 4), Catch::Contains("parallel.sp.size = 3"));
+  CHECK_THROWS_AS(check_static_candidate(softmax.model, "lasp", 1, 1), ConfigError);
+  CHECK_THROWS_WITH(check_static_candidate(linear.model, "ring", 1, 1), Catch::Contains("parallel.sp.method: 'ring'"));
+  CHECK_THROWS_WITH(check_static_candidate(linear.model, "ulysses", 3, 3), Catch::Contains("model.n_head = 4"));
+  CHECK_THROWS_WITH(check_static_candidate(linear.model, "lasp", 3, 4), Catch::Contains("parallel.sp.size = 3"));
 }
