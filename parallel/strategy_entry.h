@@ -1,7 +1,7 @@
 #pragma once
 // What a strategy family registers: the values of parallel.strategy that choose it, the candidates it offers a run,
-// and how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp holds
-// the table, one line a family, and select/ iterates it without naming any.
+// and how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp
+// holds the table, one line a family, and select/ iterates it without naming any.
 #include <memory>
 #include <string>
 #include <vector>

@@ -70,7 +70,8 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
                           const ModelMemory& memory) {
   const int64_t P = model_layout(config).num_params;
   const ModelConfig shape = activation_shape(config, memory);
-  int64_t bytes = memory.weights_on_host ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);  // weights, gradients
+  // weights, gradients and their bf16 copy, unless on the host
+  int64_t bytes = memory.weights_on_host ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens)
                                         : activation_bytes<float>(shape, max_tokens);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);

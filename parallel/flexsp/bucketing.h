@@ -1,6 +1,6 @@
 #pragma once
-// Bucketing for the MILP (docs/methods.md §3.1): the lengths of a micro-batch, sorted ascending, are cut into at most Q
-// consecutive buckets; a bucket stands for its sequences at its largest length. Boundaries minimise the total
+// Bucketing for the MILP (docs/methods.md §3.1): the lengths of a micro-batch, sorted ascending, are cut into at most
+// Q consecutive buckets; a bucket stands for its sequences at its largest length. Boundaries minimise the total
 // padding sum_q sum_{k in q} (max_q - s_k), by err[k][q] = min_{j<k} err[j][q-1] + pad(j+1..k), O(Q K^2).
 #include <cstdint>
 #include <span>

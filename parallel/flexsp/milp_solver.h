@@ -15,8 +15,8 @@
 //   sum_p A_qp = count_q                                                              for all q   (each sequence once)
 //   m_p >= m_p+1 for consecutive virtual groups of one degree                                     (symmetry)
 // The solution's counts are turned back into real sequences bucket by bucket, improved by the same local search
-// as the fast solver, and never returned worse than (or, over memory, instead of) the warm start. With no more distinct lengths than buckets
-// the bucketed problem is the exact one, and a proven-optimal CBC result is the optimum.
+// as the fast solver, and never returned worse than (or, over memory, instead of) the warm start. With no more
+// distinct lengths than buckets the bucketed problem is the exact one, and a proven-optimal CBC result is the optimum.
 #include "parallel/flexsp/milp_model.h"
 #include "parallel/flexsp/solver.h"
 

@@ -16,7 +16,8 @@ double run_stage(GPT& model, const PipelineStage& stage, const TokenBatch& host_
                 stage.end_layer, model.activation_layers());
   TRIDENT_CHECK(first || io.input, "a pipeline stage after the first needs its input");
   TRIDENT_CHECK(last || (train ? io.output_grad != nullptr : io.output != nullptr),
-                "a pipeline stage before the last needs {}", train ? "the gradient at its output" : "its output buffer");
+                "a pipeline stage before the last needs {}",
+                train ? "the gradient at its output" : "its output buffer");
   TRIDENT_CHECK(!train || first || io.input_grad, "a pipeline stage after the first returns its input's gradient");
   const TokenBatch b = model.on_backend({host_batch})[0];
   const ParamWindow w = model.resident_weights();

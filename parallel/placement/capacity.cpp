@@ -37,13 +37,15 @@ int64_t host_memory_bytes() {
 
 void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,
                            const ModelMemory& memory) {
-  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, device, memory);
+  const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, device, memory) +
+                        AdamW::memory_bytes(model_layout(config.model).num_params);
   spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
                "activations {})",
                capacity, config.device.memory_gb,
-               format_bytes(static_cast<std::size_t>(fixed + AdamW::memory_bytes(model_layout(config.model).num_params))),
-               format_bytes(static_cast<std::size_t>(
-                   GPT::memory_bytes(config.model, capacity, precision, device, memory) - fixed)));
+               format_bytes(static_cast<std::size_t>(fixed)),
+               format_bytes(static_cast<std::size_t>(GPT::memory_bytes(config.model, capacity, precision, device,
+                                                                       memory) -
+                                                     GPT::memory_bytes(config.model, 0, precision, device, memory))));
 }
 
 }  // namespace trident

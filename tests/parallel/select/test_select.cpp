@@ -91,7 +91,8 @@ TEST_CASE("the step cost model: compute, links, all-reduce, and a profile that i
   CHECK_THROWS_WITH(cost::StepCostModel::from_profile(no_network, shape(c, 4, 2)), Catch::Contains("'network'"));
 }
 
-TEST_CASE("each static candidate's estimate adds up its compute, its messages and the gradient all-reduce", "[select]") {
+TEST_CASE("each static candidate's estimate adds up its compute, its messages and the gradient all-reduce",
+          "[select]") {
   const Config c = tiny_config("linear");
   const cost::StepCostModel m = cost::StepCostModel::from_profile(profile(1, 4), shape(c, 4, 4));
   const Batch b = random_documents({64, 64, 64, 64}, 1);  // one document a replica under dp

@@ -1,5 +1,5 @@
-// Every static candidate (method and group size) through the Strategy interface equals the single-rank step: the same global batch, the
-// gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2
+// Every static candidate (method and group size) through the Strategy interface equals the single-rank step: the
+// same global batch, the gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2
 // and 4 ranks; candidates whose group size does not divide the world are skipped there. Checks use CHECK, never
 // REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <memory>
