@@ -383,9 +383,9 @@ void Trainer::finish() {
   // rank 0 samples alone, with the local kernels: its batches carry no group
   std::vector<int32_t> prompt;
   for (unsigned char c : config_.sample.prompt) prompt.push_back(c);
-  // a model that holds some layers' activations (a pipeline stage's) samples with a whole model on the host
+  // a model that cannot run a pass of its own (a pipeline stage's) samples with a whole model on the host
   std::optional<GPT> whole;
-  if (state_.model.activation_layers() < config_.model.n_layer) {
+  if (!state_.model.runs_passes()) {
     whole.emplace(config_.model, config_.model.max_seq_len, state_.host_store, cpu_backend(), setup_.precision);
     std::copy_n(state_.model.params(), state_.model.num_params(), whole->params());
   }

@@ -77,6 +77,9 @@ class GPT {
 
   // A strategy that runs the layers itself: the passes below become its runner's (nullptr: the model's own).
   void set_runner(LayerRunner* runner) { runner_ = runner; }
+  // Whether the passes below run: through a runner, or the model's own with every layer's activations (a model a
+  // strategy drives step by step, such as a pipeline stage's, runs none itself).
+  bool runs_passes() const { return runner_ != nullptr || activation_layers_ == config_.n_layer; }
 
   // Forward, then backward of sum_t loss_weight * loss_t over the tokens with a target; gradients accumulate into
   // grads(). Returns the plain sum of those tokens' losses (for reporting).

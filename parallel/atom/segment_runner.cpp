@@ -103,8 +103,8 @@ SegmentRunner::SegmentRunner(GPT& model, const Swapping& swapping, Allocator& de
   const int64_t max_tokens = model.max_tokens();
   check_segments(starts_, config.n_layer, recomputed_, offloaded_);
   TRIDENT_CHECK(swapping.store && swapping.store->device() == Device::cpu, "a swapped model's store is host memory");
-  TRIDENT_CHECK(model.activation_layers() == workspace_layers(config, swapping) &&
-                    &model.store_backend() == &cpu_backend() && model.backend().device() == device.device(),
+  TRIDENT_CHECK(model.activation_layers() == workspace_layers(config, swapping) && model.weights_on_host() &&
+                    model.backend().device() == device.device(),
                 "the model was not built with SegmentRunner::model_memory of its swapping");
   stash_tokens_ = stash_tokens(max_tokens, swapping);
   segment_major_ = segment_major(max_tokens, swapping);

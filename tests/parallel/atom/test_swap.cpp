@@ -108,6 +108,7 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
               SegmentRunner::model_memory(m, tokens, swapping));
   SegmentRunner swapped_runner(swapped, swapping, device);
   LayerSwapper swapper(swapped_runner, device, {.slots = slots});
+  CHECK(swapped.runs_passes());  // through its runner: it samples as it trains
   swapped.init_weights(7);
   AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
   const Steps got = train(swapped, swapped_adam, 3);

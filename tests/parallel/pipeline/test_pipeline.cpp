@@ -166,7 +166,10 @@ TEST_CASE("a model split into stages computes the whole model's loss and gradien
     check_close("tied embedding gradient", tied, slice(whole.grads(), 0, wte), 1e-6);
     CHECK_THROWS_WITH(stage_pass(last, back, view, false, 0.0f, {}), Catch::Contains("needs its input"));
     CHECK_THROWS_WITH(stage_pass(first, front, view, true, 0.01f, {}), Catch::Contains("gradient at its output"));
-    // a stage's model holds its layers' activations only: it runs no pass of its own
+    // a stage's model holds its layers' activations only: it runs no pass of its own (the run samples with a whole
+    // model)
+    CHECK_FALSE(last.runs_passes());
+    CHECK(whole.runs_passes());
     CHECK_THROWS_WITH(last.forward_loss(view), Catch::Contains("runs its passes through its strategy"));
   }
 }
