@@ -2,9 +2,6 @@
 
 #include <string>
 
-#include <spdlog/spdlog.h>
-
-#include "core/optim/adamw.h"
 #include "kernels/backends.h"
 #include "kernels/common/error.h"
 #include "parallel/comm/staged.h"

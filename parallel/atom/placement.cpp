@@ -11,7 +11,7 @@
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/atom/swapper.h"
-#include "parallel/placement/model_placement.h"
+#include "parallel/placement/capacity.h"
 
 namespace trident {
 

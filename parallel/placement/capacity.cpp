@@ -1,5 +1,4 @@
 #include "parallel/placement/capacity.h"
-#include "parallel/placement/model_placement.h"
 
 #include <unistd.h>
 

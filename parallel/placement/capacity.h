@@ -13,6 +13,9 @@ namespace trident {
 // `memory`: the model's shape for a strategy's runner (a pipeline stage holds its layers' activations only).
 int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory = {});
 
+// This machine's physical memory: the host store's budget unless a placement keeps one of its own.
+int64_t host_memory_bytes();
+
 // The start-up log's line on a model that holds `capacity` tokens of activations in device.memory_gb: the bytes of
 // its weights, gradients and optimizer state, and of its activations.
 void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,

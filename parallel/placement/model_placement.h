@@ -8,14 +8,12 @@
 
 #include "core/model/gpt.h"
 #include "core/tensor/allocator.h"
+#include "parallel/placement/capacity.h"
 
 namespace trident {
 
 // What a placement attached to a model: its runner and whatever feeds it. Kept by the caller while the model lives
 // and destroyed before it.
-// This machine's physical memory.
-int64_t host_memory_bytes();
-
 class PlacedRun {
  public:
   virtual ~PlacedRun() = default;
