@@ -20,6 +20,7 @@
 #include "kernels/common/error.h"
 #include "parallel/atom/placement.h"
 #include "parallel/cost/group_cost_model.h"
+#include "parallel/flexsp/config.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_solver.h"
 #include "parallel/flexsp/planner.h"
@@ -92,28 +93,28 @@ void print_plan(const Timed& t, const std::string& title) {
 }
 
 void run_plan(const Config& config, const PlanArgs& args) {
-  const std::string cluster_file = args.cluster.empty() ? config.parallel.flexsp_cluster : args.cluster;
+  const std::string cluster_file = args.cluster.empty() ? flexsp_config(config).cluster : args.cluster;
   if (cluster_file.empty())
     throw_config_error("trident plan needs a cluster profile: --cluster FILE or parallel.flexsp.cluster "
                        "(configs/clusters/ has examples)");
-  const ParallelConfig& p = config.parallel;
+  const FlexspConfig& p = flexsp_config(config);
   const FlexInner inner = configured_flex_inner(config);
   check_flexsp(config.model, 1, inner);  // the model's side only: a described cluster is planned whatever its heads
   const cost::GroupCostModel cost =
       with_flex_exchange(cost::GroupCostModel::from_profile(cost::read_profile(cluster_file)), config, inner);
-  const flexsp::TooLong too_long = flexsp::parse_too_long(p.flexsp_too_long);
+  const flexsp::TooLong too_long = flexsp::parse_too_long(p.too_long);
   const int64_t cluster_max = cost.token_capacity(cost.max_degree());
   // Static SP: one degree sized for the longest sequence the config allows (or the whole cluster).
   const int64_t static_degree = cost.min_degree(std::min(config.model.max_seq_len, cluster_max));
   const flexsp::FastSolver fast;
-  const flexsp::MilpSolver milp({.time_limit_s = p.flexsp_time_limit_s, .buckets = p.flexsp_buckets});
-  const int64_t tries = p.flexsp_micro_batch_tries;
+  const flexsp::MilpSolver milp({.time_limit_s = p.time_limit_s, .buckets = p.buckets});
+  const int64_t tries = p.micro_batch_tries;
 
   const std::vector<plan::DrawnBatch> batches = plan::draw_batches(config, args.source);  // data errors come first
   if (!args.json)
     fmt::print("cluster {}: {} devices ({} per node), {} tokens per device; solver {}; {} inside groups; static SP "
                "degree {}\n",
-               cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1), p.flexsp_solver,
+               cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1), p.solver,
                cost::exchange_name(cost.exchange().kind), static_degree);
   for (size_t b = 0; b < batches.size(); ++b) {
     const std::vector<int64_t>& raw = batches[b].lengths;
@@ -135,7 +136,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
     const Timed flex_fast =
         timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, nullptr, tries, &fell_back); });
     std::optional<Timed> flex_milp;
-    if (p.flexsp_solver == "milp")
+    if (p.solver == "milp")
       flex_milp = timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, &milp, tries, &fell_back); });
     const Timed& flex = flex_milp ? *flex_milp : flex_fast;
     const Timed stat = timed([&] { return flexsp::plan_homogeneous(lengths, cost, static_degree, tries); });
@@ -149,7 +150,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
       json source = json::array();
       for (const flexsp::Piece& piece : pieces) source.push_back({piece.sequence, piece.offset});
       j["source"] = source;
-      j["flexsp"] = plan_json(flex, p.flexsp_solver);
+      j["flexsp"] = plan_json(flex, p.solver);
       j["flexsp"]["single_degree_fallback"] = fell_back;
       if (flex_milp) j["fast"] = plan_json(flex_fast, "fast");
       j["static_sp"] = {{"degree", static_degree}, {"time_s", stat.plan.time_s},
@@ -163,7 +164,7 @@ void run_plan(const Config& config, const PlanArgs& args) {
     }
     fmt::print("\nbatch {}: {} sequences, {} tokens, longest {}{}{}\n", b, lengths.size(), tokens, longest,
                dropped ? fmt::format(", {} dropped", dropped) : "", split ? fmt::format(", {} split", split) : "");
-    print_plan(flex, fmt::format("FlexSP ({}{})", p.flexsp_solver, fell_back ? ", the best single degree" : ""));
+    print_plan(flex, fmt::format("FlexSP ({}{})", p.solver, fell_back ? ", the best single degree" : ""));
     if (flex_milp)
       fmt::print("  fast solver alone: estimated {:.3f} s, planned in {:.1f} ms ({:+.2f}% vs milp)\n",
                  flex_fast.plan.time_s, flex_fast.planning_ms,

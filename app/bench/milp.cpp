@@ -13,6 +13,7 @@
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "parallel/cost/group_cost_model.h"
+#include "parallel/flexsp/config.h"
 #include "parallel/flexsp/fast_solver.h"
 #include "parallel/flexsp/milp_model.h"
 #include "parallel/flexsp/milp_solver.h"
@@ -97,8 +98,9 @@ double seconds(F&& f) {
 void run_milp(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
               const std::string& cluster, const app::plan::BatchSource& source, double time_limit_s) {
   const Config config = load_config(config_path, overrides);
-  const std::string cluster_file = cluster.empty() ? config.parallel.flexsp_cluster : cluster;
-  if (cluster_file.empty()) throw_config_error("bench milp needs a cluster profile: --cluster FILE or parallel.flexsp.cluster");
+  const std::string cluster_file = cluster.empty() ? flexsp_config(config).cluster : cluster;
+  if (cluster_file.empty())
+    throw_config_error("bench milp needs a cluster profile: --cluster FILE or parallel.flexsp.cluster");
   const cost::GroupCostModel cost = cost::GroupCostModel::from_profile(cost::read_profile(cluster_file));
   glp_term_out(GLP_OFF);
   Report report(fmt::format("FlexSP MILP per micro-batch: CBC vs GLPK, {} s limit, same model and MIP start",
@@ -112,13 +114,13 @@ void run_milp(const Options& options, const std::string& config_path, const std:
              batches[b].lengths, cost.token_capacity(cost.max_degree()), flexsp::TooLong::drop))
       lengths.push_back(piece.length);
     const flexsp::BatchPlan plan =
-        flexsp::plan_batch(lengths, cost, fast, nullptr, config.parallel.flexsp_micro_batch_tries);
+        flexsp::plan_batch(lengths, cost, fast, nullptr, flexsp_config(config).micro_batch_tries);
     for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
       std::vector<int64_t> chunk;
       for (const flexsp::GroupPlan& g : plan.micro_batches[i].groups)
         for (int64_t k : g.sequences) chunk.push_back(plan.lengths[k]);
       const flexsp::MilpModel model =
-          flexsp::milp_model(chunk, cost, {.time_limit_s = time_limit_s, .buckets = config.parallel.flexsp_buckets});
+          flexsp::milp_model(chunk, cost, {.time_limit_s = time_limit_s, .buckets = flexsp_config(config).buckets});
       flexsp::MilpResult cbc;
       GlpkResult glpk;
       const double cbc_s = seconds([&] { cbc = flexsp::solve_with_cbc(model, time_limit_s); });

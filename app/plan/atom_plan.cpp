@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "parallel/atom/config.h"
 #include "parallel/atom/placement.h"
 #include "parallel/cost/profile.h"
 #include "parallel/cost/swap_plan.h"
@@ -54,7 +55,7 @@ PeersComparison compare_peers(const Config& config, const cost::Profile& profile
   const cost::StepCostModel cost = cost::StepCostModel::from_profile(profile, shape);
   c.link = cost.link(c.peers);
   c.peer_step_s = peer_step_s;
-  const int every = static_cast<int>(config.parallel.atom_average_every);
+  const int every = static_cast<int>(atom_config(config).average_every);
   c.round_s = cost.allreduce_s(4.0 * static_cast<double>(shape.num_params));
   c.atom_step_s = every > 0 ? std::max(peer_step_s, c.round_s / every) : peer_step_s + c.round_s;
   c.hiding_every = static_cast<int64_t>(std::ceil(c.round_s / peer_step_s));
@@ -143,7 +144,7 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
     if (vs.peers > 1)
       j["peers"] = {{"count", vs.peers},
                     {"link_gb_per_s", vs.link.bandwidth_gb_per_s},
-                    {"average_every", config.parallel.atom_average_every},
+                    {"average_every", atom_config(config).average_every},
                     {"atom", {{"peer_step_s", vs.peer_step_s}, {"round_s", vs.round_s}, {"step_s", vs.atom_step_s},
                               {"tokens_per_s", tokens_per_s(vs.atom_step_s)}, {"hiding_every", vs.hiding_every},
                               {"hidden_tokens_per_s", tokens_per_s(vs.peer_step_s)}}},
@@ -204,8 +205,8 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              vs.link.bandwidth_gb_per_s, vs.peers, config.train.batch_tokens);
   fmt::print("  ATOM     {:>10.0f} tokens/s: a peer's step {:.3f} s; averaging the parameters takes {:.3f} s, {}\n",
              tokens_per_s(vs.atom_step_s), vs.peer_step_s, vs.round_s,
-             config.parallel.atom_average_every > 0
-                 ? fmt::format("one round every {} steps on its own thread{}", config.parallel.atom_average_every,
+             atom_config(config).average_every > 0
+                 ? fmt::format("one round every {} steps on its own thread{}", atom_config(config).average_every,
                                vs.atom_step_s > vs.peer_step_s ? ", longer than those steps: it paces them" : "")
                  : std::string("on every step's path (parallel.atom.average_every: 0)"));
   fmt::print("  pipeline {:>10.0f} tokens/s: GPipe over {} stages, {} micro-batches, {:.3f} s a step ({:.3f} s compute "

@@ -1,4 +1,4 @@
-// Loading, validating and printing configs, all driven by the key table in schema.cpp. Values are checked as
+// Loading, validating and printing configs, all driven by the key table (schema.h). Values are checked as
 // they are read, so an error points at the line that caused it; relations between keys are checked at the end.
 #include "core/config/config.h"
 
@@ -48,7 +48,7 @@ std::vector<std::string> children(std::string_view section) {
   return names;
 }
 
-// "parallel.flexsp.groups" -> {"parallel", "flexsp", "groups"}
+// "model.linear.output_gate" -> {"model", "linear", "output_gate"}
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
   for (size_t start = 0;;) {
@@ -218,7 +218,7 @@ std::string value_text(const Key& key, const Config& config) {
 // ---- loading -------------------------------------------------------------------------------------------
 
 // Builds a Config from one YAML text and then overrides, remembering where each key was set for messages.
-class Loader {
+class Loader final : public KeyRelations {
  public:
   explicit Loader(std::string source) : source_(std::move(source)) {}
 
@@ -264,8 +264,7 @@ class Loader {
             "train.batch_tokens");
     require(c.data.kind == "synthetic" || !c.data.path.empty(), "data.path", "must be non-empty when",
             "data.kind");
-    require(c.parallel.atom_averaging != "diloco" || c.parallel.atom_average_every >= 1, "parallel.atom.averaging",
-            "needs rounds: set", "parallel.atom.average_every");
+    check_config_sections(c, *this);
     return c;
   }
 
@@ -315,7 +314,7 @@ class Loader {
   }
 
   // "train.min_lr = 0.01 (x.yaml:5:11) must be <= train.lr = 0.001 (default)"
-  void require(bool ok, std::string_view a, std::string_view relation, std::string_view b) const {
+  void require(bool ok, std::string_view a, std::string_view relation, std::string_view b) const override {
     if (!ok) throw_config_error("{} {} {}", describe(a), relation, describe(b));
   }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/sections.h"
+
 namespace trident {
 
 struct RunConfig {
@@ -73,37 +75,12 @@ struct DataConfig {
   bool operator==(const DataConfig&) const = default;
 };
 
+// The keys every strategy shares, and each strategy's own section, declared in its folder (core/config/sections.h).
 struct ParallelConfig {
-  std::string strategy = "auto";  // auto | dp | sp | lasp (= sp) | flexsp | atom | pipeline
+  std::string strategy = "auto";         // auto, or a registered strategy (parallel/select/registry.cpp)
   std::string select_mode = "measured";  // parallel.select.mode: measured | model (auto's corrections)
   std::string select_profile;            // parallel.select.profile: cluster profile file; "" = measure at start-up
-  std::string sp_method = "lasp";       // parallel.sp.method: lasp | ulysses | ring (what strategy sp runs)
-  int64_t sp_size = 1;                  // parallel.sp.size: ranks per sequence-parallel group
-  std::string lasp_variant = "lasp1";   // parallel.lasp.variant: lasp1 | lasp2 | auto
-  // parallel.flexsp.*: FlexSP's planner (training and `trident plan`)
-  std::string flexsp_cluster;                 // cluster profile file; "" = give it with --cluster
-  std::string flexsp_solver = "fast";         // fast | milp
-  double flexsp_time_limit_s = 5.0;           // MILP: CBC's time limit per micro-batch
-  int64_t flexsp_buckets = 16;                // MILP: length buckets per micro-batch (Q)
-  int64_t flexsp_micro_batch_tries = 4;       // micro-batch counts tried from the fewest that can fit (M')
-  std::string flexsp_too_long = "error";      // error | drop | split: a sequence longer than the cluster holds
-  std::string flexsp_inner = "auto";          // auto | ulysses | lasp: how a group's ranks split attention
-  std::string flexsp_degrees = "mixed";       // mixed (FlexSP) | single (one degree per batch: BatchAda)
-  // parallel.atom.*: ATOM's swaps on one peer (parallel/atom/README.md)
-  int64_t atom_sub_models = 0;  // sub-models the layers are split into; 0 = the fewest that fit (training)
-  double atom_host_memory_gb = 0;  // host memory for the whole model's store (GiB); 0 = this machine's memory
-  int64_t atom_prefetch = 1;    // sub-models loading ahead of the computing one (device slots - 1)
-  std::string atom_activations = "auto";  // auto | keep | recompute
-  int64_t atom_average_every = 0;   // peers: 0 = gradients summed every step (exact); N = parameters averaged every N
-  int64_t atom_max_staleness = 1;   // peers: steps an averaging round may run in the background before it applies
-  std::string atom_averaging = "params";  // params | diloco: what a round applies (the average, or an outer step)
-  double atom_outer_lr = 0.7;        // diloco: the outer Nesterov step's learning rate
-  double atom_outer_momentum = 0.9;  // diloco: its momentum
-  std::string atom_average_split = "bandwidth";  // peers: a round's butterfly parts, by bandwidth | even
-  double atom_round_deadline_ms = 0;  // peers: 0 = every round waits for every peer; else rounds of those ready
-  int64_t atom_emulate_slow_rank = -1;  // peers: this rank's steps last emulate_slowdown times as long (-1: none)
-  double atom_emulate_slowdown = 1;
-  double atom_emulate_copy_gb_per_s = 0;  // cpu backend: an emulated host <-> device link (GB/s); 0 = memcpy
+  ConfigSections sections;               // parallel.<name>.*
 
   bool operator==(const ParallelConfig&) const = default;
 };

@@ -1,9 +1,17 @@
 // The table of every config key: see schema.h. Keep configs/README.md in step (a test checks every key is there).
 #include "core/config/schema.h"
 
+#include <algorithm>
+#include <deque>
+
+#include "kernels/common/error.h"
+
 namespace trident {
 
-const std::vector<Key>& schema() {
+namespace {
+
+// The common keys, parallel.strategy without its choices.
+const std::vector<Key>& common_keys() {
   using C = Config;
   static const std::vector<Key> keys = {
       {"run.dir", StringField{.member = member(&C::run, &RunConfig::dir), .required = true},
@@ -90,118 +98,15 @@ const std::vector<Key>& schema() {
       {"data.synthetic_max_length", IntField{member(&C::data, &DataConfig::synthetic_max_length), 1},
        "synthetic document lengths are clipped to this many tokens"},
 
-      {"parallel.strategy",
-       StringField{member(&C::parallel, &ParallelConfig::strategy),
-                   {"auto", "dp", "sp", "lasp", "flexsp", "atom", "pipeline"}},
-       "parallel strategy: auto (each step, the cheapest estimated of data parallelism, every sequence-parallel "
-       "method on every power-of-two group size dividing the world, FlexSP where it can run, and ATOM's averaging "
-       "peers when parallel.atom.average_every > 0), dp (data "
-       "parallelism), sp (one static sequence-parallel layout, parallel.sp.*; lasp is the same), flexsp (groups of "
-       "several sizes planned per micro-batch on a power-of-two world, parallel.flexsp.*), atom (every rank a peer "
-       "keeping the model in host memory and swapping sub-models of layers through device memory, parallel.atom.*; "
-       "auto swaps too when the model does not fit device.memory_gb), pipeline (GPipe: the ranks are stages of "
-       "consecutive layers, the batch in train.micro_batches micro-batches or more; the baseline of ATOM)"},
+      {"parallel.strategy", StringField{member(&C::parallel, &ParallelConfig::strategy)},
+       "parallel strategy: auto (each step, the cheapest estimated candidate of every registered strategy that can "
+       "run the batch) or the name of a registered strategy, which then runs alone (configs/README.md lists them)"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
        "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
        "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
       {"parallel.select.profile", StringField{member(&C::parallel, &ParallelConfig::select_profile)},
-       "auto and flexsp: cluster profile the estimates and FlexSP's plans come from (parallel/cost/README.md); \"\" "
+       "cluster profile the strategies' estimates and plans come from (parallel/cost/README.md); \"\" "
        "= measured at start-up and written to RUN_DIR/profile.yaml"},
-      {"parallel.sp.method",
-       StringField{member(&C::parallel, &ParallelConfig::sp_method), {"lasp", "ulysses", "ring"}},
-       "sequence parallelism (strategy sp): LASP (linear attention), Ulysses (both types) or Ring Attention "
-       "(softmax)"},
-      {"parallel.sp.size", IntField{member(&C::parallel, &ParallelConfig::sp_size), 1},
-       "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
-      {"parallel.lasp.variant",
-       StringField{.member = member(&C::parallel, &ParallelConfig::lasp_variant),
-                   .choices = {"lasp1", "lasp2", "auto"},
-                   .aliases = {{"ring", "lasp1"}, {"allgather", "lasp2"}}},
-       "LASP: lasp1 (LASP-1, states passed rank to rank), lasp2 (LASP-2, one allgather per layer) or auto (strategy "
-       "sp: both timed on the group at start-up, the faster runs; strategy auto: both are candidates); the old "
-       "names ring and allgather are read as lasp1 and lasp2, with a warning"},
-      {"parallel.flexsp.cluster", StringField{member(&C::parallel, &ParallelConfig::flexsp_cluster)},
-       "FlexSP: cluster profile file `trident plan` plans for (configs/clusters/); \"\" = trident plan --cluster "
-       "(training plans with parallel.select.profile)"},
-      {"parallel.flexsp.solver", StringField{member(&C::parallel, &ParallelConfig::flexsp_solver), {"fast", "milp"}},
-       "FlexSP: `trident plan`'s micro-batch solver: fast (greedy + local search, milliseconds) or milp (CBC, "
-       "warm-started from fast); training plans with fast"},
-      {"parallel.flexsp.time_limit_s",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::flexsp_time_limit_s), .min = 0, .min_open = true},
-       "FlexSP: CBC's time limit per micro-batch (solver milp); the best plan found by then is used"},
-      {"parallel.flexsp.buckets", IntField{member(&C::parallel, &ParallelConfig::flexsp_buckets), 1, 256},
-       "FlexSP: length buckets per micro-batch in the MILP (Q)"},
-      {"parallel.flexsp.micro_batch_tries",
-       IntField{member(&C::parallel, &ParallelConfig::flexsp_micro_batch_tries), 1, 64},
-       "FlexSP: micro-batch counts tried, from the fewest whose tokens fit the cluster (M')"},
-      {"parallel.flexsp.too_long",
-       StringField{member(&C::parallel, &ParallelConfig::flexsp_too_long), {"error", "drop", "split"}},
-       "FlexSP: a sequence longer than the whole cluster holds is an error, dropped, or split into pieces"},
-      {"parallel.flexsp.inner",
-       StringField{member(&C::parallel, &ParallelConfig::flexsp_inner), {"auto", "ulysses", "lasp"}},
-       "FlexSP: what runs inside each group: ulysses (all-to-alls of the group's tokens; model.n_head must divide by "
-       "the world size), lasp (linear attention only: LASP passes the d x d states, parallel.lasp.variant says how) or "
-       "auto (lasp for linear attention, else ulysses; under strategy auto, each that can run is a candidate)"},
-      {"parallel.flexsp.degrees",
-       StringField{member(&C::parallel, &ParallelConfig::flexsp_degrees), {"mixed", "single"}},
-       "FlexSP: mixed (groups of different sizes side by side, the FlexSP planner) or single (every group of a batch "
-       "the one size that is fastest for it: the BatchAda baseline)"},
-      {"parallel.atom.sub_models", IntField{member(&C::parallel, &ParallelConfig::atom_sub_models), 0, 4096},
-       "ATOM: contiguous sub-models the layers are split into for swapping; 0 = any count (the fastest that fits by "
-       "the swap schedule with a profile, else the one that recomputes the fewest layers)"},
-      {"parallel.atom.host_memory_gb",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_host_memory_gb), .min = 0},
-       "ATOM: host memory (GiB) the whole model's store must fit: fp32 weights, gradients and AdamW m and v, 16 "
-       "bytes a parameter; 0 = this machine's physical memory"},
-      {"parallel.atom.activations",
-       StringField{member(&C::parallel, &ParallelConfig::atom_activations), {"auto", "keep", "recompute", "offload"}},
-       "ATOM: keep (every layer's activations stay on the device: no recompute), recompute (backward recomputes every "
-       "sub-model's forward but the last one's from its input), offload (the fewest leading sub-models that fit a "
-       "pass move their activations to the host after their forward and back before their backward, beside the "
-       "compute) or auto (the fewest recomputed that fit a pass; with a profile that has network.host_to_device, "
-       "that or the fewest offloaded, whichever the swap schedule predicts faster, and where no pass holds a batch "
-       "the fastest predicted in several passes)"},
-      {"parallel.atom.average_every", IntField{member(&C::parallel, &ParallelConfig::atom_average_every), 0},
-       "ATOM peers (more than one rank): 0 = exact, the peers' gradients summed every step (data parallelism of "
-       "replicas); N = each peer updates its own replica and the peers average their parameters every N steps, "
-       "weighted by tokens, in the background"},
-      {"parallel.atom.max_staleness", IntField{member(&C::parallel, &ParallelConfig::atom_max_staleness), 0},
-       "ATOM peers averaging: steps a round runs in the background before the peer applies it (waiting for it if "
-       "need be; sooner when the next round starts first); 0: each round applies at once"},
-      {"parallel.atom.averaging",
-       StringField{member(&C::parallel, &ParallelConfig::atom_averaging), {"params", "diloco"}},
-       "ATOM peers averaging: params (a round applies the peers' token-weighted average) or diloco (the average's "
-       "distance from the last round's parameters is an outer gradient, applied by Nesterov momentum SGD with "
-       "parallel.atom.outer_lr and outer_momentum; also on one peer)"},
-      {"parallel.atom.outer_lr",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_lr), .min = 0, .min_open = true},
-       "ATOM diloco: the outer step's learning rate (1 with momentum 0 is params averaging)"},
-      {"parallel.atom.outer_momentum",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_outer_momentum), .min = 0, .max = 1,
-                  .max_open = true},
-       "ATOM diloco: the outer step's Nesterov momentum"},
-      {"parallel.atom.average_split",
-       StringField{member(&C::parallel, &ParallelConfig::atom_average_split), {"bandwidth", "even"}},
-       "ATOM peers averaging: a round is a butterfly all-reduce whose parts each peer sums; bandwidth = parts in "
-       "proportion to each peer's bandwidth, measured at start-up (even when every peer is on one node), even = "
-       "equal parts"},
-      {"parallel.atom.round_deadline_ms",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_round_deadline_ms), .min = 0},
-       "ATOM peers averaging: 0 = each round is an allreduce over every peer; > 0 = a round takes the peers ready "
-       "within this many ms of the first, so a slow peer misses rounds instead of holding the others back (needs MPI "
-       "with MPI_THREAD_MULTIPLE)"},
-      {"parallel.atom.emulate_slow_rank",
-       IntField{member(&C::parallel, &ParallelConfig::atom_emulate_slow_rank), -1},
-       "ATOM peers: the rank whose steps are slowed by parallel.atom.emulate_slowdown, an emulated slow peer (-1: none)"},
-      {"parallel.atom.emulate_slowdown",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_emulate_slowdown), .min = 1},
-       "ATOM peers: the emulated slow peer's steps last this many times as long (it sleeps after computing)"},
-      {"parallel.atom.prefetch", IntField{member(&C::parallel, &ParallelConfig::atom_prefetch), 1, 64},
-       "ATOM: sub-models loading ahead of the one computing (device slots = prefetch + 1)"},
-      {"parallel.atom.emulate_copy_gb_per_s",
-       FloatField{.member = member(&C::parallel, &ParallelConfig::atom_emulate_copy_gb_per_s), .min = 0},
-       "ATOM on the cpu backend: each copy between the host store and device memory lasts at least bytes / this "
-       "rate (GB/s), an emulated PCIe link; 0 = as fast as memcpy (the only value on the cuda backend)"},
 
       {"device.backend", StringField{member(&C::device, &DeviceConfig::backend), {"cpu", "cuda"}},
        "compute backend"},
@@ -233,6 +138,76 @@ const std::vector<Key>& schema() {
       {"sample.temperature", FloatField{.member = member(&C::sample, &SampleConfig::temperature), .min = 0},
        "sampling temperature; 0 = greedy"},
   };
+  return keys;
+}
+
+// What the strategies registered: their sections and the names parallel.strategy accepts. `generation` counts the
+// registrations, so schema() rebuilds its table after one.
+struct Registered {
+  std::vector<ConfigSection> sections;
+  std::deque<std::string> names;  // a deque: the choices' string_views stay valid as names are added
+  int generation = 0;
+};
+Registered& registered() {
+  static Registered r;
+  return r;
+}
+
+std::vector<Key> build_schema() {
+  const Registered& r = registered();
+  std::vector<ConfigSection> sections = r.sections;
+  std::sort(sections.begin(), sections.end(),
+            [](const ConfigSection& a, const ConfigSection& b) { return a.keys.front().path < b.keys.front().path; });
+  std::vector<Key> keys;
+  const std::vector<Key>& common = common_keys();
+  auto after_parallel = std::find_if(common.rbegin(), common.rend(),
+                                     [](const Key& k) { return k.path.starts_with("parallel."); }).base();
+  keys.insert(keys.end(), common.begin(), after_parallel);
+  for (const ConfigSection& section : sections) keys.insert(keys.end(), section.keys.begin(), section.keys.end());
+  keys.insert(keys.end(), after_parallel, common.end());
+  for (Key& key : keys)
+    if (key.path == "parallel.strategy") {
+      auto& strategy = std::get<StringField>(key.field);
+      strategy.choices = {"auto"};
+      strategy.choices.insert(strategy.choices.end(), r.names.begin(), r.names.end());
+    }
+  return keys;
+}
+
+}  // namespace
+
+bool register_config_section(const ConfigSection& section) {
+  TRIDENT_CHECK(!section.keys.empty(), "a config section without keys");
+  registered().sections.push_back(section);
+  ++registered().generation;
+  return true;
+}
+
+void check_config_sections(const Config& config, const KeyRelations& relations) {
+  for (const ConfigSection& section : registered().sections)
+    if (section.check) section.check(config, relations);
+}
+
+void register_strategy_names(const std::vector<std::string>& names) {
+  Registered& r = registered();
+  for (const std::string& name : names)
+    if (std::find(r.names.begin(), r.names.end(), name) == r.names.end()) r.names.push_back(name);
+  ++r.generation;
+}
+
+void unregister_strategy_names(const std::vector<std::string>& names) {
+  Registered& r = registered();
+  for (const std::string& name : names) std::erase(r.names, name);
+  ++r.generation;
+}
+
+const std::vector<Key>& schema() {
+  static std::vector<Key> keys;
+  static int built = -1;
+  if (built != registered().generation) {
+    keys = build_schema();
+    built = registered().generation;
+  }
   return keys;
 }
 

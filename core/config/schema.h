@@ -1,7 +1,9 @@
 #pragma once
-// The config schema: one table (schema.cpp) lists every key with its place in Config, its type, what values it
-// allows and a one-line doc. Loading, --set overrides, validation and to_yaml are all driven from it, so adding
-// a key is one line there (plus its row in configs/README.md, which a test checks).
+// The config schema: one table lists every key with its place in Config, its type, what values it allows and a
+// one-line doc. Loading, --set overrides, validation and to_yaml are all driven from it, so adding a key is one line
+// (plus its row in configs/README.md, which a test checks). The common keys are in schema.cpp; each strategy declares
+// its parallel.<name>.* section in its own folder (parallel/<name>/config.cpp) and registers it here, and the
+// strategy registry (parallel/select/registry.cpp) registers the names parallel.strategy accepts.
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -25,6 +27,13 @@ template <class Section, class T>
 Member<T> member(Section Config::*section, T Section::*field) {
   return {[=](Config& c) -> T& { return c.*section.*field; },
           [=](const Config& c) -> const T& { return c.*section.*field; }};
+}
+
+// Where a key of a strategy's section lives: config.parallel.sections.get<Section>().*field.
+template <class Section, class T>
+Member<T> section_member(T Section::*field) {
+  return {[=](Config& c) -> T& { return c.parallel.sections.get<Section>().*field; },
+          [=](const Config& c) -> const T& { return c.parallel.sections.get<Section>().*field; }};
 }
 
 // An integer in [min, max].
@@ -62,6 +71,30 @@ struct Key {
   std::variant<IntField, FloatField, StringField, BoolField> field;
   std::string_view doc;
 };
+
+// The relations between keys a section checks once every value is read.
+class KeyRelations {
+ public:
+  virtual ~KeyRelations() = default;
+  // Unless `ok`, a ConfigError "a = value (where it was set) relation b = value (where)", naming both keys.
+  virtual void require(bool ok, std::string_view a, std::string_view relation, std::string_view b) const = 0;
+};
+
+// A strategy's parallel.<name>.* keys, declared in its folder.
+struct ConfigSection {
+  std::vector<Key> keys;
+  void (*check)(const Config& config, const KeyRelations& relations) = nullptr;  // relations between keys, if any
+};
+// Adds a section's keys to the schema, after the common parallel.* keys, sections in the order of their paths.
+// Called at static initialisation, in the file that defines the section's accessor (so a program that reads the
+// section has its keys); returns true.
+bool register_config_section(const ConfigSection& section);
+// Each registered section's check, in turn.
+void check_config_sections(const Config& config, const KeyRelations& relations);
+
+// The values parallel.strategy accepts beside auto: the names of the registered strategies.
+void register_strategy_names(const std::vector<std::string>& names);
+void unregister_strategy_names(const std::vector<std::string>& names);
 
 // Every key, grouped by section, in the order to_yaml prints them.
 const std::vector<Key>& schema();

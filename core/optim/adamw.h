@@ -21,7 +21,7 @@ class AdamW {
   static int64_t memory_bytes(int64_t num_params) { return 2 * 4 * num_params; }
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
-  // With `only` ({offset, numel} ranges of the layout), the parameters there alone (a pipeline stage's own).
+  // With `only` ({offset, numel} ranges of the layout), the parameters there alone (those a rank updates).
   void step(float* params, const float* grads, float lr, float grad_scale,
             const std::vector<std::pair<int64_t, int64_t>>& only = {});
 

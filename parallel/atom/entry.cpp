@@ -1,5 +1,6 @@
 #include "parallel/atom/entry.h"
 
+#include "parallel/atom/config.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/strategy.h"
 #include "parallel/atom/swapped_model.h"
@@ -13,8 +14,8 @@ std::vector<CandidateSpec> alone(const Config&, int) { return {{"atom", 1}}; }
 // The averaging peers, when the run asks for averaging, with rounds of every peer: a round deadline lets peers step
 // apart, which a per-step choice cannot.
 std::vector<CandidateSpec> under_auto(const Config& config, int world) {
-  const ParallelConfig& p = config.parallel;
-  if (world > 1 && p.atom_average_every > 0 && p.atom_round_deadline_ms == 0) return {{"atom", 1}};
+  const AtomConfig& p = atom_config(config);
+  if (world > 1 && p.average_every > 0 && p.round_deadline_ms == 0) return {{"atom", 1}};
   return {};
 }
 

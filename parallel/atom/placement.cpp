@@ -10,6 +10,7 @@
 #include "core/model/activations.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/atom/config.h"
 #include "parallel/atom/swapper.h"
 #include "parallel/placement/capacity.h"
 
@@ -40,10 +41,10 @@ bool swaps(const Config& config) {
   const std::string why = strategy == "atom" ? "parallel.strategy: atom"
                                              : "parallel.strategy: auto (the model does not fit device.memory_gb "
                                                "resident, so it swaps)";
-  if (config.device.backend != "cpu" && config.parallel.atom_emulate_copy_gb_per_s > 0)
+  if (config.device.backend != "cpu" && atom_config(config).emulate_copy_gb_per_s > 0)
     throw_config_error("{}: parallel.atom.emulate_copy_gb_per_s = {} emulates a host <-> device link on the cpu "
                        "backend; device.backend '{}' copies over its real one (remove the key)",
-                       why, config.parallel.atom_emulate_copy_gb_per_s, config.device.backend);
+                       why, atom_config(config).emulate_copy_gb_per_s, config.device.backend);
   return true;
 }
 
@@ -58,8 +59,8 @@ std::vector<int> balanced_starts(int64_t layers, int64_t count) {
 }
 
 int64_t host_budget_bytes(const Config& config) {
-  if (config.parallel.atom_host_memory_gb > 0)
-    return static_cast<int64_t>(gib_to_bytes(config.parallel.atom_host_memory_gb));
+  if (atom_config(config).host_memory_gb > 0)
+    return static_cast<int64_t>(gib_to_bytes(atom_config(config).host_memory_gb));
   return host_memory_bytes();
 }
 
@@ -68,8 +69,8 @@ void check_host_store(const Config& config, int64_t num_params, int peers_per_ho
   if (store * peers_per_host <= budget) return;
   throw_config_error("parallel.atom.host_memory_gb = {}{}: the host store of {} (16 bytes for each of {} parameters: "
                      "fp32 weights, gradients, AdamW m and v{}){} does not fit",
-                     config.parallel.atom_host_memory_gb,
-                     config.parallel.atom_host_memory_gb > 0
+                     atom_config(config).host_memory_gb,
+                     atom_config(config).host_memory_gb > 0
                          ? ""
                          : fmt::format(" (this machine: {})", format_bytes(static_cast<std::size_t>(budget))),
                      format_bytes(static_cast<std::size_t>(store)), num_params,
@@ -155,10 +156,10 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
                          int peers_per_host) {
   const ModelConfig& m = config.model;
   const int64_t L = m.n_layer, budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
-  const int64_t asked = config.parallel.atom_sub_models;
+  const int64_t asked = atom_config(config).sub_models;
   if (asked > L)
     throw_config_error("parallel.atom.sub_models = {}: the model has only {} layers to split", asked, L);
-  const int slots = static_cast<int>(config.parallel.atom_prefetch) + 1;
+  const int slots = static_cast<int>(atom_config(config).prefetch) + 1;
   check_host_store(config, model_layout(m).num_params, peers_per_host);
   if (plans_with(profile) && profile->model &&
       (profile->model->n_layer != m.n_layer || profile->model->n_embd != m.n_embd))
@@ -168,7 +169,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
                        profile->source, profile->model->n_layer, profile->model->n_embd, m.n_layer, m.n_embd);
   AtomPlacement placed;
   placed.slots = slots;
-  const std::string& activations = config.parallel.atom_activations;
+  const std::string& activations = atom_config(config).activations;
   // The leading sub-models that give up their activations: `count` of them, recomputed or offloaded.
   struct Stash {
     int count = 0;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kernels/common/error.h"
+#include "parallel/atom/config.h"
 #include "parallel/atom/swapped_model.h"
 #include "parallel/static_sp/group_batch.h"
 
@@ -42,23 +43,23 @@ AtomStrategy::AtomStrategy(const StrategyEnv& env)
       peers_(env.groups.world(), swapper_ ? env.groups.world() : env.groups.gradients()),
       micro_batches_(env.config.train.micro_batches),
       capacity_(env.capacity_tokens) {
-  const ParallelConfig& p = env.config.parallel;
-  if (p.atom_emulate_slow_rank >= peers_.size())
+  const AtomConfig& p = atom_config(env.config);
+  if (p.emulate_slow_rank >= peers_.size())
     throw_config_error("parallel.atom.emulate_slow_rank = {} is not a rank of this {}-rank run",
-                       p.atom_emulate_slow_rank, peers_.size());
-  const bool diloco = p.atom_averaging == "diloco";  // its outer step means something on one peer too
-  if (p.atom_average_every > 0 && (peers_.size() > 1 || diloco))
+                       p.emulate_slow_rank, peers_.size());
+  const bool diloco = p.averaging == "diloco";  // its outer step means something on one peer too
+  if (p.average_every > 0 && (peers_.size() > 1 || diloco))
     averager_ = std::make_unique<ParameterAverager>(
-        env.groups.world(), model_layout(env.config.model).num_params, p.atom_average_every, p.atom_max_staleness,
-        OuterStep{.diloco = diloco, .lr = p.atom_outer_lr, .momentum = p.atom_outer_momentum},
-        p.atom_round_deadline_ms / 1e3, p.atom_average_split == "bandwidth");
+        env.groups.world(), model_layout(env.config.model).num_params, p.average_every, p.max_staleness,
+        OuterStep{.diloco = diloco, .lr = p.outer_lr, .momentum = p.outer_momentum},
+        p.round_deadline_ms / 1e3, p.average_split == "bandwidth");
   if (averager_ && averager_->butterfly()) log_butterfly(*averager_);
-  if (p.atom_emulate_slow_rank == peers_.rank()) slowdown_ = p.atom_emulate_slowdown;
-  independent_ = averager_ && p.atom_round_deadline_ms > 0;
+  if (p.emulate_slow_rank == peers_.rank()) slowdown_ = p.emulate_slowdown;
+  independent_ = averager_ && p.round_deadline_ms > 0;
   if (swapper_)
     recomputed_share_ =
         static_cast<double>(swapper_->runner().recomputed_layers()) / static_cast<double>(env.config.model.n_layer);
-  every_ = averager_ ? p.atom_average_every : 0;
+  every_ = averager_ ? p.average_every : 0;
 }
 
 std::vector<Batch> AtomStrategy::my_passes(const Batch& batch) const {

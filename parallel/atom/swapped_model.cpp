@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "parallel/atom/config.h"
 #include "parallel/cost/profile.h"
 
 namespace trident {
@@ -25,7 +26,7 @@ std::unique_ptr<PlacedRun> SwappedModelPlacement::attach(GPT& model, Allocator& 
   return std::make_unique<SwappedRun>(
       model, swapping(host_store), device,
       SwapOptions{.slots = placement_.slots,
-                  .copy_bytes_per_s = config_.parallel.atom_emulate_copy_gb_per_s * 1e9});
+                  .copy_bytes_per_s = atom_config(config_).emulate_copy_gb_per_s * 1e9});
 }
 
 void SwappedModelPlacement::log(const GPT&, const Allocator& device, const Allocator& host_store) const {

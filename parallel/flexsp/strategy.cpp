@@ -8,15 +8,17 @@
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/flexsp/config.h"
 #include "parallel/flexsp/fast_solver.h"
+#include "parallel/lasp/config.h"
 #include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
 
 namespace trident {
 
 FlexInner configured_flex_inner(const Config& c) {
-  if (c.parallel.flexsp_inner == "lasp") return FlexInner::lasp;
-  if (c.parallel.flexsp_inner == "ulysses") return FlexInner::ulysses;
+  if (flexsp_config(c).inner == "lasp") return FlexInner::lasp;
+  if (flexsp_config(c).inner == "ulysses") return FlexInner::ulysses;
   return c.model.attention == "linear" ? FlexInner::lasp : FlexInner::ulysses;
 }
 
@@ -48,7 +50,7 @@ cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const 
   if (inner == FlexInner::ulysses) return cost;
   const cost::GroupCostModel chain = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp1));
   const cost::GroupCostModel gather = cost.with_exchange(flex_exchange(config.model, inner, LaspVariant::lasp2));
-  const std::string& variant = config.parallel.lasp_variant;
+  const std::string& variant = lasp_config(config).variant;
   if (variant == "lasp1") return chain;
   if (variant == "lasp2") return gather;
   const int64_t all = cost.max_degree();
@@ -123,8 +125,8 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
                                   ? LaspVariant::lasp2
                                   : LaspVariant::lasp1;  // LASP inside: as the planner costs it
   if (!planner_) {
-    const int64_t tries = env.config.parallel.flexsp_micro_batch_tries;
-    if (env.config.parallel.flexsp_degrees == "single")
+    const int64_t tries = flexsp_config(env.config).micro_batch_tries;
+    if (flexsp_config(env.config).degrees == "single")
       planner_ = [tries](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
         int64_t degree = 0;
         return flexsp::plan_best_homogeneous(lengths, cost, degree, tries);
@@ -149,7 +151,7 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
     }
   }
   spdlog::info("{}: groups of 1..{} ranks planned per micro-batch ({} degrees), {} inside; {} tokens a rank", name(),
-               world, env.config.parallel.flexsp_degrees,
+               world, flexsp_config(env.config).degrees,
                inner_ == FlexInner::lasp ? fmt::format("LASP ({})", lasp_variant_name(variant)) : "Ulysses",
                capacity_);
 }

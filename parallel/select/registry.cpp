@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/config/schema.h"
 #include "kernels/common/error.h"
 #include "parallel/atom/entry.h"
 #include "parallel/flexsp/entry.h"
@@ -16,15 +17,22 @@ namespace trident {
 namespace {
 
 std::vector<const StrategyEntry*>& table() {
-  static std::vector<const StrategyEntry*> entries = {
-      &data_parallel_entry(),
-      &atom_entry(),
-      &sequence_parallel_entry(),
-      &flexsp_entry(),
-      &pipeline_entry(),
-  };
+  static std::vector<const StrategyEntry*> entries = [] {
+    std::vector<const StrategyEntry*> built = {
+        &data_parallel_entry(),
+        &atom_entry(),
+        &sequence_parallel_entry(),
+        &flexsp_entry(),
+        &pipeline_entry(),
+    };
+    for (const StrategyEntry* entry : built) register_strategy_names(entry->names);  // parallel.strategy's values
+    return built;
+  }();
   return entries;
 }
+
+// Built when the program is loaded, so a config naming a strategy parses before anything asks the registry.
+const bool table_built = !table().empty();
 
 std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<CandidateSpec> candidates) {
   for (CandidateSpec& l : candidates) l.family = family;
@@ -35,11 +43,15 @@ std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<Candidate
 
 const std::vector<const StrategyEntry*>& strategy_entries() { return table(); }
 
-void register_strategy(const StrategyEntry& entry) { table().push_back(&entry); }
+void register_strategy(const StrategyEntry& entry) {
+  table().push_back(&entry);
+  register_strategy_names(entry.names);
+}
 
 void unregister_strategy(const StrategyEntry& entry) {
   std::vector<const StrategyEntry*>& t = table();
   t.erase(std::remove(t.begin(), t.end(), &entry), t.end());
+  unregister_strategy_names(entry.names);
 }
 
 std::vector<CandidateSpec> run_candidates(const Config& config, int world) {

@@ -1,6 +1,8 @@
 #include "parallel/static_sp/entry.h"
 
+#include "parallel/lasp/config.h"
 #include "parallel/static_sp/candidate.h"
+#include "parallel/static_sp/config.h"
 #include "parallel/static_sp/static_sp.h"
 
 namespace trident {
@@ -10,23 +12,24 @@ namespace {
 std::vector<CandidateSpec> dp_candidates(const Config&, int) { return {{"dp", 1}}; }
 
 std::vector<CandidateSpec> sp_alone(const Config& config, int world) {
-  const ParallelConfig& p = config.parallel;
-  check_static_candidate(config.model, p.sp_method, static_cast<int>(p.sp_size), world);
-  if (p.sp_method == "lasp" && p.lasp_variant != "auto")
-    return {{p.lasp_variant, static_cast<int>(p.sp_size)}};
-  return {{p.sp_method, static_cast<int>(p.sp_size)}};
+  const SpConfig& p = sp_config(config);
+  const std::string& variant = lasp_config(config).variant;
+  check_static_candidate(config.model, p.method, static_cast<int>(p.size), world);
+  if (p.method == "lasp" && variant != "auto")
+    return {{variant, static_cast<int>(p.size)}};
+  return {{p.method, static_cast<int>(p.size)}};
 }
 
 // By group size, then lasp1, lasp2, ulysses, ring: what the model can run on each power-of-two size dividing the world.
 std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
-  const ParallelConfig& p = config.parallel;
+  const std::string& variant = lasp_config(config).variant;
   const ModelConfig& m = config.model;
   std::vector<CandidateSpec> out;
   for (int d = 2; d <= world; d *= 2) {
     if (world % d != 0) break;
     if (m.attention == "linear") {
-      if (p.lasp_variant != "lasp2") out.push_back({"lasp1", d});
-      if (p.lasp_variant != "lasp1") out.push_back({"lasp2", d});
+      if (variant != "lasp2") out.push_back({"lasp1", d});
+      if (variant != "lasp1") out.push_back({"lasp2", d});
     }
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
     if (m.attention == "softmax") out.push_back({"ring", d});

@@ -7,6 +7,7 @@
 
 #include "kernels/common/error.h"
 #include "parallel/lasp/auto_variant.h"
+#include "parallel/lasp/config.h"
 #include "parallel/lasp/model_op.h"
 #include "parallel/sp/model_op.h"
 
@@ -17,8 +18,8 @@ namespace {
 // parallel.lasp.variant; `auto` times both state exchanges on this group (parallel/lasp/auto_variant.h) and takes
 // the faster, which every rank of the group agrees on.
 LaspVariant lasp_variant(const Config& c, Communicator& group) {
-  if (c.parallel.lasp_variant == "lasp1") return LaspVariant::lasp1;
-  if (c.parallel.lasp_variant == "lasp2") return LaspVariant::lasp2;
+  if (lasp_config(c).variant == "lasp1") return LaspVariant::lasp1;
+  if (lasp_config(c).variant == "lasp2") return LaspVariant::lasp2;
   const int64_t D = c.model.n_embd / c.model.n_head, state_floats = c.model.n_head * D * D;
   const LaspVariantTimes times = measure_lasp_variants(group, state_floats);
   spdlog::info("parallel.lasp.variant: auto chose {}: one forward's state exchange of {} KiB states, measured on "

@@ -104,10 +104,10 @@ const std::vector<BadCase> kBadCases = {
      {"train.micro_batches = 4 (bad.yaml:3:18) must be <= train.batch_tokens = 2 (bad.yaml:2:17)"}},
     {"text data without a path", "data:\n  kind: text\n", {},
      {"data.path = \"\" (default) must be non-empty when data.kind = text (bad.yaml:2:9)"}},
-    {"DiLoCo without rounds", "parallel:\n  atom:\n    averaging: diloco\n", {},
-     {"parallel.atom.averaging = diloco (bad.yaml:3:16) needs rounds: set parallel.atom.average_every = 0 (default)"}},
-    {"outer momentum at its open bound", "", {"parallel.atom.outer_momentum=1"},
-     {"parallel.atom.outer_momentum: 1 is out of range (allowed: 0 <= value < 1)"}},
+    {"a strategy no program registered", "parallel:\n  strategy: atom\n", {},
+     {"bad.yaml:2:13: parallel.strategy: 'atom' is not allowed (allowed: auto)"}},
+    {"a strategy's section no program registered", "parallel:\n  atom:\n    sub_models: 2\n", {},
+     {"bad.yaml:2:3: unknown key 'parallel.atom'"}},
     {"YAML syntax error", "model:\n n_layer: 4\n  n_head: 2\n", {},
      {"bad.yaml:3:9: YAML syntax error: illegal map value"}},
     {"duplicate key", "model:\n  n_layer: 4\n  n_layer: 5\n", {},
@@ -180,18 +180,6 @@ TEST_CASE("values are read with YAML scalar rules", "[core][config]") {
   CHECK(c.data.path.empty());
 }
 
-// LASP's variants are lasp1 and lasp2 ("ring" names Ring Attention alone); configs written with the old names still
-// read, as the new ones, and write back the new ones.
-TEST_CASE("parallel.lasp.variant's old names ring and allgather read as lasp1 and lasp2", "[core][config]") {
-  CHECK(parse_config("parallel:\n  lasp:\n    variant: ring\n", "old.yaml").parallel.lasp_variant == "lasp1");
-  const Config c = parse_config("", "x.yaml", {"parallel.lasp.variant=allgather"});
-  CHECK(c.parallel.lasp_variant == "lasp2");
-  CHECK(to_yaml(c).find("variant: lasp2") != std::string::npos);
-  CHECK(Config{}.parallel.lasp_variant == "lasp1");
-  check_config_error([] { parse_config("parallel:\n  lasp:\n    variant: tree\n", "bad.yaml"); },
-                     {"bad.yaml:3", "parallel.lasp.variant", "'tree' is not allowed (allowed: lasp1, lasp2, auto)"});
-}
-
 TEST_CASE("overrides given with --set apply after the file, in order", "[core][config]") {
   Config c = parse_config("model:\n  n_layer: 3\n", "x.yaml",
                           {"model.n_layer=2", "model.n_layer=6", "run.name=sweep-1", "train.lr=0.01"});
@@ -243,7 +231,8 @@ TEST_CASE("write_resolved_config fails cleanly when the directory cannot be crea
   }
 }
 
-TEST_CASE("schema keys are unique and configs/README.md documents every one", "[core][config]") {
+TEST_CASE("the schema's common keys are unique and configs/README.md documents every one", "[core][config]") {
+  // the strategies' sections: tests/parallel/select/test_config_sections.cpp, where every strategy is linked
   std::vector<std::string> keys = config_keys();
   std::vector<std::string> sorted = keys;
   std::sort(sorted.begin(), sorted.end());

@@ -9,6 +9,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/atom/config.h"
 #include "parallel/atom/placement.h"
 #include "parallel/atom/swapper.h"
 #include "support/assert_close.h"
@@ -51,7 +52,7 @@ Config eight_sub_models() {
   Config c;
   c.model = swap_model("softmax");
   c.parallel.strategy = "atom";
-  c.parallel.atom_sub_models = 8;
+  atom_config(c).sub_models = 8;
   c.train.batch_tokens = 512;
   c.train.micro_batches = 1;
   return c;
@@ -346,7 +347,7 @@ TEST_CASE("a batch in several passes runs sub-model by sub-model, in rounds wher
 TEST_CASE("offload: the fewest leading sub-models that fit move their activations, counted in the host store",
           "[atom]") {
   Config c = eight_sub_models();
-  c.parallel.atom_activations = "offload";
+  atom_config(c).activations = "offload";
   const std::vector<int> starts = balanced_starts(8, 8);
   auto device_bytes = [&](int offloaded) { return single_layer_bytes(c.model, 0, offloaded); };
   // a budget that holds a pass with 4 sub-models offloaded but not with every layer's activations kept
@@ -363,15 +364,15 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
   CHECK(offload_bytes > 0);
   CHECK(p.host_bytes == 16 * model_layout(c.model).num_params + offload_bytes);
   // the same with keep does not fit; auto without a profile recomputes instead
-  c.parallel.atom_activations = "keep";
+  atom_config(c).activations = "keep";
   CHECK_THROWS_AS(place_atom(c, Precision::fp32, Device::cpu), ConfigError);
-  c.parallel.atom_activations = "auto";
+  atom_config(c).activations = "auto";
   const AtomPlacement recomputing = place_atom(c, Precision::fp32, Device::cpu);
   CHECK(recomputing.recomputed > 0);
   CHECK(recomputing.offloaded == 0);
   // a host budget that holds the store but not the offloaded activations beside it
-  c.parallel.atom_activations = "offload";
-  c.parallel.atom_host_memory_gb =
+  atom_config(c).activations = "offload";
+  atom_config(c).host_memory_gb =
       static_cast<double>(p.host_bytes - 1) / static_cast<double>(gib_to_bytes(1));
   try {
     place_atom(c, Precision::fp32, Device::cpu);

@@ -11,7 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/common/error.h"
+#include "parallel/flexsp/config.h"
 #include "parallel/flexsp/strategy.h"
+#include "parallel/lasp/config.h"
 #include "parallel/select/registry.h"
 #include "support/assert_close.h"
 #include "support/fixtures.h"
@@ -42,7 +44,7 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
                         Case{"linear", FlexInner::lasp, "ring"}, Case{"linear", FlexInner::lasp, "allgather"}}) {
     const std::string attention = k.attention;
     Config c = tiny_strategy_config(attention, 256);
-    c.parallel.lasp_variant = k.variant;
+    lasp_config(c).variant = k.variant;
     const cost::Profile profile = one_node_profile(W);
     RunGroups groups(world(), {}, all_degrees(W));
     // A rank holds 48 tokens: the 90-token document needs a pair (or more), the short ones fit one rank each.
@@ -135,7 +137,7 @@ TEST_CASE("parallel.flexsp.degrees: single gives every group of a batch one size
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;
   Config c = tiny_strategy_config("softmax", 256);
-  c.parallel.flexsp_degrees = "single";
+  flexsp_config(c).degrees = "single";
   const cost::Profile profile = one_node_profile(W);
   RunGroups groups(world(), {}, all_degrees(W));
   FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
@@ -176,7 +178,7 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   c.parallel.strategy = "flexsp";
   CHECK(run_candidates(c, 4).size() == 1);
   CHECK(candidate_degrees(c, 4) == std::vector<int>{1, 2, 4});
-  c.parallel.flexsp_inner = "lasp";
+  flexsp_config(c).inner = "lasp";
   CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.flexsp.inner"));
 
   // A linear model: LASP inside has no head limit (8 ranks, 4 heads); auto picks it for strategy flexsp and lists
@@ -193,11 +195,11 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   };
   CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp", "flexsp-lasp"});
   CHECK(methods(lin, 8) == std::vector<std::string>{"flexsp-lasp"});
-  lin.parallel.flexsp_inner = "ulysses";
+  flexsp_config(lin).inner = "ulysses";
   CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp"});
   lin.parallel.strategy = "flexsp";
   CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp"});
-  lin.parallel.flexsp_inner = "auto";
+  flexsp_config(lin).inner = "auto";
   CHECK(methods(lin, 8) == std::vector<std::string>{"flexsp-lasp"});
 }
 
@@ -206,11 +208,11 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   const Config lin = tiny_strategy_config("linear", 64);
   Config cfg = lin;
   const cost::GroupCostModel ulysses = flexsp_cost_model(one_node_profile(4), cfg, 100);
-  cfg.parallel.lasp_variant = "lasp1";
+  lasp_config(cfg).variant = "lasp1";
   const cost::GroupCostModel chain = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
-  cfg.parallel.lasp_variant = "lasp2";
+  lasp_config(cfg).variant = "lasp2";
   const cost::GroupCostModel gather = flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp);
-  cfg.parallel.lasp_variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
+  lasp_config(cfg).variant = "auto";  // the cheaper on a group of all ranks: one allgather's latency, not three
   CHECK(flexsp_cost_model(one_node_profile(4), cfg, 100, FlexInner::lasp).exchange().kind ==
         cost::GroupExchange::Kind::lasp_allgather);
   // 4 heads of 6: a state is 4 * 4 * 6 * 6 = 576 bytes; 2 layers, a state and its gradient each

@@ -79,6 +79,7 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
           "[select][registry]") {
   const SoloRegistered registered;
   Config c = tiny_strategy_config("softmax", 64);
+  CHECK(parse_config("parallel:\n  strategy: solo\n", "solo.yaml").parallel.strategy == "solo");  // a config value
   c.parallel.strategy = "solo";
   const std::vector<CandidateSpec> alone = run_candidates(c, 1);
   REQUIRE(alone.size() == 1);
@@ -118,6 +119,12 @@ TEST_CASE("a strategy registered through the table alone is chosen by name, list
   CHECK_THROWS_WITH(run_candidates(c, 1), Catch::Contains("parallel.strategy: 'nonesuch' is not a registered "
                                                              "strategy") &&
                                                  Catch::Contains("solo"));
+}
+
+TEST_CASE("an unregistered strategy is no longer a config value", "[select][registry]") {
+  { const SoloRegistered registered; }
+  CHECK_THROWS_WITH(parse_config("parallel:\n  strategy: solo\n", "solo.yaml"),
+                    Catch::Contains("solo.yaml:2:13: parallel.strategy: 'solo' is not allowed"));
 }
 
 TEST_CASE("the built-in strategy table, in the order auto lists candidates", "[select][registry]") {

@@ -11,9 +11,12 @@
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/atom/config.h"
+#include "parallel/lasp/config.h"
 #include "parallel/select/registry.h"
 #include "parallel/select/selector.h"
 #include "parallel/static_sp/candidate.h"
+#include "parallel/static_sp/config.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
 #include "support/strategy_fixtures.h"
@@ -177,37 +180,37 @@ TEST_CASE("the candidates of each parallel.strategy, and those a model cannot ru
     return out;
   };
   CHECK(names(c, 4) == "dp1 lasp12 ulysses2 lasp14 ulysses4 flexsp0 flexsp-lasp0 ");
-  c.parallel.lasp_variant = "auto";
+  lasp_config(c).variant = "auto";
   CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 ulysses4 flexsp0 flexsp-lasp0 ");
   CHECK(names(c, 6) == "dp1 lasp12 lasp22 ulysses2 ");  // powers of two that divide the world; FlexSP needs all
   CHECK(names(c, 1) == "dp1 ");
   // ATOM's averaging peers join auto when the run asks for averaging rounds of every peer
-  c.parallel.atom_average_every = 4;
+  atom_config(c).average_every = 4;
   CHECK(names(c, 2) == "dp1 atom1 lasp12 lasp22 ulysses2 flexsp0 flexsp-lasp0 ");
   CHECK(names(c, 1) == "dp1 ");  // one rank has no peers
-  c.parallel.atom_round_deadline_ms = 50;  // peers stepping apart cannot be chosen per step
+  atom_config(c).round_deadline_ms = 50;  // peers stepping apart cannot be chosen per step
   CHECK(names(c, 2) == "dp1 lasp12 lasp22 ulysses2 flexsp0 flexsp-lasp0 ");
-  c.parallel.atom_average_every = 0;
-  c.parallel.atom_round_deadline_ms = 0;
+  atom_config(c).average_every = 0;
+  atom_config(c).round_deadline_ms = 0;
   c.model.n_head = 2;
   // Ulysses (and FlexSP with Ulysses inside) split heads; FlexSP with LASP inside does not
   CHECK(names(c, 4) == "dp1 lasp12 lasp22 ulysses2 lasp14 lasp24 flexsp-lasp0 ");
   c.parallel.strategy = "dp";
   CHECK(names(c, 4) == "dp1 ");
   c.parallel.strategy = "sp";
-  c.parallel.sp_size = 2;
+  sp_config(c).size = 2;
   CHECK(names(c, 4) == "lasp2 ");  // variant auto: measured on the group when built
-  c.parallel.sp_method = "ring";
+  sp_config(c).method = "ring";
   CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.sp.method: 'ring'"));
-  c.parallel.sp_method = "lasp";
-  c.parallel.sp_size = 3;
+  sp_config(c).method = "lasp";
+  sp_config(c).size = 3;
   CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.sp.size = 3"));
   c.parallel.strategy = "atom";  // alone: every rank a peer with its own swapped replica
   CHECK(names(c, 1) == "atom1 ");
   CHECK(names(c, 4) == "atom1 ");
   c.device.backend = "cuda";  // pinned host store, a copy stream beside the compute
   CHECK(names(c, 4) == "atom1 ");
-  c.parallel.atom_emulate_copy_gb_per_s = 1;
+  atom_config(c).emulate_copy_gb_per_s = 1;
   CHECK_THROWS_WITH(run_candidates(c, 4), Catch::Contains("parallel.atom.emulate_copy_gb_per_s = 1"));
 }
 
@@ -282,7 +285,7 @@ TEST_CASE("a stream alternating short-document and long-document batches switche
   const int W = world().size();
   for (const char* attention : {"linear", "softmax"}) {
     Config c = tiny_config(attention);
-    c.parallel.lasp_variant = "auto";
+    lasp_config(c).variant = "auto";
     const int64_t capacity = (200 + W - 1) / W;  // the long document fits only a group of all the ranks
     RunGroups groups(world(), {}, candidate_degrees(c, W));
     cost::Profile p = profile(1, W);

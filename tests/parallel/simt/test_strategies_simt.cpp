@@ -20,6 +20,7 @@
 #include "parallel/atom/swapped_model.h"
 #include "parallel/comm/nccl.h"
 #include "parallel/flexsp/strategy.h"
+#include "parallel/lasp/config.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
 #include "support/catch_session.h"
@@ -80,7 +81,7 @@ TEST_CASE("every static layout on the CUDA backend over NCCL equals the CPU back
                           Layout{"softmax", "ring", W, "ring"}, Layout{"softmax", "ring", 2, "ring"}}) {
     if (W % l.sp_size != 0) continue;
     Config c = tiny_strategy_config(l.attention, 64);
-    c.parallel.lasp_variant = l.lasp_variant;
+    lasp_config(c).variant = l.lasp_variant;
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const float scale = inverse_targets(b);
     StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, l.method, l.sp_size);

@@ -1,7 +1,7 @@
 // Every static candidate (method and group size) through the Strategy interface equals the single-rank step: the
-// same global batch, the gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest) and under mpirun with 2
-// and 4 ranks; candidates whose group size does not divide the world are skipped there. Checks use CHECK, never
-// REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+// same global batch, the gradient of the whole batch on every rank. Each [mpi] case runs as a 1-rank world (ctest)
+// and under mpirun with 2 and 4 ranks; candidates whose group size does not divide the world are skipped there.
+// Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <memory>
 #include <random>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "parallel/lasp/config.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
 #include "support/strategy_fixtures.h"
@@ -21,7 +22,7 @@ namespace {
 
 Config tiny_config(const std::string& attention) {
   Config c = tiny_strategy_config(attention, 64);
-  c.parallel.lasp_variant = "lasp2";
+  lasp_config(c).variant = "lasp2";
   return c;
 }
 
