@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <deque>
 
-#include "kernels/common/error.h"
-
 namespace trident {
 
 namespace {
@@ -141,10 +139,10 @@ const std::vector<Key>& common_keys() {
   return keys;
 }
 
-// What the strategies registered: their sections and the names parallel.strategy accepts. `generation` counts the
-// registrations, so schema() rebuilds its table after one.
+// The strategy folders' sections, and the names of strategies registered while the program runs. `generation`
+// counts the registrations, so schema() rebuilds its table after one.
 struct Registered {
-  std::vector<ConfigSection> sections;
+  std::vector<ConfigSection> sections = strategy_config_sections();
   std::deque<std::string> names;  // a deque: the choices' string_views stay valid as names are added
   int generation = 0;
 };
@@ -155,33 +153,24 @@ Registered& registered() {
 
 std::vector<Key> build_schema() {
   const Registered& r = registered();
-  std::vector<ConfigSection> sections = r.sections;
-  std::sort(sections.begin(), sections.end(),
-            [](const ConfigSection& a, const ConfigSection& b) { return a.keys.front().path < b.keys.front().path; });
   std::vector<Key> keys;
   const std::vector<Key>& common = common_keys();
   auto after_parallel = std::find_if(common.rbegin(), common.rend(),
                                      [](const Key& k) { return k.path.starts_with("parallel."); }).base();
   keys.insert(keys.end(), common.begin(), after_parallel);
-  for (const ConfigSection& section : sections) keys.insert(keys.end(), section.keys.begin(), section.keys.end());
+  for (const ConfigSection& section : r.sections) keys.insert(keys.end(), section.keys.begin(), section.keys.end());
   keys.insert(keys.end(), after_parallel, common.end());
+  std::vector<std::string_view> strategies = {"auto"};
+  for (const ConfigSection& section : r.sections)
+    strategies.insert(strategies.end(), section.strategies.begin(), section.strategies.end());
+  for (const std::string& name : r.names)
+    if (std::find(strategies.begin(), strategies.end(), name) == strategies.end()) strategies.push_back(name);
   for (Key& key : keys)
-    if (key.path == "parallel.strategy") {
-      auto& strategy = std::get<StringField>(key.field);
-      strategy.choices = {"auto"};
-      strategy.choices.insert(strategy.choices.end(), r.names.begin(), r.names.end());
-    }
+    if (key.path == "parallel.strategy") std::get<StringField>(key.field).choices = strategies;
   return keys;
 }
 
 }  // namespace
-
-bool register_config_section(const ConfigSection& section) {
-  TRIDENT_CHECK(!section.keys.empty(), "a config section without keys");
-  registered().sections.push_back(section);
-  ++registered().generation;
-  return true;
-}
 
 void check_config_sections(const Config& config, const KeyRelations& relations) {
   for (const ConfigSection& section : registered().sections)

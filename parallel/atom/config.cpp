@@ -13,8 +13,12 @@ void check(const Config& config, const KeyRelations& relations) {
                     "needs rounds: set", "parallel.atom.average_every");
 }
 
-ConfigSection section() {
-  return {.keys = {
+}  // namespace
+
+// Collected by the build into strategy_config_sections() (core/config/schema.h).
+ConfigSection atom_config_section() {
+  return {.strategies = {"atom"},
+          .keys = {
       {"parallel.atom.sub_models", IntField{section_member(&AtomConfig::sub_models), 0, 4096},
        "ATOM: contiguous sub-models the layers are split into for swapping; 0 = any count (the fastest that fits by "
        "the swap schedule with a profile, else the one that recomputes the fewest layers)"},
@@ -74,11 +78,6 @@ ConfigSection section() {
        "rate (GB/s), an emulated PCIe link; 0 = as fast as memcpy (the only value on the cuda backend)"},
   }, .check = check};
 }
-
-// Registered when the program is loaded: a program that reads the section has its keys.
-const bool registered = register_config_section(section());
-
-}  // namespace
 
 const AtomConfig& atom_config(const Config& config) {
   return config.parallel.sections.get<AtomConfig>();

@@ -4,10 +4,10 @@
 
 namespace trident {
 
-namespace {
-
-ConfigSection section() {
-  return {.keys = {
+// Collected by the build into strategy_config_sections() (core/config/schema.h).
+ConfigSection flexsp_config_section() {
+  return {.strategies = {"flexsp"},
+          .keys = {
       {"parallel.flexsp.cluster", StringField{section_member(&FlexspConfig::cluster)},
        "FlexSP: cluster profile file `trident plan` plans for (configs/clusters/); \"\" = trident plan --cluster "
        "(training plans with parallel.select.profile)"},
@@ -36,11 +36,6 @@ ConfigSection section() {
        "the one size that is fastest for it: the BatchAda baseline)"},
   }};
 }
-
-// Registered when the program is loaded: a program that reads the section has its keys.
-const bool registered = register_config_section(section());
-
-}  // namespace
 
 const FlexspConfig& flexsp_config(const Config& config) {
   return config.parallel.sections.get<FlexspConfig>();

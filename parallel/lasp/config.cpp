@@ -4,9 +4,8 @@
 
 namespace trident {
 
-namespace {
-
-ConfigSection section() {
+// Collected by the build into strategy_config_sections() (core/config/schema.h).
+ConfigSection lasp_config_section() {
   return {.keys = {
       {"parallel.lasp.variant",
        StringField{.member = section_member(&LaspConfig::variant),
@@ -17,11 +16,6 @@ ConfigSection section() {
        "names ring and allgather are read as lasp1 and lasp2, with a warning"},
   }};
 }
-
-// Registered when the program is loaded: a program that reads the section has its keys.
-const bool registered = register_config_section(section());
-
-}  // namespace
 
 const LaspConfig& lasp_config(const Config& config) {
   return config.parallel.sections.get<LaspConfig>();

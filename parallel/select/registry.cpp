@@ -17,22 +17,15 @@ namespace trident {
 namespace {
 
 std::vector<const StrategyEntry*>& table() {
-  static std::vector<const StrategyEntry*> entries = [] {
-    std::vector<const StrategyEntry*> built = {
-        &data_parallel_entry(),
-        &atom_entry(),
-        &sequence_parallel_entry(),
-        &flexsp_entry(),
-        &pipeline_entry(),
-    };
-    for (const StrategyEntry* entry : built) register_strategy_names(entry->names);  // parallel.strategy's values
-    return built;
-  }();
+  static std::vector<const StrategyEntry*> entries = {
+      &data_parallel_entry(),
+      &atom_entry(),
+      &sequence_parallel_entry(),
+      &flexsp_entry(),
+      &pipeline_entry(),
+  };
   return entries;
 }
-
-// Built when the program is loaded, so a config naming a strategy parses before anything asks the registry.
-const bool table_built = !table().empty();
 
 std::vector<CandidateSpec> of(const StrategyEntry* family, std::vector<CandidateSpec> candidates) {
   for (CandidateSpec& l : candidates) l.family = family;

@@ -4,10 +4,10 @@
 
 namespace trident {
 
-namespace {
-
-ConfigSection section() {
-  return {.keys = {
+// Collected by the build into strategy_config_sections() (core/config/schema.h).
+ConfigSection static_sp_config_section() {
+  return {.strategies = {"dp", "sp", "lasp"},
+          .keys = {
       {"parallel.sp.method",
        StringField{section_member(&SpConfig::method), {"lasp", "ulysses", "ring"}},
        "sequence parallelism (strategy sp): LASP (linear attention), Ulysses (both types) or Ring Attention "
@@ -16,11 +16,6 @@ ConfigSection section() {
        "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
   }};
 }
-
-// Registered when the program is loaded: a program that reads the section has its keys.
-const bool registered = register_config_section(section());
-
-}  // namespace
 
 const SpConfig& sp_config(const Config& config) {
   return config.parallel.sections.get<SpConfig>();

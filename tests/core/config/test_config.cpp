@@ -104,10 +104,10 @@ const std::vector<BadCase> kBadCases = {
      {"train.micro_batches = 4 (bad.yaml:3:18) must be <= train.batch_tokens = 2 (bad.yaml:2:17)"}},
     {"text data without a path", "data:\n  kind: text\n", {},
      {"data.path = \"\" (default) must be non-empty when data.kind = text (bad.yaml:2:9)"}},
-    {"a strategy no program registered", "parallel:\n  strategy: atom\n", {},
-     {"bad.yaml:2:13: parallel.strategy: 'atom' is not allowed (allowed: auto)"}},
-    {"a strategy's section no program registered", "parallel:\n  atom:\n    sub_models: 2\n", {},
-     {"bad.yaml:2:3: unknown key 'parallel.atom'"}},
+    {"a strategy no folder declares", "parallel:\n  strategy: atomm\n", {},
+     {"bad.yaml:2:13: parallel.strategy: 'atomm' is not allowed (allowed: auto, "}},
+    {"a strategy's section no folder declares", "parallel:\n  atomm:\n    sub_models: 2\n", {},
+     {"bad.yaml:2:3: unknown key 'parallel.atomm'"}},
     {"YAML syntax error", "model:\n n_layer: 4\n  n_head: 2\n", {},
      {"bad.yaml:3:9: YAML syntax error: illegal map value"}},
     {"duplicate key", "model:\n  n_layer: 4\n  n_layer: 5\n", {},
@@ -231,8 +231,8 @@ TEST_CASE("write_resolved_config fails cleanly when the directory cannot be crea
   }
 }
 
-TEST_CASE("the schema's common keys are unique and configs/README.md documents every one", "[core][config]") {
-  // the strategies' sections: tests/parallel/select/test_config_sections.cpp, where every strategy is linked
+TEST_CASE("the schema's keys, the strategies' sections included, are unique and configs/README.md documents every "
+          "one", "[core][config]") {
   std::vector<std::string> keys = config_keys();
   std::vector<std::string> sorted = keys;
   std::sort(sorted.begin(), sorted.end());
