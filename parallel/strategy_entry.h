@@ -2,6 +2,8 @@
 // What a strategy family registers: the values of parallel.strategy that choose it, the candidates it offers a run,
 // and how each is built. A family defines its entry in its own folder (entry.{h,cpp}); parallel/select/registry.cpp
 // holds the table, one line a family, and select/ iterates it without naming any.
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,19 @@ struct CandidateSpec {
   std::string method;  // a Candidate::method(), or "lasp": LASP with its variant measured on the group
   int sp_size = 1;     // 0: groups of several sizes, planned per micro-batch
   const StrategyEntry* family = nullptr;
+};
+
+// One batch `trident plan` plans: its sequences' lengths.
+struct PlanBatch {
+  std::vector<int64_t> lengths;
+  int64_t over_max_seq_len = 0;  // documents left out for exceeding model.max_seq_len
+};
+
+// What `trident plan` hands a family that prints a plan of its own.
+struct PlanRequest {
+  std::string profile;  // --cluster FILE, or "": the family's configured default
+  bool json = false;    // one JSON object per batch (or per plan) instead of text
+  std::function<std::vector<PlanBatch>()> batches;  // the batches to plan, drawn as --lengths etc. say
 };
 
 struct StrategyEntry {
@@ -38,6 +53,9 @@ struct StrategyEntry {
   // own, or none, leaves it out).
   std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const CandidateSpec& candidate, int world,
                                                   int64_t capacity, Device device) = nullptr;
+  // `trident plan` when parallel.strategy chooses this family (or it takes the run over): a plan of its own, printed.
+  // Without it, plan prints the estimates of `plan`'s Candidates.
+  void (*print_plan)(const Config& config, const PlanRequest& request) = nullptr;
   // Where the run's model is when this family says (a swapped model, a pipeline stage), else nullptr: at most one
   // family places a run's model. On every rank of `ranks`, before the model is built.
   std::unique_ptr<ModelPlacement> (*place)(const Config& config, Precision precision, Device device,

@@ -107,7 +107,7 @@ void run_milp(const Options& options, const std::string& config_path, const std:
                             time_limit_s),
                 options.json);
   const flexsp::FastSolver fast;
-  const std::vector<app::plan::DrawnBatch> batches = app::plan::draw_batches(config, source);
+  const std::vector<PlanBatch> batches = app::plan::draw_batches(config, source);
   for (size_t b = 0; b < batches.size(); ++b) {
     std::vector<int64_t> lengths;
     for (const flexsp::Piece& piece : flexsp::apply_length_policy(

@@ -21,7 +21,6 @@
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"
-#include "parallel/atom/segment_runner.h"
 #include "parallel/cost/fit.h"
 #include "parallel/cost/profile.h"
 #include "app/train/device_blas.h"
@@ -61,71 +60,58 @@ Measured measure(const ModelConfig& config, int64_t s, double min_seconds, doubl
   return {seconds, allocator.peak()};
 }
 
-// The model's blocks timed where they compute: a model of one segment a block whose layer source hands each block
-// its weights in place (on the CPU the store is the device: no copies), so a block's forward or backward is what runs
-// between its acquire and its release, and the rest of a pass is the embeddings, final norm, LM head and loss.
-class BlockClock final : public LayerSource {
+// The model's blocks timed where they compute: the model's own training pass (GPT::run), made of its steps, with a
+// clock around each block's forward and backward; the rest of a pass is the embeddings, final norm, LM head and loss.
+class BlockClock {
  public:
   using clock = std::chrono::steady_clock;
   struct Split {
     double block_forward_s = 0, block_backward_s = 0, outside_s = 0;  // a block's: the mean over the blocks
   };
 
-  explicit BlockClock(GPT& model) : model_(model) {
-    const ModelLayout& layout = model.layout();
-    for (std::size_t l = 0; l < layout.blocks.size(); ++l)
-      blocks_.push_back({layout.blocks[l].ln1_w, l + 1 < layout.blocks.size() ? layout.blocks[l + 1].ln1_w
-                                                                               : layout.lnf_w});
-  }
+  explicit BlockClock(GPT& model) : model_(model) {}
 
-  // One forward + backward of `batch`, split.
+  // One forward + backward of `batch` (host arrays: the cpu backend), split.
   Split time(const TokenBatch& batch, float loss_weight) {
-    forward_s_ = backward_s_ = 0;
+    double forward_s = 0, backward_s = 0;
     const auto start = clock::now();
-    model_.forward_backward(batch, loss_weight);
-    const double total = seconds_since(start), blocks = static_cast<double>(blocks_.size());
-    return {forward_s_ / blocks, backward_s_ / blocks, total - forward_s_ - backward_s_};
+    model_.check_batch(batch, /*need_targets=*/true);
+    const ParamWindow w = model_.resident_weights();
+    Activations<float>& acts = model_.activations<float>();
+    const auto L = static_cast<int>(model_.config().n_layer);
+    auto layer = [&](int l) -> LayerActivations<float>& { return acts.layers[static_cast<std::size_t>(l)]; };
+    auto input = [&](int l) { return l == 0 ? acts.encoded : layer(l - 1).res3; };
+    model_.embed<float>(batch, w);
+    for (int l = 0; l < L; ++l) {
+      const auto t = clock::now();
+      model_.forward_layer<float>(l, w, batch, input(l), layer(l));
+      forward_s += seconds_since(t);
+    }
+    model_.head<float>(batch, PassKind::train, loss_weight, nullptr, {w, w}, input(L));
+    model_.final_norm_backward<float>({w, w}, input(L), batch.num_tokens);
+    float* dres = acts.dnarrow;  // as GPT::run: the gradient at the trunk's output
+    float* dnarrow = acts.dres;
+    for (int l = L - 1; l >= 0; --l) {
+      const auto t = clock::now();
+      model_.backward_layer<float>(l, w, batch, input(l), layer(l), dres, dnarrow);
+      backward_s += seconds_since(t);
+    }
+    model_.embed_backward<float>(batch, w, dres);
+    const double total = seconds_since(start);
+    return {forward_s / L, backward_s / L, total - forward_s - backward_s};
   }
-
-  Outer begin_pass(bool, int) override {
-    return {window(0, model_.layout().blocks[0].ln1_w), window(model_.layout().lnf_w, model_.num_params())};
-  }
-  void end_pass(bool) override {}
-  ParamWindow acquire(int segment, bool) override {
-    started_ = clock::now();
-    const auto [begin, end] = blocks_[static_cast<std::size_t>(segment)];
-    return window(begin, end);
-  }
-  void release(int, bool backward) override { (backward ? backward_s_ : forward_s_) += seconds_since(started_); }
-  void grads_zeroed() override {}
-  int64_t copy_activations(std::string, std::vector<Copy>, bool) override {
-    throw_runtime_error("bench profile: the timed model keeps its activations");
-  }
-  void wait_copies(int64_t) override {}
 
  private:
   static double seconds_since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
-  ParamWindow window(int64_t begin, int64_t end) const {
-    return {.begin = begin, .end = end, .params = model_.params() + begin, .grads = model_.grads() + begin};
-  }
 
   GPT& model_;
-  std::vector<std::pair<int64_t, int64_t>> blocks_;
-  clock::time_point started_;
-  double forward_s_ = 0, backward_s_ = 0;
 };
 
 // The median split of forward + backward of one sequence of s tokens over repeated calls (about min_seconds).
 BlockClock::Split measure_blocks(const ModelConfig& config, int64_t s, double min_seconds, double budget_gib) {
   Allocator allocator({.name = "cpu", .budget_bytes = gib_to_bytes(budget_gib)});
-  std::vector<int> starts(static_cast<std::size_t>(config.n_layer));
-  for (std::size_t l = 0; l < starts.size(); ++l) starts[l] = static_cast<int>(l);
-  const Swapping one_segment_a_block{.segment_starts = starts, .store = &allocator};
-  GPT model(config, s, allocator, cpu_backend(), Precision::fp32,
-            SegmentRunner::model_memory(config, s, one_segment_a_block));
-  SegmentRunner runner(model, one_segment_a_block, allocator);
+  GPT model(config, s, allocator);
   BlockClock timer(model);
-  runner.set_source(&timer);
   model.init_weights(1);
   const Sequence sequence(config, s);
   const TokenBatch batch = sequence.batch();

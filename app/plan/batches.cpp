@@ -37,8 +37,8 @@ std::vector<int64_t> read_lengths_file(const std::string& path) {
 
 }  // namespace
 
-std::vector<DrawnBatch> draw_batches(const Config& config, const BatchSource& source) {
-  std::vector<DrawnBatch> out;
+std::vector<PlanBatch> draw_batches(const Config& config, const BatchSource& source) {
+  std::vector<PlanBatch> out;
   if (!source.lengths_file.empty()) {
     const std::vector<int64_t> all = read_lengths_file(source.lengths_file);
     const size_t per = source.batch_sequences > 0 ? static_cast<size_t>(source.batch_sequences) : all.size();
@@ -50,7 +50,7 @@ std::vector<DrawnBatch> draw_batches(const Config& config, const BatchSource& so
   if (source.batch_sequences > 0) {
     const int64_t n = documents->num_documents();
     for (int64_t b = 0; b < source.batches; ++b) {
-      DrawnBatch batch;
+      PlanBatch batch;
       for (int64_t i = 0; i < source.batch_sequences; ++i) {
         const int64_t s = documents->document_length((b * source.batch_sequences + i) % n);
         if (s > config.model.max_seq_len) ++batch.over_max_seq_len; else batch.lengths.push_back(s);
@@ -62,7 +62,7 @@ std::vector<DrawnBatch> draw_batches(const Config& config, const BatchSource& so
   const Batcher batcher(*documents, config, Split::train);
   for (int64_t step = 0; step < source.batches; ++step) {
     const Batch batch = batcher.batch(step);
-    DrawnBatch drawn;
+    PlanBatch drawn;
     for (int s = 0; s < batch.num_sequences(); ++s) drawn.lengths.push_back(batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
     out.push_back(std::move(drawn));
   }

@@ -43,7 +43,7 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
   std::vector<const Candidate*> candidates;
   for (const auto& c : owned) candidates.push_back(c.get());
 
-  const std::vector<DrawnBatch> batches = draw_batches(config, source);
+  const std::vector<PlanBatch> batches = draw_batches(config, source);
   if (!json_lines)
     fmt::print("cluster {}: {} rank(s) ({} per node); parallel.strategy: {}, {} candidate(s); {} tokens a rank "
                "(device.memory_gb = {})\n",

@@ -2,6 +2,7 @@
 
 #include "parallel/atom/config.h"
 #include "parallel/atom/placement.h"
+#include "parallel/atom/plan_report.h"
 #include "parallel/atom/strategy.h"
 #include "parallel/atom/swapped_model.h"
 
@@ -32,6 +33,7 @@ const StrategyEntry& atom_entry() {
       .make = make,
       .under_auto = under_auto,
       .takes_over = swaps,
+      .print_plan = print_atom_plan,
       .place = place_swapped_model};
   return entry;
 }

@@ -2,6 +2,7 @@
 
 #include "kernels/common/error.h"
 #include "parallel/flexsp/config.h"
+#include "parallel/flexsp/plan_report.h"
 #include "parallel/flexsp/strategy.h"
 
 namespace trident {
@@ -34,9 +35,10 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& cand
 
 }  // namespace
 
-// No `plan`: `trident plan` plans FlexSP with its own planner (parallel.strategy: flexsp).
+// No `plan`: `trident plan` plans FlexSP with its own planner (print_plan).
 const StrategyEntry& flexsp_entry() {
-  static const StrategyEntry entry{.names = {"flexsp"}, .alone = alone, .make = make, .under_auto = under_auto};
+  static const StrategyEntry entry{
+      .names = {"flexsp"}, .alone = alone, .make = make, .under_auto = under_auto, .print_plan = print_flexsp_plan};
   return entry;
 }
 

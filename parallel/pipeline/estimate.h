@@ -1,6 +1,6 @@
 #pragma once
 // GPipe's step as the cost model sees it: the estimate PipelineStrategy gives the selector, and the baseline
-// `trident plan` sets ATOM's peers against (app/plan/atom_plan.cpp). Pure function, no MPI.
+// ATOM's `trident plan` sets its peers against. Pure function, no MPI.
 #include <cstdint>
 #include <vector>
 

@@ -5,13 +5,12 @@
 #include <memory>
 #include <optional>
 
+#include "parallel/placement/run_shape.h"
 #include "parallel/select/selector.h"
 
 namespace trident {
 
-// The run the estimates are for: `world` ranks on `nodes` nodes of `ranks_per_node` (0: nodes differ), this model.
-cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int64_t ranks_per_node);
-// ... for the ranks of this run.
+// The run the estimates are for (parallel/placement/run_shape.h), for the ranks of this run.
 cost::RunShape run_shape(const Config& config, const RunGroups& groups);
 
 // Before any work: what parallel.strategy and parallel.select.* ask is possible on this run, and a document of

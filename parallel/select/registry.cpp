@@ -47,24 +47,26 @@ void unregister_strategy(const StrategyEntry& entry) {
   unregister_strategy_names(entry.names);
 }
 
-std::vector<CandidateSpec> run_candidates(const Config& config, int world) {
+const StrategyEntry* chosen_family(const Config& config) {
   for (const StrategyEntry* e : table())
-    if (e->takes_over && e->takes_over(config)) return of(e, e->alone(config, world));
+    if (e->takes_over && e->takes_over(config)) return e;
   const std::string& strategy = config.parallel.strategy;
-  if (strategy == "auto") {
-    std::vector<CandidateSpec> out;
-    for (const StrategyEntry* e : table())
-      if (e->under_auto)
-        for (CandidateSpec& l : of(e, e->under_auto(config, world))) out.push_back(std::move(l));
-    return out;
-  }
+  if (strategy == "auto") return nullptr;
   std::vector<std::string> names = {"auto"};
   for (const StrategyEntry* e : table()) {
-    if (std::find(e->names.begin(), e->names.end(), strategy) != e->names.end())
-      return of(e, e->alone(config, world));
+    if (std::find(e->names.begin(), e->names.end(), strategy) != e->names.end()) return e;
     names.insert(names.end(), e->names.begin(), e->names.end());
   }
   throw_config_error("parallel.strategy: '{}' is not a registered strategy ({})", strategy, fmt::join(names, ", "));
+}
+
+std::vector<CandidateSpec> run_candidates(const Config& config, int world) {
+  if (const StrategyEntry* e = chosen_family(config)) return of(e, e->alone(config, world));
+  std::vector<CandidateSpec> out;
+  for (const StrategyEntry* e : table())
+    if (e->under_auto)
+      for (CandidateSpec& l : of(e, e->under_auto(config, world))) out.push_back(std::move(l));
+  return out;
 }
 
 std::vector<int> candidate_degrees(const Config& config, int world) {

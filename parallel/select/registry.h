@@ -20,6 +20,10 @@ const std::vector<const StrategyEntry*>& strategy_entries();
 void register_strategy(const StrategyEntry& entry);
 void unregister_strategy(const StrategyEntry& entry);
 
+// The family that runs alone: the one that takes the run over, else the one parallel.strategy names; nullptr under
+// auto. A ConfigError when parallel.strategy names no registered family.
+const StrategyEntry* chosen_family(const Config& config);
+
 // The candidates parallel.strategy allows on `world` ranks: those of a family that takes the run over (ATOM with a
 // swapped model); else, under auto, every family's candidates in table order; else the candidates of the family
 // parallel.strategy names. A fixed candidate the model or the world cannot run is a ConfigError naming the key (no

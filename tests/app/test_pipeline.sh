@@ -56,7 +56,7 @@ grep -qF "parallel.strategy: pipeline on 5 ranks needs at least one layer a stag
 run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad2" --set parallel.strategy=pipeline --set device.backend=cuda
 stderr_line "trident: config error:" "device.backend"
 run 2 plan "$tiny" "${model[@]}" --set parallel.strategy=pipeline
-stderr_line "trident: config error:" "parallel.strategy: pipeline" "does not plan"
+stderr_line "trident: config error:" "parallel.strategy: pipeline" "has no plan for this strategy"
 [[ -e $tmp/bad1/metrics.jsonl || -e $tmp/bad2/metrics.jsonl ]] && fail "a refused run wrote metrics"
 
 echo "PASS: $checks checks"

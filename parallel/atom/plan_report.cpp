@@ -1,4 +1,4 @@
-#include "app/plan/atom_plan.h"
+#include "parallel/atom/plan_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,9 @@
 #include "parallel/cost/profile.h"
 #include "parallel/cost/swap_plan.h"
 #include "parallel/pipeline/estimate.h"
-#include "parallel/select/configure.h"
+#include "parallel/placement/run_shape.h"
 
-namespace trident::app::plan {
+namespace trident {
 
 namespace {
 
@@ -75,7 +75,9 @@ PeersComparison compare_peers(const Config& config, const cost::Profile& profile
 
 }  // namespace
 
-void print_atom_plan(const Config& config, const std::string& profile_file, bool json) {
+void print_atom_plan(const Config& config, const PlanRequest& request) {
+  const std::string& profile_file = request.profile.empty() ? config.parallel.select_profile : request.profile;
+  const bool json = request.json;
   if (profile_file.empty())
     throw_config_error("trident plan with parallel.strategy: atom needs a profile with the device's copy bandwidth: "
                        "--cluster FILE or parallel.select.profile (network.host_to_device, parallel/cost/README.md)");
@@ -218,4 +220,4 @@ void print_atom_plan(const Config& config, const std::string& profile_file, bool
              tokens_per_s(vs.peer_step_s), vs.pipeline.seconds / vs.peer_step_s);
 }
 
-}  // namespace trident::app::plan
+}  // namespace trident

@@ -5,15 +5,14 @@
 // several devices, each a peer with its share of the batch, ATOM's peers (their step and parameter averaging over
 // the cluster's link) beside GPipe over the same devices (parallel/pipeline/estimate.h). Times are the cost model's,
 // not measurements.
-#include <string>
-
 #include "core/config/config.h"
+#include "parallel/strategy_entry.h"
 
-namespace trident::app::plan {
+namespace trident {
 
-// profile_file: needs its compute section and network.host_to_device (network.device_to_host defaults to it); the
-// device budget is device.memory_gb, a pass holds a peer's share of train.batch_tokens in documents of
-// model.max_seq_len; comparing peers also needs the network's links.
-void print_atom_plan(const Config& config, const std::string& profile_file, bool json);
+// The profile (request.profile, else parallel.select.profile) needs its compute section and network.host_to_device
+// (network.device_to_host defaults to it); the device budget is device.memory_gb, a pass holds a peer's share of
+// train.batch_tokens in documents of model.max_seq_len; comparing peers also needs the network's links.
+void print_atom_plan(const Config& config, const PlanRequest& request);
 
-}  // namespace trident::app::plan
+}  // namespace trident
