@@ -59,8 +59,8 @@ class Candidate {
   virtual std::string name() const = 0;
   virtual std::string method() const = 0;  // "dp", "lasp1", "lasp2", "ulysses", "ring", "flexsp", "flexsp-lasp",
                                            // "atom", "pipeline"
-  virtual int sp_size() const = 0;         // ranks per sequence-parallel group (1: data parallelism; 0: groups of
-                                           // several sizes, planned per micro-batch: FlexSP)
+  virtual int degree() const = 0;          // ranks per sequence-parallel group (1: data parallelism; 0: groups of
+                                           // several degrees, planned per micro-batch: FlexSP)
   // Whether this layout can run `batch` within its activation capacity.
   virtual Feasibility feasible(const Batch& batch) const = 0;
   // What running `batch` costs, from the cost model (parallel/cost/step_cost.h).

@@ -15,10 +15,11 @@ namespace trident {
 
 struct StrategyEntry;
 
-// One candidate: a method on groups of sp_size ranks, and the family that builds it (set by the registry).
+// One candidate: a method on groups of `degree` ranks (the sequence-parallel degree), and the family that builds it
+// (set by the registry).
 struct CandidateSpec {
   std::string method;  // a Candidate::method(), or "lasp": LASP with its variant measured on the group
-  int sp_size = 1;     // 0: groups of several sizes, planned per micro-batch
+  int degree = 1;      // 0: groups of several degrees, planned per micro-batch
   const StrategyEntry* family = nullptr;
 };
 

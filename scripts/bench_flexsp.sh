@@ -103,7 +103,7 @@ for preset in presets:
         speedup = f"{flex_tps / tps:.2f}x" if flex_tps and run != "flexsp" else ""
         layouts = defaultdict(int)
         for x in r:
-            layouts[x.get("groups") or f'{x["strategy"]} sp={x["sp_size"]}'] += 1
+            layouts[x.get("groups") or f'{x["strategy"]} sp={x["degree"]}'] += 1
         common = sorted(layouts.items(), key=lambda kv: -kv[1])[:3]
         layout_text = ", ".join(f"{k} ({v})" for k, v in common) + (", ..." if len(layouts) > 3 else "")
         plans = [x["plan_ms"] for x in r if x.get("plan_ms") is not None]

@@ -85,7 +85,7 @@ def reason(run):
     lines = [l for l in open(out / f"{run}.log") if l.startswith("trident:") and "error" in l]
     return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
 def layout(x):
-    return f'{x["strategy"]} sp={x["sp_size"]}' if x["sp_size"] > 1 else x["strategy"]  # flexsp: sp_size 0
+    return f'{x["strategy"]} sp={x["degree"]}' if x["degree"] > 1 else x["strategy"]  # flexsp: degree 0
 def runs(name):  # every round's rows
     return [rows(f"{name}.{k}") for k in range(1, rounds + 1)]
 def median_tps(name):

@@ -56,7 +56,7 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
     if (json_lines) {
       json options = json::array();
       for (const Option& o : c.options) {
-        json j = {{"strategy", o.candidate->method()}, {"sp_size", o.candidate->sp_size()}};
+        json j = {{"strategy", o.candidate->method()}, {"degree", o.candidate->degree()}};
         if (!o.feasibility.ok) j["infeasible"] = o.feasibility.reason;
         if (o.estimate)
           j.update({{"time_s", o.estimate->seconds}, {"compute_s", o.estimate->compute_s},

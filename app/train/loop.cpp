@@ -71,7 +71,7 @@ bool any_rank(Communicator& comm, bool flag) {
 nlohmann::ordered_json candidates_json(const Comparison& comparison) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const Option& o : comparison.options) {
-    nlohmann::ordered_json c = {{"strategy", o.candidate->method()}, {"sp_size", o.candidate->sp_size()}};
+    nlohmann::ordered_json c = {{"strategy", o.candidate->method()}, {"degree", o.candidate->degree()}};
     if (!o.feasibility.ok) c["infeasible"] = o.feasibility.reason;
     if (o.estimate) {
       c["estimate_ms"] = o.estimate->seconds * 1e3;
@@ -315,7 +315,7 @@ nlohmann::ordered_json Trainer::step_record(int64_t step, double lr, const StepS
       {"peak_mem_bytes", state_.device.peak()},
       {"grad_norm", stats.grad_norm},
       {"strategy", strategy.method()},  // what ran: dp, lasp1, lasp2, ulysses, ring, flexsp(-lasp), atom, pipeline
-      {"sp_size", strategy.sp_size()},
+      {"degree", strategy.degree()},
       {"world_size", setup_.ranks.size()},
       {"comm_bytes", setup_.groups.bytes_sent() - before.comm_bytes},  // this rank's, everywhere
       {"alltoall_ms", (setup_.groups.alltoall_seconds() - before.alltoall_s) * 1e3},  // rank 0's in all-to-alls

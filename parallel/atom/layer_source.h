@@ -1,21 +1,21 @@
 #pragma once
-// Where a swapped model's weights are while its segments compute (parallel/atom/segment_runner.h).
+// Where a swapped model's weights are while its sub-models compute (parallel/atom/sub_model_runner.h).
 //
 // A swapped model keeps its flat parameters and gradients in host memory (the store the optimizer updates) and
-// computes its layers in segments (ATOM's sub-models), runs of consecutive layers that a LayerSource brings onto the
-// device one at a time. The SegmentRunner keeps the activations of the segments its Swapping says plus each other
-// segment's input (its boundary checkpoint), and before those others' backward recomputes their forward from it or
-// loads back the activations it offloaded; the last segment's activations are always still there.
+// computes its layers in sub-models, runs of consecutive layers that a LayerSource brings onto the
+// device one at a time. The SubModelRunner keeps the activations of the sub-models its Swapping says plus each other
+// sub-model's input (its boundary checkpoint), and before those others' backward recomputes their forward from it or
+// loads back the activations it offloaded; the last sub-model's activations are always still there.
 //
-// Order of calls in a training pass of G segments (an evaluation pass stops after the forward):
+// Order of calls in a training pass of G sub-models (an evaluation pass stops after the forward):
 //   begin_pass(true, 1)                                               the embeddings and final norm, for the pass
 //   acquire(0, forward) release(0, forward) ... acquire(G-1, forward) release(G-1, forward)
 //   acquire(G-1, backward) release(G-1, backward) ... acquire(0, backward) release(0, backward)
 //   end_pass(true)                                                    their gradients are back in the store
-// A source may load the next segment while the model computes the current one, and keep a released segment on the
-// device if it is needed again (the last forward segment is the first backward one). A round of several passes run
-// segment by segment (Swapping::round_tokens) makes this sequence once: each segment computes every pass between its
-// acquire and its release, and the last one's passes, forward and backward, all come after acquire(G-1, backward).
+// A source may load the next sub-model while the model computes the current one, and keep a released sub-model on the
+// device if it is needed again (the last forward sub-model is the first backward one). A round of several passes run
+// sub-model by sub-model (Swapping::round_tokens) makes this sequence once: each sub-model computes every pass between
+// its acquire and its release, and the last one's passes, forward and backward, all come after acquire(G-1, backward).
 //
 // A runner that offloads activations (Swapping::offloaded) also hands the source copies between the activation
 // workspace and host memory, which the source runs in order with its own loads and drains, beside the compute.
@@ -35,15 +35,15 @@ class LayerSource {
   // The embeddings and the final norm, on the device from begin_pass to end_pass. A training pass gets their
   // gradients as the store holds them (accumulation) and returns them at the end.
   using Outer = OuterWindows;
-  // `passes`: the model's passes over a batch this sequence runs (several when run segment by segment).
+  // `passes`: the model's passes over a batch this sequence runs (several when run sub-model by sub-model).
   virtual Outer begin_pass(bool train, int passes) = 0;
   virtual void end_pass(bool train) = 0;  // every copy of the pass done on return
 
-  // Segment `segment` on the device (blocks until it is). In backward its gradient window holds the store's
-  // gradients of the segment (zeros after zero_grads), which the backward accumulates into.
-  virtual ParamWindow acquire(int segment, bool backward) = 0;
+  // Sub-model `sub_model` on the device (blocks until it is). In backward its gradient window holds the store's
+  // gradients of the sub-model (zeros after zero_grads), which the backward accumulates into.
+  virtual ParamWindow acquire(int sub_model, bool backward) = 0;
   // The model is done with it; after backward its gradients are final and go back to the store.
-  virtual void release(int segment, bool backward) = 0;
+  virtual void release(int sub_model, bool backward) = 0;
   // The store's gradients were set to zero.
   virtual void grads_zeroed() = 0;
 

@@ -21,8 +21,8 @@ namespace {
 int64_t placed_bytes(const Config& config, Precision precision, Device device, const std::vector<int>& starts,
                      int recomputed, int offloaded, int slots, int64_t tokens, int64_t round_tokens) {
   const Swapping swapping{
-      .segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .round_tokens = round_tokens};
-  return SegmentRunner::memory_bytes(config.model, tokens, precision, device, swapping) +
+      .sub_model_starts = starts, .recomputed = recomputed, .offloaded = offloaded, .round_tokens = round_tokens};
+  return SubModelRunner::memory_bytes(config.model, tokens, precision, device, swapping) +
          LayerSwapper::device_bytes(config.model, starts, slots, precision);
 }
 
@@ -239,7 +239,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
     }
     return lo;
   };
-  // With a profile, the fastest predicted, in one pass or several (run segment by segment, a batch's passes load
+  // With a profile, the fastest predicted, in one pass or several (run sub-model by sub-model, a batch's passes load
   // each sub-model once, as one pass does). Without, of the candidates that hold a whole batch in a pass the one that
   // stashes the fewest layers, then has the fewest sub-models.
   struct Candidate {
@@ -300,15 +300,15 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
       consider(plan->starts, {plan->sub_models() - 1, false}, N);
   }
   const Candidate& best = whole.tokens > 0 && whole.score <= partial.score ? whole : partial;
-  placed.segment_starts = best.starts;
+  placed.sub_model_starts = best.starts;
   Stash chosen = best.stash;
   int64_t tokens = best.tokens;
-  if (placed.segment_starts.empty() && activations == "keep")
+  if (placed.sub_model_starts.empty() && activations == "keep")
     throw_config_error("parallel.atom.activations: keep: every layer's activations for a pass of {} tokens "
                        "(train.batch_tokens) beside {} device slot(s) do not fit device.memory_gb = {}; use auto, "
                        "recompute or offload, or lower train.batch_tokens",
                        N, std::min<int64_t>(slots, asked > 0 ? asked : L), config.device.memory_gb);
-  if (placed.segment_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
+  if (placed.sub_model_starts.empty()) {  // not even the finest split holds a batch: fewer tokens a pass
     const int64_t count = asked > 0 ? asked : L;
     const std::vector<int> starts = balanced_starts(L, count);
     Stash stash{static_cast<int>(count) - 1, activations == "offload"};
@@ -329,25 +329,25 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
                          count < L    ? " or parallel.atom.sub_models"
                          : slots > 2  ? " or lower parallel.atom.prefetch"
                                       : "");
-    placed.segment_starts = starts;
+    placed.sub_model_starts = starts;
     chosen = stash;
     tokens = capacity(starts, stash);
   }
   placed.recomputed = chosen.recomputed();
   placed.offloaded = chosen.offloaded();
   placed.tokens = tokens;
-  placed.round_tokens = round_tokens(placed.segment_starts, chosen, tokens);
+  placed.round_tokens = round_tokens(placed.sub_model_starts, chosen, tokens);
   const Swapping swapping{
-      .segment_starts = placed.segment_starts, .offloaded = placed.offloaded, .round_tokens = placed.round_tokens};
-  const int64_t offload_bytes = SegmentRunner::offload_bytes(m, tokens, precision, swapping);
+      .sub_model_starts = placed.sub_model_starts, .offloaded = placed.offloaded, .round_tokens = placed.round_tokens};
+  const int64_t offload_bytes = SubModelRunner::offload_bytes(m, tokens, precision, swapping);
   check_host_store(config, model_layout(m).num_params, peers_per_host, offload_bytes);
   placed.host_bytes = 16 * model_layout(m).num_params + offload_bytes;
   placed.passes = passes_for(tokens);
   placed.pass_tokens = (N + placed.passes - 1) / placed.passes;
-  placed.device_bytes = bytes(placed.segment_starts, chosen, tokens);
-  placed.runs = runs_for(placed.segment_starts, chosen, tokens);
+  placed.device_bytes = bytes(placed.sub_model_starts, chosen, tokens);
+  placed.runs = runs_for(placed.sub_model_starts, chosen, tokens);
   if (plans_with(profile)) {
-    const Prediction p = predict(placed.segment_starts, chosen, tokens);
+    const Prediction p = predict(placed.sub_model_starts, chosen, tokens);
     placed.predicted = p.first;
     if (p.runs > 1) placed.predicted_later = p.later;
   }
@@ -356,14 +356,14 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
 
 void log_placement(const AtomPlacement& placement, const Config& config, const Allocator& device,
                    const Allocator& store) {
-  const std::vector<int>& starts = placement.segment_starts;
-  const bool segment_major = placement.round_tokens > 0;  // every sub-model but the last stashed
+  const std::vector<int>& starts = placement.sub_model_starts;
+  const bool sub_model_major = placement.round_tokens > 0;  // every sub-model but the last stashed
   const int moving = placement.moving_sub_models();
   spdlog::info("atom: {} sub-model(s) {} in {} device slot(s), {} tokens a pass{}, activations {}; device {} of {} "
                "(device.memory_gb), host store {} of {}",
                starts.size(), cost::describe_swaps(starts, static_cast<int>(config.model.n_layer)),
                std::min<std::size_t>(starts.size(), placement.slots), placement.tokens,
-               segment_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model in {} round(s), each "
+               sub_model_major ? fmt::format(" (a batch's {} passes run sub-model by sub-model in {} round(s), each "
                                            "sub-model loading once a round)", placement.passes, placement.runs)
                              : "",
                placement.recomputed > 0
@@ -376,7 +376,7 @@ void log_placement(const AtomPlacement& placement, const Config& config, const A
                format_bytes(store.in_use()), format_bytes(store.budget()));
   if (const std::optional<cost::SwapPlan>& p = placement.predicted)
     spdlog::info("atom: predicted from {}: {} {:.3f} s, {:.3f} s of it copies left exposed",
-                 config.parallel.select_profile, placement.runs == 1 ? "step" : segment_major ? "first round"
+                 config.parallel.select_profile, placement.runs == 1 ? "step" : sub_model_major ? "first round"
                                                                                               : "first pass",
                  p->step_s(), p->exposed_copy_s);
 }

@@ -14,7 +14,7 @@
 namespace trident {
 
 struct AtomPlacement {
-  std::vector<int> segment_starts;  // sub-model i is layers [starts[i], starts[i + 1])
+  std::vector<int> sub_model_starts;  // sub-model i is layers [starts[i], starts[i + 1])
   int slots = 2;                    // parallel.atom.prefetch + 1 (the swapper uses at most one a sub-model)
   int64_t tokens = 0;               // tokens one pass holds (the model's activations)
   // Passes a batch of train.batch_tokens takes: at least train.micro_batches, and as many as whole documents of
@@ -28,8 +28,8 @@ struct AtomPlacement {
   int64_t runs = 1;  // the model's runs over a batch: rounds of passes run sub-model by sub-model, else passes
   int recomputed = 0;               // Swapping::recomputed: leading sub-models recomputed in backward
   int offloaded = 0;                // Swapping::offloaded: leading sub-models whose activations go to the host
-  // Of those, the ones whose activations move: all segment by segment, else all but the last (whose backward follows
-  // while its activations are still on the device).
+  // Of those, the ones whose activations move: all sub-model by sub-model, else all but the last (whose backward
+  // follows while its activations are still on the device).
   int moving_sub_models() const { return round_tokens > 0 ? offloaded : std::max(offloaded - 1, 0); }
   int64_t device_bytes = 0;         // the model's activations and checkpoints, the swapper's slots and resident part
   int64_t host_bytes = 0;           // the store: fp32 weights, gradients, AdamW m and v, offloaded activations
@@ -61,9 +61,9 @@ bool swaps(const Config& config);
 // one round, in rounds of 2, 4, ... passes, or pass by pass. The fastest batch by the swap schedule wins (with a
 // profile), else of those that hold a batch the one that stashes the fewest layers, then has the fewest sub-models.
 // When none holds a batch (and no profile chose), the finest split recomputing (offloading) all but its last
-// sub-model, in the fewest rounds that fit, with the most tokens a pass that fit. A ConfigError naming device.memory_gb,
-// parallel.atom.sub_models, parallel.atom.activations or parallel.atom.host_memory_gb when nothing fits.
-// `peers_per_host`: the peers whose stores share this host's memory.
+// sub-model, in the fewest rounds that fit, with the most tokens a pass that fit. A ConfigError naming
+// device.memory_gb, parallel.atom.sub_models, parallel.atom.activations or parallel.atom.host_memory_gb when nothing
+// fits. `peers_per_host`: the peers whose stores share this host's memory.
 AtomPlacement place_atom(const Config& config, Precision precision, Device device,
                          const cost::Profile* profile = nullptr, int peers_per_host = 1);
 

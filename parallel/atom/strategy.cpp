@@ -105,7 +105,7 @@ StepSums AtomStrategy::train(GPT& model, const Batch& batch, float loss_weight) 
   const auto begin = std::chrono::steady_clock::now();
   std::vector<GroupBatch> passes;
   for (Batch& pass : mine) passes.push_back(group_batch(std::move(pass), nullptr, nullptr));
-  // A swapped model runs the passes in rounds of at most round_tokens() tokens, each segment by segment (0: one
+  // A swapped model runs the passes in rounds of at most round_tokens() tokens, each sub-model by sub-model (0: one
   // call, pass by pass).
   const int64_t round = swapper_ ? swapper_->runner().round_tokens() : 0;
   std::vector<TokenBatch> views;  // into `passes`, which no longer move

@@ -26,7 +26,7 @@ class AtomStrategy final : public Strategy {
 
   std::string name() const override { return "atom"; }
   std::string method() const override { return "atom"; }
-  int sp_size() const override { return 1; }
+  int degree() const override { return 1; }
   // Every document fits a pass.
   Feasibility feasible(const Batch& batch) const override;
   // The passes' compute on one device, plus the recompute of every sub-model but the last (a forward: a third of

@@ -11,7 +11,7 @@ SwappedModelPlacement::SwappedModelPlacement(const Config& config, AtomPlacement
     : config_(config), placement_(std::move(placement)) {}
 
 Swapping SwappedModelPlacement::swapping(Allocator& host_store) const {
-  return {.segment_starts = placement_.segment_starts,
+  return {.sub_model_starts = placement_.sub_model_starts,
           .store = &host_store,
           .recomputed = placement_.recomputed,
           .offloaded = placement_.offloaded,
@@ -19,7 +19,7 @@ Swapping SwappedModelPlacement::swapping(Allocator& host_store) const {
 }
 
 ModelMemory SwappedModelPlacement::memory(Allocator& host_store) const {
-  return SegmentRunner::model_memory(config_.model, placement_.tokens, swapping(host_store));
+  return SubModelRunner::model_memory(config_.model, placement_.tokens, swapping(host_store));
 }
 
 std::unique_ptr<PlacedRun> SwappedModelPlacement::attach(GPT& model, Allocator& device, Allocator& host_store) const {

@@ -1,10 +1,10 @@
 #pragma once
 // ATOM's placement of the run's model (parallel/placement/model_placement.h): the weights, gradients and AdamW state in
-// the host store, the layers in the sub-models place_atom chose, run by a SegmentRunner that a LayerSwapper feeds.
+// the host store, the layers in the sub-models place_atom chose, run by a SubModelRunner that a LayerSwapper feeds.
 #include <memory>
 
 #include "parallel/atom/placement.h"
-#include "parallel/atom/segment_runner.h"
+#include "parallel/atom/sub_model_runner.h"
 #include "parallel/atom/swapper.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/placement/model_placement.h"
@@ -15,7 +15,7 @@ namespace trident {
 struct SwappedRun final : PlacedRun {
   SwappedRun(GPT& model, const Swapping& swapping, Allocator& device, SwapOptions options)
       : runner(model, swapping, device), swapper(runner, device, options) {}
-  SegmentRunner runner;
+  SubModelRunner runner;
   LayerSwapper swapper;  // after the runner: destroyed first
 };
 

@@ -21,7 +21,7 @@ namespace trident {
 namespace {
 
 // Sub-model k's flat range: from its first layer's first tensor to the next sub-model's (or ln_f).
-std::vector<std::pair<int64_t, int64_t>> segment_ranges(const ModelLayout& layout, const std::vector<int>& starts) {
+std::vector<std::pair<int64_t, int64_t>> sub_model_ranges(const ModelLayout& layout, const std::vector<int>& starts) {
   std::vector<std::pair<int64_t, int64_t>> out;
   for (std::size_t k = 0; k < starts.size(); ++k) {
     const int64_t begin = layout.blocks[static_cast<std::size_t>(starts[k])].ln1_w;
@@ -36,23 +36,23 @@ int64_t outer_params(const ModelLayout& layout) { return layout.blocks[0].ln1_w 
 
 }  // namespace
 
-int64_t LayerSwapper::device_bytes(const ModelConfig& config, const std::vector<int>& segment_starts, int slots,
+int64_t LayerSwapper::device_bytes(const ModelConfig& config, const std::vector<int>& sub_model_starts, int slots,
                                    Precision precision) {
   const ModelLayout layout = model_layout(config);
   int64_t widest = 0;
-  for (auto [begin, end] : segment_ranges(layout, segment_starts)) widest = std::max(widest, end - begin);
+  for (auto [begin, end] : sub_model_ranges(layout, sub_model_starts)) widest = std::max(widest, end - begin);
   const int64_t per_param = 8 + (precision == Precision::bf16 ? 2 : 0);
-  const int64_t used_slots = std::min<int64_t>(slots, static_cast<int64_t>(segment_starts.size()));
+  const int64_t used_slots = std::min<int64_t>(slots, static_cast<int64_t>(sub_model_starts.size()));
   return per_param * (outer_params(layout) + used_slots * widest);
 }
 
-LayerSwapper::LayerSwapper(SegmentRunner& runner, Allocator& device, SwapOptions options)
+LayerSwapper::LayerSwapper(SubModelRunner& runner, Allocator& device, SwapOptions options)
     : runner_(runner), model_(runner.model()), options_(options), bf16_(model_.precision() == Precision::bf16),
       engine_(model_.backend().make_copy_queue(), options.copy_bytes_per_s) {
   const GPT& model = model_;
   TRIDENT_CHECK(options.slots >= 2, "swapping needs at least 2 device slots (one computing, one loading)");
   const ModelLayout& layout = model.layout();
-  for (auto [begin, end] : segment_ranges(layout, runner.segment_starts())) segments_.push_back({begin, end});
+  for (auto [begin, end] : sub_model_ranges(layout, runner.sub_model_starts())) sub_models_.push_back({begin, end});
   embeddings_ = {0, layout.blocks[0].ln1_w};
   final_norm_ = {layout.lnf_w, layout.num_params};
   const int64_t outer = outer_params(layout);
@@ -60,14 +60,14 @@ LayerSwapper::LayerSwapper(SegmentRunner& runner, Allocator& device, SwapOptions
   outer_grads_ = Tensor::empty(device, {outer});
   if (bf16_) outer_params16_ = Tensor::empty(device, {outer}, DType::bf16);
   int64_t widest = 0;
-  for (const Range& r : segments_) widest = std::max(widest, r.end - r.begin);
-  slots_.resize(std::min<std::size_t>(static_cast<std::size_t>(options.slots), segments_.size()));
+  for (const Range& r : sub_models_) widest = std::max(widest, r.end - r.begin);
+  slots_.resize(std::min<std::size_t>(static_cast<std::size_t>(options.slots), sub_models_.size()));
   for (Slot& s : slots_) {
     s.params = Tensor::empty(device, {widest});
     s.grads = Tensor::empty(device, {widest});
     if (bf16_) s.params16 = Tensor::empty(device, {widest}, DType::bf16);
   }
-  store_grads_zero_.assign(segments_.size() + 1, false);  // the store's gradients are whatever it holds
+  store_grads_zero_.assign(sub_models_.size() + 1, false);  // the store's gradients are whatever it holds
   runner.set_source(this);
 }
 
@@ -117,7 +117,7 @@ ParamWindow LayerSwapper::window(const Slot& slot, Range range) const {
 LayerSource::Outer LayerSwapper::begin_pass(bool train, int passes) {
   train_ = train;
   uses_.clear();
-  const int G = static_cast<int>(segments_.size());
+  const int G = static_cast<int>(sub_models_.size());
   for (int k = 0; k < G; ++k) uses_.push_back({k, false});
   if (train)
     for (int k = G - 1; k >= 0; --k) uses_.push_back({k, true});
@@ -125,10 +125,10 @@ LayerSource::Outer LayerSwapper::begin_pass(bool train, int passes) {
   // The store may have changed since the last pass (an optimizer step, a checkpoint): every slot reloads.
   engine_.wait_all();  // nothing of an interrupted pass still writes a slot
   for (Slot& s : slots_) {
-    s.segment = -1;
+    s.sub_model = -1;
     s.in_use = s.grads_ready = false;
   }
-  const std::size_t outer = segments_.size();
+  const std::size_t outer = sub_models_.size();
   const int64_t split = embeddings_.end - embeddings_.begin;
   float* p = outer_params_.data<float>();
   float* g = outer_grads_.data<float>();
@@ -167,23 +167,23 @@ void LayerSwapper::end_pass(bool train) {
   stats_.exposed_s += engine_.wait_all();
 }
 
-LayerSwapper::Slot* LayerSwapper::holding(int segment) {
+LayerSwapper::Slot* LayerSwapper::holding(int sub_model) {
   for (Slot& s : slots_)
-    if (s.segment == segment) return &s;
+    if (s.sub_model == sub_model) return &s;
   return nullptr;
 }
 
 void LayerSwapper::prepare(Slot& slot, Use use) {
-  const bool with_params = slot.segment != use.segment;
+  const bool with_params = slot.sub_model != use.sub_model;
   if (with_params) slot.grads_ready = false;
   const bool with_grads = use.backward && !slot.grads_ready;
   if (!with_params && !with_grads) return;
   const CopyEngine::Ticket ticket =
-      load(fmt::format("load {}{}", use.segment, with_grads ? (with_params ? " with gradients" : " gradients") : ""),
-           segments_[static_cast<std::size_t>(use.segment)], static_cast<std::size_t>(use.segment),
+      load(fmt::format("load {}{}", use.sub_model, with_grads ? (with_params ? " with gradients" : " gradients") : ""),
+           sub_models_[static_cast<std::size_t>(use.sub_model)], static_cast<std::size_t>(use.sub_model),
            slot.params.data<float>(), bf16_ ? slot.params16.data<bf16>() : nullptr, slot.grads.data<float>(),
            with_params, with_grads);
-  slot.segment = use.segment;
+  slot.sub_model = use.sub_model;
   if (with_params) slot.weights_ready = ticket;
   if (with_grads) {
     slot.grads_ready = true;
@@ -196,52 +196,54 @@ void LayerSwapper::prefetch() {
   // or gets a slot (a free one whose sub-model none of them needs), and is prepared for its uses in order.
   std::vector<int> ahead;
   for (std::size_t i = cursor_; i < uses_.size(); ++i) {
-    const int segment = uses_[i].segment;
-    if (std::find(ahead.begin(), ahead.end(), segment) != ahead.end()) continue;
+    const int sub_model = uses_[i].sub_model;
+    if (std::find(ahead.begin(), ahead.end(), sub_model) != ahead.end()) continue;
     if (ahead.size() == slots_.size()) break;
-    ahead.push_back(segment);
+    ahead.push_back(sub_model);
   }
   for (std::size_t i = cursor_; i < uses_.size(); ++i) {
     const Use use = uses_[i];
-    if (std::find(ahead.begin(), ahead.end(), use.segment) == ahead.end()) break;
-    Slot* slot = holding(use.segment);
+    if (std::find(ahead.begin(), ahead.end(), use.sub_model) == ahead.end()) break;
+    Slot* slot = holding(use.sub_model);
     for (Slot& s : slots_)
-      if (!slot && !s.in_use && std::find(ahead.begin(), ahead.end(), s.segment) == ahead.end()) slot = &s;
+      if (!slot && !s.in_use && std::find(ahead.begin(), ahead.end(), s.sub_model) == ahead.end()) slot = &s;
     if (!slot) break;  // every slot busy: the next release prefetches again
     prepare(*slot, use);
   }
 }
 
-ParamWindow LayerSwapper::acquire(int segment, bool backward) {
-  TRIDENT_CHECK(cursor_ < uses_.size() && uses_[cursor_].segment == segment && uses_[cursor_].backward == backward,
-                "sub-model {} was asked for out of order ({})", segment, backward ? "backward" : "forward");
+ParamWindow LayerSwapper::acquire(int sub_model, bool backward) {
+  TRIDENT_CHECK(cursor_ < uses_.size() && uses_[cursor_].sub_model == sub_model && uses_[cursor_].backward == backward,
+                "sub-model {} was asked for out of order ({})", sub_model, backward ? "backward" : "forward");
   prefetch();
-  Slot* slot = holding(segment);
-  TRIDENT_CHECK(slot && !slot->in_use, "sub-model {} has no free slot", segment);
+  Slot* slot = holding(sub_model);
+  TRIDENT_CHECK(slot && !slot->in_use, "sub-model {} has no free slot", sub_model);
   slot->in_use = true;
   const CopyEngine::Ticket ready =
       backward ? std::max(slot->weights_ready, slot->gradients_ready) : slot->weights_ready;
   stats_.exposed_s += engine_.wait(ready);
   compute_start_ = engine_.now();
-  return window(*slot, segments_[static_cast<std::size_t>(segment)]);
+  return window(*slot, sub_models_[static_cast<std::size_t>(sub_model)]);
 }
 
-void LayerSwapper::release(int segment, bool backward) {
-  Slot* slot = holding(segment);
-  TRIDENT_CHECK(slot && slot->in_use && uses_[cursor_].segment == segment, "sub-model {} released but not acquired",
-                segment);
+void LayerSwapper::release(int sub_model, bool backward) {
+  Slot* slot = holding(sub_model);
+  TRIDENT_CHECK(slot && slot->in_use && uses_[cursor_].sub_model == sub_model, "sub-model {} released but not acquired",
+                sub_model);
   slot->in_use = false;
-  compute_spans_.push_back({fmt::format("{} {}", backward ? "backward" : "forward", segment), 0, compute_start_,
+  compute_spans_.push_back({fmt::format("{} {}", backward ? "backward" : "forward", sub_model), 0, compute_start_,
                             compute_start_, engine_.now()});
   if (backward) {  // the gradients are final: back to the store, then the slot is free for the next load
-    const Range range = segments_[static_cast<std::size_t>(segment)];
+    const Range range = sub_models_[static_cast<std::size_t>(sub_model)];
     const int64_t n = range.end - range.begin;
     float* store = model_.grads() + range.begin;
     const float* device = slot->grads.data<float>();
     stats_.d2h_bytes += 4 * n;
-    engine_.submit(fmt::format("drain {}", segment), 4 * n,
-                   [=](CopyQueue& copies) { copies.download(store, device, sizeof(float) * static_cast<std::size_t>(n)); });
-    store_grads_zero_[static_cast<std::size_t>(segment)] = false;
+    engine_.submit(fmt::format("drain {}", sub_model), 4 * n,
+                   [=](CopyQueue& copies) {
+                     copies.download(store, device, sizeof(float) * static_cast<std::size_t>(n));
+                   });
+    store_grads_zero_[static_cast<std::size_t>(sub_model)] = false;
     slot->grads_ready = false;
   }
   ++cursor_;
@@ -277,7 +279,7 @@ void LayerSwapper::collect_copy_spans() {
 SwapStats LayerSwapper::take_stats() {
   collect_copy_spans();
   SwapStats out = stats_;
-  out.sub_models = static_cast<int>(segments_.size());
+  out.sub_models = static_cast<int>(sub_models_.size());
   stats_ = {};
   return out;
 }

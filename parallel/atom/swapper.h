@@ -1,6 +1,6 @@
 #pragma once
 // ATOM's swap executor on one peer (docs/methods.md §4.1-4.3, ATOM): the model's flat parameters and gradients stay
-// in host memory (the store AdamW updates); its layers run in sub-models (the model's segments) that take turns in a
+// in host memory (the store AdamW updates); its layers run in sub-models (the model's sub-models) that take turns in a
 // few device slots, the next one loading on the copy engine while the current one computes. Forward runs the sub-models
 // in order, backward in reverse; the last forward sub-model is still in its slot for the first backward one, and
 // each backward drains its gradients to the store before the slot takes the next load. The tied embedding / LM head
@@ -15,7 +15,7 @@
 
 #include "core/model/gpt.h"
 #include "parallel/atom/layer_source.h"
-#include "parallel/atom/segment_runner.h"
+#include "parallel/atom/sub_model_runner.h"
 #include "core/tensor/tensor.h"
 #include "parallel/atom/copy_engine.h"
 #include "parallel/atom/swap_stats.h"
@@ -30,26 +30,26 @@ struct SwapOptions {
 
 class LayerSwapper final : public LayerSource {
  public:
-  // The runner's segments are the sub-models; the slots and the resident embedding / final norm are taken from
+  // The runner's sub-models are the sub-models; the slots and the resident embedding / final norm are taken from
   // `device`, the model's device allocator. Sets itself as the runner's layer source.
-  LayerSwapper(SegmentRunner& runner, Allocator& device, SwapOptions options);
+  LayerSwapper(SubModelRunner& runner, Allocator& device, SwapOptions options);
   ~LayerSwapper() override;
 
   // The device bytes the constructor takes: the resident embedding and final norm, and min(slots, sub-models) slots
   // of the widest sub-model, each with weights, gradients and (bf16) the weights' bf16 copy.
-  static int64_t device_bytes(const ModelConfig& config, const std::vector<int>& segment_starts, int slots,
+  static int64_t device_bytes(const ModelConfig& config, const std::vector<int>& sub_model_starts, int slots,
                               Precision precision);
 
   Outer begin_pass(bool train, int passes) override;
   void end_pass(bool train) override;
-  ParamWindow acquire(int segment, bool backward) override;
-  void release(int segment, bool backward) override;
+  ParamWindow acquire(int sub_model, bool backward) override;
+  void release(int sub_model, bool backward) override;
   void grads_zeroed() override;
   int64_t copy_activations(std::string label, std::vector<Copy> copies, bool to_host) override;
   void wait_copies(int64_t ticket) override;
 
   SwapStats take_stats();
-  const SegmentRunner& runner() const { return runner_; }
+  const SubModelRunner& runner() const { return runner_; }
   // With options.timeline: the copy engine's jobs and the compute of each sub-model ("forward 2", "backward 2")
   // since the last call, on one clock, by start time: the copies overlapping the compute can be read off it.
   std::vector<CopyEngine::Span> take_timeline();
@@ -60,19 +60,19 @@ class LayerSwapper final : public LayerSource {
   };
   struct Slot {
     Tensor params, params16, grads;
-    int segment = -1;          // whose weights it holds (valid once `ready` is done); -1: none
+    int sub_model = -1;          // whose weights it holds (valid once `ready` is done); -1: none
     bool in_use = false;       // the model is computing with it
     bool grads_ready = false;  // its gradient window holds (or is loading) the store's, for a backward
     CopyEngine::Ticket weights_ready = 0, gradients_ready = 0;  // the jobs that fill them
   };
   struct Use {
-    int segment;
+    int sub_model;
     bool backward;
   };
 
   // Queues what `slot` needs for `use` (weights unless it holds them; in backward the store's gradients).
   void prepare(Slot& slot, Use use);
-  Slot* holding(int segment);
+  Slot* holding(int sub_model);
   // Prepares the next slots - 1 uses after the current one into free slots.
   void prefetch();
   ParamWindow window(const Slot& slot, Range range) const;
@@ -82,11 +82,11 @@ class LayerSwapper final : public LayerSource {
   CopyEngine::Ticket load(std::string label, Range range, std::size_t part, float* params, bf16* params16, float* grads,
                           bool with_params, bool with_grads);
 
-  SegmentRunner& runner_;
+  SubModelRunner& runner_;
   GPT& model_;
   SwapOptions options_;
   bool bf16_;
-  std::vector<Range> segments_;  // each sub-model's flat range
+  std::vector<Range> sub_models_;  // each sub-model's flat range
   Range embeddings_, final_norm_;
   Tensor outer_params_, outer_params16_, outer_grads_;  // [embeddings | final norm] on the device
   std::vector<Slot> slots_;

@@ -64,7 +64,7 @@ class FlexSequenceParallel final : public Strategy {
   // "flexsp" (Ulysses inside) or "flexsp-lasp"
   std::string name() const override { return inner_ == FlexInner::lasp ? "flexsp-lasp" : "flexsp"; }
   std::string method() const override { return name(); }
-  int sp_size() const override { return 0; }
+  int degree() const override { return 0; }
   Feasibility feasible(const Batch& batch) const override;
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;

@@ -29,7 +29,7 @@ class PipelineStrategy final : public Strategy {
 
   std::string name() const override { return "pipeline"; }
   std::string method() const override { return "pipeline"; }
-  int sp_size() const override { return 1; }
+  int degree() const override { return 1; }
   // Every document fits the tokens a stage's activations hold.
   Feasibility feasible(const Batch& batch) const override;
   // GPipe's schedule over this run's stages (parallel/pipeline/estimate.h).

@@ -19,7 +19,7 @@ std::optional<cost::Profile> check_selection(const Config& config, const RunGrou
   const int world = static_cast<int>(groups.world_size());
   const std::vector<CandidateSpec> candidates = run_candidates(config, world);
   int largest = 1;
-  for (const CandidateSpec& l : candidates) largest = std::max(largest, l.sp_size == 0 ? world : l.sp_size);
+  for (const CandidateSpec& l : candidates) largest = std::max(largest, l.degree == 0 ? world : l.degree);
   const int64_t per_rank = (config.model.max_seq_len + largest - 1) / largest;
   if (per_rank > capacity)
     throw_config_error("model.max_seq_len = {}: a document that long puts {} tokens on each rank of the largest group "
@@ -40,7 +40,7 @@ std::unique_ptr<Selector> make_selector(StrategyEnv env, std::optional<cost::Pro
                                         const std::filesystem::path& run_dir) {
   const std::vector<CandidateSpec> candidates = run_candidates(env.config, env.groups.world().size());
   const bool plans =
-      std::any_of(candidates.begin(), candidates.end(), [](const CandidateSpec& l) { return l.sp_size == 0; });
+      std::any_of(candidates.begin(), candidates.end(), [](const CandidateSpec& l) { return l.degree == 0; });
   if (!profile && (candidates.size() > 1 || plans)) {
     profile = measure_run_profile(model, env.groups, env.config, env.capacity_tokens);
     if (env.groups.world().rank() == 0) {

@@ -72,7 +72,7 @@ std::vector<CandidateSpec> run_candidates(const Config& config, int world) {
 std::vector<int> candidate_degrees(const Config& config, int world) {
   std::vector<int> degrees;
   for (const CandidateSpec& l : run_candidates(config, world)) {
-    if (l.sp_size > 0) degrees.push_back(l.sp_size);
+    if (l.degree > 0) degrees.push_back(l.degree);
     else
       for (int d = 1; d <= world; d *= 2) degrees.push_back(d);  // any buddy group, planned per micro-batch
   }

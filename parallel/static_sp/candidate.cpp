@@ -9,8 +9,8 @@
 
 namespace trident {
 
-void check_static_candidate(const ModelConfig& m, const std::string& method, int sp_size, int world) {
-  if (sp_size < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", sp_size);
+void check_static_candidate(const ModelConfig& m, const std::string& method, int degree, int world) {
+  if (degree < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", degree);
   const bool lasp = method == "lasp" || method == "lasp1" || method == "lasp2";
   if (lasp && m.attention != "linear")
     throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
@@ -21,32 +21,32 @@ void check_static_candidate(const ModelConfig& m, const std::string& method, int
     throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
                        "'{}' (use parallel.sp.method: lasp or ulysses)",
                        m.attention);
-  if (method == "ulysses" && m.n_head % sp_size != 0)
+  if (method == "ulysses" && m.n_head % degree != 0)
     throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                        "does not divide by parallel.sp.size = {}",
-                       m.n_head, sp_size);
-  if (method == "dp" && sp_size != 1)
-    throw_config_error("parallel.strategy: 'dp' has groups of one rank, not parallel.sp.size = {}", sp_size);
-  if (world % sp_size != 0)
-    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", sp_size, world);
+                       m.n_head, degree);
+  if (method == "dp" && degree != 1)
+    throw_config_error("parallel.strategy: 'dp' has groups of one rank, not parallel.sp.size = {}", degree);
+  if (world % degree != 0)
+    throw_config_error("parallel.sp.size = {} does not divide the {} ranks of this run", degree, world);
 }
 
-StaticCandidate::StaticCandidate(const Config& config, const std::string& method, int sp_size, int world,
+StaticCandidate::StaticCandidate(const Config& config, const std::string& method, int degree, int world,
                                  int64_t capacity, Device device)
     : method_(method),
-      sp_size_(sp_size),
-      replicas_(world / sp_size),
+      degree_(degree),
+      replicas_(world / degree),
       micro_batches_(config.train.micro_batches),
       capacity_(capacity),
       model_(config.model),
       precision_(precision_named(config.train.precision)),
       device_(device) {
   TRIDENT_CHECK(method != "lasp", "a static candidate runs a resolved LASP variant (lasp1 or lasp2)");
-  check_static_candidate(model_, method, sp_size, world);
+  check_static_candidate(model_, method, degree, world);
 }
 
 std::string StaticCandidate::name() const {
-  return method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(sp_size_);
+  return method_ == "dp" ? "dp" : method_ + " sp=" + std::to_string(degree_);
 }
 
 std::vector<std::vector<Batch>> StaticCandidate::replica_micro_batches(const Batch& batch) const {
@@ -63,7 +63,7 @@ Feasibility StaticCandidate::feasible(const Batch& batch) const {
     for (const Batch& micro : replica) largest = std::max(largest, micro.num_tokens());
   for (int s = 0; s < batch.num_sequences(); ++s)
     longest_document = std::max<int64_t>(longest_document, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
-  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
+  const int64_t per_rank = (largest + degree_ - 1) / degree_;
   if (per_rank <= capacity_) return {};
   return {false, fmt::format("{}: a micro-batch of {} tokens (longest document {}) puts {} tokens on a rank, above "
                              "its activation capacity of {} tokens",
@@ -77,7 +77,7 @@ Feasibility StaticCandidate::feasible(const Batch& batch) const {
 //   lasp1    d - 1 hops of a state forward and of its gradient backward, one after another along the chain
 //   lasp2    one allgather of a state (and decays) forward, one of state gradients backward
 std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
-  const int64_t d = sp_size_;
+  const int64_t d = degree_;
   if (d == 1 || tokens == 0) return {0, 0};
   const double L = static_cast<double>(model_.n_layer);
   const double n = static_cast<double>((tokens + d - 1) / d), C = static_cast<double>(model_.n_embd);
@@ -109,7 +109,7 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
     int64_t bytes = 0;
     for (const Batch& micro : replica) {
       if (micro.num_tokens() == 0) continue;
-      compute += cost.compute_s(micro.sequence_lengths(), sp_size_);
+      compute += cost.compute_s(micro.sequence_lengths(), degree_);
       const auto [seconds, sent] = exchange(micro.num_tokens(), cost);
       comm += seconds;
       bytes += sent;
@@ -125,7 +125,7 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
   e.comm_s += cost.gradient_allreduce_s();
   e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes());
   e.seconds = e.compute_s + e.comm_s;
-  const int64_t per_rank = (largest + sp_size_ - 1) / sp_size_;
+  const int64_t per_rank = (largest + degree_ - 1) / degree_;
   e.peak_bytes = GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);
   return e;
 }

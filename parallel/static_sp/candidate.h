@@ -1,5 +1,5 @@
 #pragma once
-// A static candidate: `world / sp_size` data-parallel replicas of one sequence-parallel group of `sp_size` ranks,
+// A static candidate: `world / degree` data-parallel replicas of one sequence-parallel group of `degree` ranks,
 // one method for the whole step. What it can run and what that costs are pure functions of the batch (no
 // communicator), so `trident plan` asks them of a described cluster and the selector of every candidate each step;
 // StaticSequenceParallel (static_sp.h) runs it.
@@ -11,20 +11,20 @@
 
 namespace trident {
 
-// What the model and the world must be for `method` (dp, lasp, lasp1, lasp2, ulysses, ring) on groups of `sp_size`
+// What the model and the world must be for `method` (dp, lasp, lasp1, lasp2, ulysses, ring) on groups of `degree`
 // ranks: a ConfigError naming the key otherwise.
-void check_static_candidate(const ModelConfig& model, const std::string& method, int sp_size, int world);
+void check_static_candidate(const ModelConfig& model, const std::string& method, int degree, int world);
 
 class StaticCandidate final : public Candidate {
  public:
-  // method: dp (sp_size 1), lasp1, lasp2, ulysses or ring; checked by check_static_candidate. capacity: tokens one
+  // method: dp (degree 1), lasp1, lasp2, ulysses or ring; checked by check_static_candidate. capacity: tokens one
   // rank's activations hold.
-  StaticCandidate(const Config& config, const std::string& method, int sp_size, int world, int64_t capacity,
+  StaticCandidate(const Config& config, const std::string& method, int degree, int world, int64_t capacity,
                Device device);
 
   std::string name() const override;
   std::string method() const override { return method_; }
-  int sp_size() const override { return sp_size_; }
+  int degree() const override { return degree_; }
   Feasibility feasible(const Batch& batch) const override;
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
 
@@ -39,7 +39,7 @@ class StaticCandidate final : public Candidate {
   std::pair<double, int64_t> exchange(int64_t tokens, const cost::StepCostModel& cost) const;
 
   std::string method_;
-  int sp_size_;
+  int degree_;
   int replicas_;
   int64_t micro_batches_;
   int64_t capacity_;

@@ -38,7 +38,7 @@ std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
 }
 
 std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& candidate) {
-  return std::make_unique<StaticSequenceParallel>(env, candidate.method, candidate.sp_size);
+  return std::make_unique<StaticSequenceParallel>(env, candidate.method, candidate.degree);
 }
 
 // "lasp" with its variant measured at run time is planned as both variants.
@@ -47,7 +47,7 @@ std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const Candida
   std::vector<std::unique_ptr<Candidate>> out;
   for (const char* variant : {"lasp1", "lasp2"}) {
     const std::string method = candidate.method == "lasp" ? variant : candidate.method;
-    out.push_back(std::make_unique<StaticCandidate>(config, method, candidate.sp_size, world, capacity, device));
+    out.push_back(std::make_unique<StaticCandidate>(config, method, candidate.degree, world, capacity, device));
     if (candidate.method != "lasp") break;
   }
   return out;

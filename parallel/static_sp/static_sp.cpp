@@ -32,16 +32,16 @@ LaspVariant lasp_variant(const Config& c, Communicator& group) {
 
 }  // namespace
 
-StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int sp_size)
+StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int degree)
     : dp_(env.groups.world(), env.groups.gradients()) {
   const ModelConfig& m = env.config.model;
   const int world = env.groups.world().size();
-  check_static_candidate(m, method, sp_size, world);
-  const RunGroups::RankGroup& group = env.groups.group(sp_size);
+  check_static_candidate(m, method, degree, world);
+  const RunGroups::RankGroup& group = env.groups.group(degree);
   replica_ = group.replica;
   std::string resolved = method;
   if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";
-  layout_ = std::make_unique<StaticCandidate>(env.config, resolved, sp_size, world, env.capacity_tokens,
+  layout_ = std::make_unique<StaticCandidate>(env.config, resolved, degree, world, env.capacity_tokens,
                                            env.backend.device());
   if (resolved == "dp") return;  // no group: the local kernels
   group_ = group.host;
@@ -60,7 +60,7 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
     layer_ops_.push_back(ops_.back().get());
   }
   spdlog::info("{}: {} replica(s) x sequence-parallel groups of {} ranks; this rank's group: ranks {}", name(),
-               layout_->replicas(), sp_size, group_->members());
+               layout_->replicas(), degree, group_->members());
 }
 
 StaticSequenceParallel::~StaticSequenceParallel() = default;

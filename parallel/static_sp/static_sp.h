@@ -2,7 +2,7 @@
 // Running a static candidate (candidate.h): each replica takes its share of the global batch's sequences, cut into
 // micro-batches; a group cuts each micro-batch into contiguous token slices, one per rank (parallel/sp/shard.h), and
 // its attention layers run the method's ops (LASP-1, LASP-2, Ulysses, Ring Attention). Gradients are summed over
-// every rank with the loss normalised by the global token count, so a step equals the single-rank step. sp_size 1 is
+// every rank with the loss normalised by the global token count, so a step equals the single-rank step. degree 1 is
 // data parallelism: no group, the local kernels.
 #include <memory>
 #include <string>
@@ -16,15 +16,15 @@ namespace trident {
 
 class StaticSequenceParallel final : public Strategy {
  public:
-  // method: "dp" (sp_size 1), "lasp1", "lasp2", "lasp" (the variant parallel.lasp.variant names; auto times both on
-  // the group), "ulysses" or "ring", on the group of sp_size ranks env.groups made. A method the model cannot run,
+  // method: "dp" (degree 1), "lasp1", "lasp2", "lasp" (the variant parallel.lasp.variant names; auto times both on
+  // the group), "ulysses" or "ring", on the group of degree ranks env.groups made. A method the model cannot run,
   // or a size that does not divide the world, is a ConfigError. Collective over the world.
-  StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int sp_size);
+  StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int degree);
   ~StaticSequenceParallel() override;
 
   std::string name() const override { return layout_->name(); }
   std::string method() const override { return layout_->method(); }
-  int sp_size() const override { return layout_->sp_size(); }
+  int degree() const override { return layout_->degree(); }
   Feasibility feasible(const Batch& batch) const override { return layout_->feasible(batch); }
   cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override {
     return layout_->estimate(batch, cost);

@@ -66,7 +66,7 @@ def measured(mode: dict, out) -> dict:
                 rows = common.metrics(run_dir)
                 if code != 0 or len(rows) < mode["steps"]:
                     raise common.Failure(f"{name} on {preset} at {context}: exit {code}, see {run_dir}.log")
-                layouts = Counter(r.get("groups") or f'{r["strategy"]} sp={r["sp_size"]}' for r in rows)
+                layouts = Counter(r.get("groups") or f'{r["strategy"]} sp={r["degree"]}' for r in rows)
                 results[(preset, context, name)] = {
                     "tokens_per_s": common.tokens_per_s(rows),
                     "alltoall_share": sum(r.get("alltoall_ms", 0) for r in common.steady(rows)) /

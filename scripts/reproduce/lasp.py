@@ -173,7 +173,7 @@ def paper_scale(mode: dict, out: Path) -> dict:
             fits = [(b["longest"], min(c["time_s"] for c in b["candidates"]
                                        if c["strategy"] in strategies and "time_s" in c))
                     for b in batches if any(c["strategy"] in strategies and "time_s" in c for c in b["candidates"])]
-            largest_group = max((c["sp_size"] for b in batches for c in b["candidates"] if c["strategy"] in strategies),
+            largest_group = max((c["degree"] for b in batches for c in b["candidates"] if c["strategy"] in strategies),
                                 default=0)
             length, seconds = max(fits) if fits else (0, None)
             per_method[name] = {"longest_pow2": length, "longest": capacity * largest_group,

@@ -61,26 +61,27 @@ PY
 # A pass too small for the batch: its passes run sub-model by sub-model, each sub-model loading once a step. The
 # losses are the resident run's within 1e-5 (the tied embedding sums its gradient's parts in another order), and a
 # step moves fewer weight bytes than the two passes one after another of the run above.
-run 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/segment" --set device.memory_gb=0.011 \
+run 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/sub_models" --set device.memory_gb=0.011 \
   --set parallel.strategy=atom --set parallel.atom.activations=offload
-grep -q "passes run sub-model by sub-model" "$tmp/segment/trident.log" || fail "not run segment by segment"
-/usr/bin/python3 - "$tmp/resident/metrics.jsonl" "$tmp/segment/metrics.jsonl" "$tmp/offload/metrics.jsonl" <<'PY' \
-  || fail "the run segment by segment is wrong"
+grep -q "passes run sub-model by sub-model" "$tmp/sub_models/trident.log" || fail "not run sub-model by sub-model"
+/usr/bin/python3 - "$tmp/resident/metrics.jsonl" "$tmp/sub_models/metrics.jsonl" "$tmp/offload/metrics.jsonl" <<'PY' \
+  || fail "the run sub-model by sub-model is wrong"
 import json, math, sys
-resident, segment, offload = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
-assert len(resident) == len(segment) == 6
-for a, b in zip(resident, segment):
+resident, sub_models, offload = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(resident) == len(sub_models) == 6
+for a, b in zip(resident, sub_models):
     assert math.isclose(a["loss"], b["loss"], rel_tol=1e-5), (a["loss"], b["loss"])
     assert (a.get("eval_loss") is None) == (b.get("eval_loss") is None), (a, b)
     if a.get("eval_loss") is not None:
         assert math.isclose(a["eval_loss"], b["eval_loss"], rel_tol=1e-5), (a, b)
     assert b["passes"] >= 2 and b["peak_mem_bytes"] <= 0.011 * 2**30 and b["activation_bytes"] > 0, b
 weights = lambda r: r["h2d_bytes"] - r["activation_bytes"] / 2  # activations move as much each way
-assert max(map(weights, segment)) < min(map(weights, offload)), ([weights(r) for r in segment], [weights(r) for r in offload])
+assert max(map(weights, sub_models)) < min(map(weights, offload)), \
+    ([weights(r) for r in sub_models], [weights(r) for r in offload])
 PY
 
-# A budget that holds the checkpoints of two passes, not of a batch's sixteen: 8 rounds of 2 passes, each round sub-model
-# by sub-model; the losses are the resident run's within 1e-5.
+# A budget that holds the checkpoints of two passes, not of a batch's sixteen: 8 rounds of 2 passes, each round
+# sub-model by sub-model; the losses are the resident run's within 1e-5.
 big=(--set train.batch_tokens=1024 --set train.steps=3 --set train.warmup_steps=0)
 run 0 train "$tiny" "${model[@]}" "${big[@]}" --set run.dir="$tmp/resident_big" --set parallel.strategy=dp
 run 0 train "$tiny" "${model[@]}" "${big[@]}" --set run.dir="$tmp/rounds" --set device.memory_gb=0.009 \

@@ -20,7 +20,7 @@ mpi 1 0 train "$tiny" "${base[@]}" --set train.steps=10 --set run.dir="$tmp/sing
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=4 --set train.steps=10 \
   --set run.dir="$tmp/sp4"
 close "$tmp/single" "$tmp/sp4" 1e-5
-grep -q '"strategy":"lasp1","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp1 with sp_size 4"
+grep -q '"strategy":"lasp1","degree":4' "$tmp/sp4/metrics.jsonl" || fail "metrics do not record lasp1 with degree 4"
 grep -q "lasp1 sp=4: 1 replica(s) x sequence-parallel groups of 4 ranks" "$tmp/sp4/trident.log" || fail "the log does not name LASP"
 mpi 4 0 train "$tiny" "${base[@]}" "${lasp[@]}" --set parallel.sp.size=2 --set train.steps=10 \
   --set parallel.lasp.variant=auto --set run.dir="$tmp/dp2sp2"

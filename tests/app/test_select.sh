@@ -44,16 +44,16 @@ close "$tmp/single" "$tmp/auto" 1e-5
 /usr/bin/python3 - "$tmp/single/metrics.jsonl" "$tmp/auto/metrics.jsonl" <<'PY' || fail "auto's metrics are wrong"
 import json, sys
 single, auto = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
-ran = [(r["strategy"], r["sp_size"]) for r in auto]
+ran = [(r["strategy"], r["degree"]) for r in auto]
 assert ("dp", 1) in ran and any(s > 1 for _, s in ran), ran  # switches between the two
 for r in auto:
     assert r["estimate_ms"] > 0 and r["predicted_ms"] == r["estimate_ms"], r  # mode model: no corrections
-    names = [(c["strategy"], c["sp_size"]) for c in r["candidates"]]
+    names = [(c["strategy"], c["degree"]) for c in r["candidates"]]
     assert names == [("dp", 1), ("lasp1", 2), ("lasp2", 2), ("ulysses", 2), ("lasp1", 4), ("lasp2", 4),
                      ("ulysses", 4), ("flexsp", 0), ("flexsp-lasp", 0)], names
     feasible = [c for c in r["candidates"] if "infeasible" not in c]
     best = min(feasible, key=lambda c: c["predicted_ms"])
-    assert (best["strategy"], best["sp_size"]) == (r["strategy"], r["sp_size"]), r
+    assert (best["strategy"], best["degree"]) == (r["strategy"], r["degree"]), r
     # data parallelism whenever it can, a group exactly when one rank cannot hold a replica's share
     assert (r["strategy"] == "dp") == ("infeasible" not in r["candidates"][0]), r
     if r["strategy"] != "dp":
@@ -91,14 +91,14 @@ a = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
 b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
 assert sorted(b) == list(range(6, 12)), sorted(b)
 for s in b:
-    assert (a[s]["strategy"], a[s]["sp_size"], a[s]["loss"]) == (b[s]["strategy"], b[s]["sp_size"], b[s]["loss"]), s
+    assert (a[s]["strategy"], a[s]["degree"], a[s]["loss"]) == (b[s]["strategy"], b[s]["degree"], b[s]["loss"]), s
 PY
 
 # A fixed strategy keeps working beside auto: sp (LASP on groups of 4) and dp, with the single rank's losses.
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=sp --set parallel.sp.size=4 \
   --set run.dir="$tmp/sp4"
 close "$tmp/single" "$tmp/sp4" 1e-5
-grep -q '"strategy":"lasp[12]","sp_size":4' "$tmp/sp4/metrics.jsonl" || fail "sp does not record its LASP variant"
+grep -q '"strategy":"lasp[12]","degree":4' "$tmp/sp4/metrics.jsonl" || fail "sp does not record its LASP variant"
 grep -q '"candidates"' "$tmp/sp4/metrics.jsonl" && fail "a fixed strategy lists candidates"
 mpi 2 0 train "$tiny" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tmp/dp2"
 close "$tmp/single" "$tmp/dp2" 1e-5
@@ -112,12 +112,12 @@ close "$tmp/single" "$tmp/flexsp" 1e-5
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp --set parallel.flexsp.inner=ulysses \
   --set parallel.select.profile="$tmp/node4.yaml" --set run.dir="$tmp/flexsp_ulysses"
 close "$tmp/single" "$tmp/flexsp_ulysses" 1e-5
-grep -q '"strategy":"flexsp","sp_size":0' "$tmp/flexsp_ulysses/metrics.jsonl" ||
+grep -q '"strategy":"flexsp","degree":0' "$tmp/flexsp_ulysses/metrics.jsonl" ||
   fail "parallel.flexsp.inner=ulysses did not run Ulysses inside FlexSP's groups"
 /usr/bin/python3 - "$tmp/flexsp/metrics.jsonl" <<'PY' || fail "FlexSP's metrics are wrong"
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert all(r["strategy"] == "flexsp-lasp" and r["sp_size"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
+assert all(r["strategy"] == "flexsp-lasp" and r["degree"] == 0 and r["estimate_ms"] > 0 for r in rows), rows
 assert all(re.fullmatch(r"(<[0-9x, ]+> ?)+", r["groups"]) for r in rows), [r["groups"] for r in rows]
 assert any("2" in r["groups"] or "4" in r["groups"] for r in rows), [r["groups"] for r in rows]
 assert all(r["plan_ms"] >= 0 and isinstance(r["plan_ready"], bool) for r in rows), rows  # planned ahead, timed
@@ -203,7 +203,7 @@ assert len(lines) == 2
 for b in lines:
     feasible = [c for c in b["candidates"] if "infeasible" not in c]
     best = min(feasible, key=lambda c: c["time_s"])
-    assert b["chosen"] == (best["strategy"] if best["sp_size"] == 1 else f'{best["strategy"]} sp={best["sp_size"]}')
+    assert b["chosen"] == (best["strategy"] if best["degree"] == 1 else f'{best["strategy"]} sp={best["degree"]}')
     assert all(c["peak_bytes"] > 0 and c["compute_s"] > 0 for c in feasible)
 PY
 

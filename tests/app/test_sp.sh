@@ -18,7 +18,7 @@ mpi 1 0 train "$tiny" "${base[@]}" --set run.dir="$tmp/single"
 mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" --set parallel.sp.method=ring --set parallel.sp.size=4 \
   --set run.dir="$tmp/ring4"
 close "$tmp/single" "$tmp/ring4" 1e-5
-grep -q '"strategy":"ring","sp_size":4' "$tmp/ring4/metrics.jsonl" || fail "metrics do not record ring with sp 4"
+grep -q '"strategy":"ring","degree":4' "$tmp/ring4/metrics.jsonl" || fail "metrics do not record ring with sp 4"
 grep -q "ring sp=4: 1 replica(s) x sequence-parallel groups of 4 ranks" "$tmp/ring4/trident.log" || fail "the log does not name Ring"
 mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" --set parallel.sp.method=ulysses --set parallel.sp.size=4 \
   --set run.dir="$tmp/ulysses4"

@@ -61,8 +61,8 @@ Config eight_sub_models() {
 // The device bytes of a pass of 512 tokens through 8 single-layer sub-models in 2 slots.
 int64_t single_layer_bytes(const ModelConfig& m, int recomputed, int offloaded) {
   const std::vector<int> starts = balanced_starts(8, 8);
-  const Swapping s{.segment_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
-  return SegmentRunner::memory_bytes(m, 512, Precision::fp32, Device::cpu, s) +
+  const Swapping s{.sub_model_starts = starts, .recomputed = recomputed, .offloaded = offloaded};
+  return SubModelRunner::memory_bytes(m, 512, Precision::fp32, Device::cpu, s) +
          LayerSwapper::device_bytes(m, starts, 2, Precision::fp32);
 }
 
@@ -98,16 +98,16 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   // The swapped model's device: exactly what its activations, checkpoints, slots and resident part take.
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
   const Swapping swapping{
-      .segment_starts = starts, .store = &host, .recomputed = recomputed, .offloaded = offloaded};
-  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
+      .sub_model_starts = starts, .store = &host, .recomputed = recomputed, .offloaded = offloaded};
+  const int64_t budget = SubModelRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   const int64_t resident_bytes =
       GPT::memory_bytes(m, tokens, precision, Device::cpu) + AdamW::memory_bytes(resident.num_params());
   if (starts.size() == 8) CHECK(resident_bytes >= 4 * budget);  // one layer a sub-model: the 4x case
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
   GPT swapped(m, tokens, device, cpu_backend(), precision,
-              SegmentRunner::model_memory(m, tokens, swapping));
-  SegmentRunner swapped_runner(swapped, swapping, device);
+              SubModelRunner::model_memory(m, tokens, swapping));
+  SubModelRunner swapped_runner(swapped, swapping, device);
   LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   CHECK(swapped.runs_passes());  // through its runner: it samples as it trains
   swapped.init_weights(7);
@@ -128,10 +128,10 @@ TEST_CASE("a model 4x its device budget trains swapped, bit-identical to the res
   const int64_t per_token =
       precision == Precision::bf16 ? saved_bytes_per_token<bf16>(m) : saved_bytes_per_token<float>(m);
   CHECK(stats.activation_bytes == 3 * 2 * 64 * moving * per_token * 2);
-  CHECK(host.peak() >= static_cast<std::size_t>(SegmentRunner::offload_bytes(m, tokens, precision, swapping)));
+  CHECK(host.peak() >= static_cast<std::size_t>(SubModelRunner::offload_bytes(m, tokens, precision, swapping)));
 }
 
-TEST_CASE("a step in several passes runs segment by segment: each sub-model loads once, the gradients those of the "
+TEST_CASE("a step in several passes runs sub-model by sub-model: each sub-model loads once, the gradients those of the "
           "passes one after another", "[atom]") {
   // every sub-model but the last recomputed, or offloaded
   const auto [attention, precision, starts, slots, offload] =
@@ -156,17 +156,17 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
 
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
   const int stashed = static_cast<int>(starts.size()) - 1;
-  const Swapping swapping{.segment_starts = starts,
+  const Swapping swapping{.sub_model_starts = starts,
                           .store = &host,
                           .recomputed = offload ? 0 : stashed,
                           .offloaded = offload ? stashed : 0,
                           .round_tokens = round_tokens};
-  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
+  const int64_t budget = SubModelRunner::memory_bytes(m, tokens, precision, Device::cpu, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "device", .budget_bytes = static_cast<std::size_t>(budget)});
   GPT swapped(m, tokens, device, cpu_backend(), precision,
-              SegmentRunner::model_memory(m, tokens, swapping));
-  SegmentRunner swapped_runner(swapped, swapping, device);
+              SubModelRunner::model_memory(m, tokens, swapping));
+  SubModelRunner swapped_runner(swapped, swapping, device);
   LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   swapped.init_weights(7);
   AdamW swapped_adam(swapped.layout(), TrainConfig{}, host);
@@ -210,7 +210,7 @@ TEST_CASE("a step in several passes runs segment by segment: each sub-model load
   for (int64_t i = 0; i < P; ++i) REQUIRE(swapped.params()[i] == Approx(resident.params()[i]).margin(1e-6));
   CHECK(device.peak() <= device.budget());
   if (offload)
-    CHECK(host.peak() >= static_cast<std::size_t>(SegmentRunner::offload_bytes(m, tokens, precision, swapping)));
+    CHECK(host.peak() >= static_cast<std::size_t>(SubModelRunner::offload_bytes(m, tokens, precision, swapping)));
 
   // A step longer than the checkpoints hold is refused.
   std::vector<TokenBatch> four = views;
@@ -225,10 +225,10 @@ TEST_CASE("a slow copy overlaps the compute: each load starts before the previou
   const std::vector<int> starts = {0, 2, 4, 6};
   Allocator device({.name = "device", .budget_bytes = std::size_t(1) << 30});
   Allocator host({.name = "host", .budget_bytes = std::size_t(1) << 30});
-  const Swapping swapping{.segment_starts = starts, .store = &host};
+  const Swapping swapping{.sub_model_starts = starts, .store = &host};
   GPT model(m, 256, device, cpu_backend(), Precision::fp32,
-            SegmentRunner::model_memory(m, 256, swapping));
-  SegmentRunner model_runner(model, swapping, device);
+            SubModelRunner::model_memory(m, 256, swapping));
+  SubModelRunner model_runner(model, swapping, device);
   model.init_weights(3);
   const OwnedBatch b = make_batch({64, 64, 64, 64}, 64, 5);
   auto timeline_of_step = [&](double copy_bytes_per_s) {
@@ -314,8 +314,8 @@ TEST_CASE("a batch in several passes runs sub-model by sub-model, in rounds wher
   c.train.batch_tokens = 512;  // 8 documents of model.max_seq_len 64
   const std::vector<int> starts = balanced_starts(8, 8);
   auto device_bytes = [&](int64_t round_tokens) {  // a pass of one document, recomputing all but the last
-    const Swapping s{.segment_starts = starts, .recomputed = 7, .round_tokens = round_tokens};
-    return SegmentRunner::memory_bytes(c.model, 64, Precision::fp32, Device::cpu, s) +
+    const Swapping s{.sub_model_starts = starts, .recomputed = 7, .round_tokens = round_tokens};
+    return SubModelRunner::memory_bytes(c.model, 64, Precision::fp32, Device::cpu, s) +
            LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
   };
   REQUIRE(device_bytes(512) > device_bytes(256));  // the checkpoints of the whole batch, of half of it
@@ -359,8 +359,8 @@ TEST_CASE("offload: the fewest leading sub-models that fit move their activation
   CHECK(p.offloaded <= 4);
   CHECK(p.tokens == 512);
   CHECK(p.device_bytes == device_bytes(p.offloaded));
-  const Swapping chosen{.segment_starts = starts, .offloaded = p.offloaded};
-  const int64_t offload_bytes = SegmentRunner::offload_bytes(c.model, 512, Precision::fp32, chosen);
+  const Swapping chosen{.sub_model_starts = starts, .offloaded = p.offloaded};
+  const int64_t offload_bytes = SubModelRunner::offload_bytes(c.model, 512, Precision::fp32, chosen);
   CHECK(offload_bytes > 0);
   CHECK(p.host_bytes == 16 * model_layout(c.model).num_params + offload_bytes);
   // the same with keep does not fit; auto without a profile recomputes instead
@@ -410,11 +410,11 @@ TEST_CASE("with a profile, auto takes the placement the swap schedule predicts f
   CHECK(slow.offloaded == 0);
   CHECK(slow.recomputed > 0);
   CHECK(slow.tokens > fast.tokens);  // one workspace holds more tokens a pass than two
-  // Where a pass holds the batch recomputing, several passes offloading still win on the fast link: run segment by
-  // segment, they load each sub-model once, as one pass does, and save the recompute. On the slow link, one pass.
+  // Where a pass holds the batch recomputing, several passes offloading still win on the fast link: run sub-model by
+  // sub-model, they load each sub-model once, as one pass does, and save the recompute. On the slow link, one pass.
   const AtomPlacement several = place(static_cast<double>(device_bytes(7, 0)), 1e3);
   CHECK(several.passes > 1);
-  CHECK(several.offloaded == static_cast<int>(several.segment_starts.size()) - 1);
+  CHECK(several.offloaded == static_cast<int>(several.sub_model_starts.size()) - 1);
   CHECK(several.round_tokens == 512);
   const AtomPlacement whole = place(static_cast<double>(device_bytes(7, 0)), 1e-4);
   CHECK(whole.passes == 1);
@@ -458,7 +458,7 @@ TEST_CASE("with a profile's measured block costs, the swap schedule takes them p
   }
   CHECK(measured.device.resident_compute_s == Approx(outside));
   // the predicted compute: every layer's forward and backward, the recomputed layers' forward again, the rest once
-  const int recomputed_layers = measured.segment_starts[static_cast<std::size_t>(measured.recomputed)];
+  const int recomputed_layers = measured.sub_model_starts[static_cast<std::size_t>(measured.recomputed)];
   CHECK(measured.predicted->compute_s == Approx(8 * (forward + backward) + recomputed_layers * forward + outside));
 
   // a profile measured on another model is refused, naming the file and both shapes

@@ -190,7 +190,7 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   auto methods = [](const Config& cfg, int world) {
     std::vector<std::string> out;
     for (const CandidateSpec& l : run_candidates(cfg, world))
-      if (l.sp_size == 0) out.push_back(l.method);
+      if (l.degree == 0) out.push_back(l.method);
     return out;
   };
   CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp", "flexsp-lasp"});

@@ -212,7 +212,7 @@ TEST_CASE("the pipeline strategy equals the single-rank step", "[mpi][pipeline]"
     struct OneRank final : Strategy {  // the single rank's step through the same train_step
       std::string name() const override { return "single"; }
       std::string method() const override { return "dp"; }
-      int sp_size() const override { return 1; }
+      int degree() const override { return 1; }
       Feasibility feasible(const Batch&) const override { return {}; }
       cost::StepEstimate estimate(const Batch&, const cost::StepCostModel&) const override { return {}; }
       StepSums train(GPT& model, const Batch& batch, float w) override {

@@ -30,7 +30,7 @@ class Solo final : public Strategy {
   explicit Solo(int64_t capacity) : capacity_(capacity) {}
   std::string name() const override { return "solo"; }
   std::string method() const override { return "solo"; }
-  int sp_size() const override { return 1; }
+  int degree() const override { return 1; }
   Feasibility feasible(const Batch& batch) const override {
     if (batch.num_tokens() <= capacity_) return {};
     return {false, "the batch does not fit one rank's activations"};

@@ -176,7 +176,7 @@ TEST_CASE("the candidates of each parallel.strategy, and those a model cannot ru
   Config c = tiny_config("linear");
   auto names = [](const Config& config, int world) {
     std::string out;
-    for (const CandidateSpec& l : run_candidates(config, world)) out += l.method + std::to_string(l.sp_size) + " ";
+    for (const CandidateSpec& l : run_candidates(config, world)) out += l.method + std::to_string(l.degree) + " ";
     return out;
   };
   CHECK(names(c, 4) == "dp1 lasp12 ulysses2 lasp14 ulysses4 flexsp0 flexsp-lasp0 ");

@@ -71,7 +71,7 @@ TEST_CASE("every static layout on the CUDA backend over NCCL equals the CPU back
   struct Layout {
     const char* attention;
     const char* method;
-    int sp_size;
+    int degree;
     const char* lasp_variant;
   };
   const int W = world().size();
@@ -79,12 +79,12 @@ TEST_CASE("every static layout on the CUDA backend over NCCL equals the CPU back
                           Layout{"linear", "lasp", W, "ring"}, Layout{"linear", "lasp", W, "allgather"},
                           Layout{"linear", "ulysses", 2, "ring"}, Layout{"softmax", "ulysses", W, "ring"},
                           Layout{"softmax", "ring", W, "ring"}, Layout{"softmax", "ring", 2, "ring"}}) {
-    if (W % l.sp_size != 0) continue;
+    if (W % l.degree != 0) continue;
     Config c = tiny_strategy_config(l.attention, 64);
     lasp_config(c).variant = l.lasp_variant;
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const float scale = inverse_targets(b);
-    StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, l.method, l.sp_size);
+    StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, l.method, l.degree);
     INFO(l.attention << " " << strategy.name() << " (" << l.lasp_variant << ") on " << W << " ranks");
     CHECK(strategy.feasible(b).ok);
     check_close("gradient through " + strategy.name() + " on cuda", cuda_gradient(strategy, c, b, 5, scale),
@@ -156,13 +156,13 @@ TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backe
   // The host store in the backend's page-locked memory; the device holds two slots and the resident ends.
   Allocator store({.name = "host store", .budget_bytes = std::size_t(1) << 30,
                    .resource = &g_cuda->staging_memory()});
-  const Swapping swapping{.segment_starts = starts, .store = &store};
-  const int64_t budget = SegmentRunner::memory_bytes(c.model, tokens, Precision::fp32, Device::cuda, swapping) +
+  const Swapping swapping{.sub_model_starts = starts, .store = &store};
+  const int64_t budget = SubModelRunner::memory_bytes(c.model, tokens, Precision::fp32, Device::cuda, swapping) +
                          LayerSwapper::device_bytes(c.model, starts, 2, Precision::fp32);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget),
                     .resource = &g_cuda->memory()});
   GPT model(c.model, tokens, device, *g_cuda, Precision::fp32,
-            SegmentRunner::model_memory(c.model, tokens, swapping));
+            SubModelRunner::model_memory(c.model, tokens, swapping));
   SwappedRun run(model, swapping, device, {.slots = 2});  // what ATOM's placement attaches
   model.init_weights(5);
   AtomStrategy atom({*g_groups, *g_cuda, c, tokens, nullptr, &run});

@@ -57,19 +57,19 @@ TEST_CASE("every static candidate (method and group size) equals the single-rank
   struct Layout {
     const char* attention;
     const char* method;
-    int sp_size;
+    int degree;
   };
   const int W = world().size();
   for (const Layout& l : {Layout{"softmax", "dp", 1}, Layout{"linear", "dp", 1}, Layout{"linear", "lasp", W},
                           Layout{"linear", "ulysses", 2}, Layout{"softmax", "ulysses", W},
                           Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}}) {
-    if (W % l.sp_size != 0 || (std::string(l.method) == "ulysses" && 4 % l.sp_size != 0)) continue;
+    if (W % l.degree != 0 || (std::string(l.method) == "ulysses" && 4 % l.degree != 0)) continue;
     const Config c = tiny_config(l.attention);
     GPT model(c.model, 256, test_allocator());
     model.init_weights(5);
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const std::vector<float> expected = single_rank_gradient(model, b);
-    StaticSequenceParallel strategy(env_for(c, 256), l.method, l.sp_size);
+    StaticSequenceParallel strategy(env_for(c, 256), l.method, l.degree);
     INFO(l.attention << " " << strategy.name() << " on " << W << " ranks");
     CHECK(strategy.feasible(b).ok);
     model.zero_grads();

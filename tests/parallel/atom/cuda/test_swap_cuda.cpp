@@ -54,8 +54,8 @@ void check_same(const std::string& name, double got, double want) {
 TEST_CASE("a swapped model on the cuda backend equals the resident one bit for bit, step after step",
           "[cuda][atom]") {
   // recomputed or offloaded: leading sub-models whose activations are recomputed, or go to the host and back;
-  // segment_major: the two micro-batches are one step's passes, run sub-model by sub-model (Swapping::round_tokens)
-  const auto [attention, precision, starts, slots, recomputed, offloaded, segment_major, emulated] = GENERATE(
+  // sub_model_major: the two micro-batches are one step's passes, run sub-model by sub-model (Swapping::round_tokens)
+  const auto [attention, precision, starts, slots, recomputed, offloaded, sub_model_major, emulated] = GENERATE(
       std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 2, 3}, 2, 3, 0, false, false},
       std::tuple{"linear", Precision::fp32, std::vector<int>{0, 2, 3}, 2, 0, 0, false, false},
       std::tuple{"softmax", Precision::bf16, std::vector<int>{0, 2}, 3, 1, 0, false, true},
@@ -64,7 +64,7 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
       std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 3}, 3, 0, 2, true, true},
       std::tuple{"linear", Precision::bf16, std::vector<int>{0, 2}, 2, 1, 0, true, false});
   if (!kEveryCase && !emulated) return;
-  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed, offloaded, segment_major);
+  CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed, offloaded, sub_model_major);
   const ModelConfig m{.n_layer = 4, .n_embd = 32, .n_head = 2, .vocab_size = 61, .max_seq_len = 32,
                       .attention = attention, .linear_chunk = 8};  // small: the SIMT emulation is slow
   const int64_t tokens = 64;
@@ -74,17 +74,17 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
   GPT resident(m, tokens, resident_memory, *cuda, precision);
 
   Allocator store({.name = "host store", .budget_bytes = std::size_t(1) << 30, .resource = &cuda->staging_memory()});
-  const Swapping swapping{.segment_starts = starts,
+  const Swapping swapping{.sub_model_starts = starts,
                           .store = &store,
                           .recomputed = recomputed,
                           .offloaded = offloaded,
-                          .round_tokens = segment_major ? 2 * tokens : 0};
-  const int64_t budget = SegmentRunner::memory_bytes(m, tokens, precision, Device::cuda, swapping) +
+                          .round_tokens = sub_model_major ? 2 * tokens : 0};
+  const int64_t budget = SubModelRunner::memory_bytes(m, tokens, precision, Device::cuda, swapping) +
                          LayerSwapper::device_bytes(m, starts, slots, precision);
   Allocator device({.name = "cuda", .budget_bytes = static_cast<std::size_t>(budget), .resource = &cuda->memory()});
   GPT swapped(m, tokens, device, *cuda, precision,
-              SegmentRunner::model_memory(m, tokens, swapping));
-  SegmentRunner swapped_runner(swapped, swapping, device);
+              SubModelRunner::model_memory(m, tokens, swapping));
+  SubModelRunner swapped_runner(swapped, swapping, device);
   LayerSwapper swapper(swapped_runner, device, {.slots = slots});
   swapped.init_weights(7);
   AdamW adam(swapped.layout(), TrainConfig{}, store);  // on the host store, as a swapped run's
@@ -99,7 +99,7 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
     cuda->upload(resident.params(), swapped.params(), sizeof(float) * static_cast<std::size_t>(P));
     resident.zero_grads();
     swapped.zero_grads();
-    if (segment_major) {  // the same passes, one after another on the resident model
+    if (sub_model_major) {  // the same passes, one after another on the resident model
       double want = 0;
       for (const TokenBatch& pass : passes) want += resident.forward_backward(pass, 1.0f / 94);
       check_same("loss", swapped.forward_backward(passes, 1.0f / 94), want);
@@ -117,7 +117,7 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
       else
         check_close("gradients", swapped.grads() + begin, want.data() + begin, n, kTolerance);
     };
-    if (segment_major) {  // the tied embedding sums its gradient's parts in another order
+    if (sub_model_major) {  // the tied embedding sums its gradient's parts in another order
       same(0, wte_begin);
       same(wte_end, P);
       check_close("embedding gradient", swapped.grads() + wte_begin, want.data() + wte_begin,
@@ -133,6 +133,6 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
   CHECK(stats.passes == 2 * 3);
   CHECK(stats.h2d_bytes > 0);
   CHECK(stats.d2h_bytes > 0);
-  // the last offloaded sub-model's stay on the device, unless run segment by segment
-  CHECK((stats.activation_bytes > 0) == (offloaded > (segment_major ? 0 : 1)));
+  // the last offloaded sub-model's stay on the device, unless run sub-model by sub-model
+  CHECK((stats.activation_bytes > 0) == (offloaded > (sub_model_major ? 0 : 1)));
 }
