@@ -38,23 +38,29 @@ std::unique_ptr<DocumentSource> open_documents(const Config& config) {
     return make_synthetic_documents(length_preset(data.preset), data.synthetic_documents, data.synthetic_max_length,
                                     vocab_size, static_cast<uint64_t>(config.run.seed));
   }
+  std::unique_ptr<DocumentSource> documents;
   if (data.kind == "text") {
     if (vocab_size < 256)
       throw_config_error("data.kind = text reads bytes (token ids 0 to 255), so model.vocab_size must be >= 256, got "
                          "model.vocab_size = {}",
                          vocab_size);
     require_file(data.path, data);
-    return open_text_documents(data.path, data.separator);
-  }
-  if (data.kind == "tokens") {
+    documents = open_text_documents(data.path, data.separator);
+  } else if (data.kind == "tokens") {
     require_file(data.path, data);
-    return open_token_file(data.path, data.token_dtype == "uint32" ? TokenType::uint32 : TokenType::uint16,
-                           data.eot_token, vocab_size);
+    documents = open_token_file(data.path, data.token_dtype == "uint32" ? TokenType::uint32 : TokenType::uint16,
+                                data.eot_token, vocab_size);
+  } else {
+    TRIDENT_CHECK(data.kind == "indexed", "data.kind '{}' has no reader", data.kind);
+    require_file(data.path + ".idx", data);
+    require_file(data.path + ".bin", data);
+    documents = open_indexed_dataset(data.path, vocab_size);
   }
-  TRIDENT_CHECK(data.kind == "indexed", "data.kind '{}' has no reader", data.kind);
-  require_file(data.path + ".idx", data);
-  require_file(data.path + ".bin", data);
-  return open_indexed_dataset(data.path, vocab_size);
+  // Everything downstream draws documents by index: a corpus without one is the file's fault, said here.
+  if (documents->num_documents() == 0)
+    throw_config_error("data.path = '{}' (data.kind = {}): the file holds no document (it is empty, or holds only "
+                       "separators)", data.path, data.kind);
+  return documents;
 }
 
 }  // namespace trident

@@ -72,6 +72,11 @@ stdout_has "batch 0: 2 sequences" "batch 1: 1 sequences" "batch 2: 2 sequences"
 # ---- bad inputs: exit 2, one line naming the file or key ------------------------------------------------------------
 run 2 plan "$configs/plan.yaml"
 stderr_line "trident: config error:" "--cluster FILE" "parallel.flexsp.cluster"
+# A corpus without a document is refused naming the file, not divided by.
+: >"$tmp/empty.txt"
+run 2 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 4 --set data.kind=text \
+  --set data.path="$tmp/empty.txt" --set model.vocab_size=256
+stderr_line "trident: config error:" "data.path = '$tmp/empty.txt'" "holds no document"
 run 2 plan "$configs/plan.yaml" --cluster "$tmp/none.yaml"
 stderr_line "trident: config error:" "none.yaml" "not found"
 sed 's/devices_per_node: 8/gpus_per_node: 8/' "$cluster" >"$tmp/typo.yaml"

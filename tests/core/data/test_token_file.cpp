@@ -84,3 +84,27 @@ TEST_CASE("bad token files are rejected with the offending id and position", "[c
   CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }),
              Catch::Contains("data.path: '" + config.data.path + "' not found (data.kind = tokens)"));
 }
+
+// Every reader of a corpus draws documents by index; one without any is an error naming the file, wherever it is
+// opened (training, trident plan --batch-sequences, bench milp).
+TEST_CASE("a text or token file without a document is a config error naming it", "[core][data]") {
+  ScratchDir dir("no_documents");
+  Config config;
+  config.data.kind = "text";
+  config.data.path = (dir.path / "empty.txt").string();
+  write_file(config.data.path, "");
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }),
+             Catch::Contains("data.path = '" + config.data.path + "' (data.kind = text): the file holds no document"));
+  config.data.separator = "\n\n";
+  write_file(config.data.path, "\n\n\n\n");
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }), Catch::Contains("holds no document"));
+
+  config.data.kind = "tokens";
+  config.data.path = (dir.path / "eot.bin").string();
+  config.data.eot_token = 7;
+  write_file(config.data.path, bytes_of<uint16_t>({7, 7, 7}));
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }),
+             Catch::Contains("data.path = '" + config.data.path + "' (data.kind = tokens): the file holds no document"));
+  write_file(config.data.path, "");
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }), Catch::Contains("holds no document"));
+}
