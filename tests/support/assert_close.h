@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/model/layout.h"
+
 namespace trident::test {
 
 struct CloseReport {
@@ -47,6 +49,18 @@ template <class X, class R>
 void check_close(const std::string& name, const std::vector<X>& x, const std::vector<R>& ref, double tol) {
   REQUIRE(x.size() == ref.size());
   check_close(name, x.data(), ref.data(), x.size(), tol);
+}
+
+// x against ref over a model's flat parameters (or gradients), tensor by tensor, each normalised by its own
+// reference's magnitude: a small tensor's error (a bias, a norm's gain) is not hidden under the largest value of all.
+template <class X, class R>
+void check_close_per_tensor(const std::string& name, const ModelLayout& layout, const std::vector<X>& x,
+                            const std::vector<R>& ref, double tol) {
+  REQUIRE(x.size() == ref.size());
+  REQUIRE(static_cast<int64_t>(x.size()) == layout.num_params);
+  for (const ParamEntry& p : layout.params)
+    check_close(name + ", " + p.name, x.data() + p.offset, ref.data() + p.offset, static_cast<std::size_t>(p.numel),
+                tol);
 }
 
 }  // namespace trident::test
