@@ -2,21 +2,24 @@
 """ATOM (docs/methods.md §4) reproduced, in two halves; writes OUT/atom.md and two PNGs.
 
 Measured here: (1) the same model and global batch (configs/experiments/atom/atom_peers_cpu.yaml) trained by ATOM's
-peers (two whole replicas averaging their parameters every 4 steps in the background), by GPipe over the two ranks
-(the baseline ATOM is set against) and by synchronous data parallelism, on the emulated cluster of 2 nodes x 1 rank
-with the link between them limited to each bandwidth in turn; (2) one peer whose model does not fit its device budget
-(configs/experiments/atom/atom_swap_cpu.yaml) swapping sub-models over an emulated host-to-device link, against the
-same model resident.
+peers (two whole replicas averaging their parameters in the background every parallel.atom.average_every steps), by
+GPipe over the two ranks (the baseline ATOM is set against) and by synchronous data parallelism, on the emulated
+cluster of 2 nodes x 1 rank with the link between them limited to each bandwidth in turn; (2) one peer whose model
+does not fit its device budget (configs/experiments/atom/atom_swap_cpu.yaml) swapping sub-models over an emulated
+host-to-device link, against the same model resident.
 
 At paper scale: `trident plan` on GPT-3 6.7B and 8 RTX 4090 peers (configs/experiments/atom/paper_gpt6.7b.yaml,
 configs/clusters/rtx4090-8x1-gpt6.7b.yaml) at 10 Gbit/s, 1 Gbit/s and 100 Mbit/s between the peers: ATOM's tokens/s
-(averaging every 4 steps, and at the interval that hides a round) beside GPipe over the same GPUs, and the paper's
-claim of up to 20x over decentralized pipeline parallelism.
+(averaging as the config says, and at the interval that hides a round) beside GPipe over the same GPUs, and the paper's
+claim of up to 20x over decentralized pipeline parallelism. What the report says about the configs and models is
+read from them (`trident config`), from `trident plan` and from the runs' logs.
 """
 import json
 import re
 import statistics
 import sys
+
+import yaml
 
 import common
 
@@ -46,6 +49,12 @@ def mbit(bandwidth: str) -> float:
     return float(value) * {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}[unit]
 
 
+def averaging(every: int) -> str:
+    """parallel.atom.average_every in words."""
+    return f"averaging every {every} steps" if every > 1 else "averaging every step" if every else \
+        "summing the gradients every step (exact peers)"
+
+
 def peers_over_links(mode: dict, out) -> dict:
     results = {}
     for bandwidth in mode["bandwidths"]:
@@ -64,6 +73,7 @@ def peers_over_links(mode: dict, out) -> dict:
                                                   "mb_sent": statistics.mean(r["comm_bytes"] for r in
                                                                              common.steady(rows)) / 1e6}
         results["where"] = cluster.place
+    results["parameters"] = common.logged_parameters(out / "runs" / f"{mode['bandwidths'][0]}_atom")
     return results
 
 
@@ -86,10 +96,7 @@ def swapped_vs_resident(mode: dict, out) -> dict:
         if code != 0 or len(rows) < mode["swap_steps"]:
             raise common.Failure(f"the {name} run of {SWAP}: exit {code}, see {run_dir}.log")
         if name == "resident":
-            params = re.search(r"model: (\d+) parameters", (run_dir / "trident.log").read_text())
-            if not params:
-                raise common.Failure(f"{run_dir}/trident.log does not name the model's parameters")
-            results["state_gib"] = 16 * int(params.group(1)) / 2 ** 30
+            results["state_gib"] = 16 * common.logged_parameters(run_dir) / 2 ** 30
         steady = common.steady(rows)
         results[name] = {"tokens_per_s": common.tokens_per_s(rows), "sub_models": steady[-1].get("sub_models", 1),
                          "exposed_ms": statistics.median(r.get("exposed_copy_ms", 0) for r in steady),
@@ -98,28 +105,32 @@ def swapped_vs_resident(mode: dict, out) -> dict:
 
 
 def paper_scale(mode: dict, out) -> dict:
-    base = (common.ROOT / CLUSTER).read_text()
+    """`trident plan --json` at each link speed: the swap plan of a peer, and its "peers" object (ATOM against
+    GPipe)."""
     found = {}
     for name, gb_per_s in PAPER_LINKS.items():
-        cluster = out / "runs" / f"cluster_{name}.yaml"
-        cluster.write_text(base.replace("inter_node: {bandwidth_gb_per_s: 1.25,", f"inter_node: {{bandwidth_gb_per_s: "
-                                                                                  f"{gb_per_s},", 1))
-        code, output = common.run(["plan", PAPER, "--cluster", cluster, "--json"], out / "runs" / f"plan_{name}.log")
+        cluster = common.read_yaml(CLUSTER)
+        cluster["network"]["inter_node"]["bandwidth_gb_per_s"] = gb_per_s
+        path = out / "runs" / f"cluster_{name}.yaml"
+        path.write_text(yaml.safe_dump(cluster, sort_keys=False))
+        code, output = common.run(["plan", PAPER, "--cluster", path, "--json"], out / "runs" / f"plan_{name}.log")
         if code != 0:
             raise common.Failure(f"trident plan at {name}: exit {code}, see {out}/runs/plan_{name}.log")
-        found[name] = json.loads(output.splitlines()[-1])["peers"]
+        found[name] = json.loads(output.splitlines()[-1])
     return found
 
 
-def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: float) -> None:
+def report(args, mode: dict, plans: dict, swaps: dict, links: dict, wall_s: float) -> None:
     out = args.out
+    peers, swap, big = (common.resolved_config(c) for c in (PEERS, SWAP, PAPER))
+    peers_every = peers["parallel"]["atom"]["average_every"]
     md = common.header("ATOM reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: peers against the pipeline over slow links", "",
-           f"`{PEERS}` (8 layers, width 256, 6.4M parameters; 4,096 tokens a step) on {links['where']}, the link "
-           "between the nodes at each rate below; "
-           f"{mode['steps']} steps a run, tokens/s over the steps after the first. ATOM: each rank a whole replica on "
-           "half the batch, the parameters averaged every 4 steps on a thread of their own; pipeline: GPipe, one "
-           "stage a node; dp: the gradients summed every step.", ""]
+           f"`{PEERS}` ({common.describe_model(peers['model'])}; {links['parameters'] / 1e6:.1f}M parameters; "
+           f"{peers['train']['batch_tokens']:,} tokens a step) on {links['where']}, the link between the nodes at each "
+           f"rate below; {mode['steps']} steps a run, tokens/s over the steps after the first. ATOM: each rank a whole "
+           f"replica on half the batch, {averaging(peers_every)}{' on a thread of its own' if peers_every else ''}; "
+           "pipeline: GPipe, one stage a node; dp: the gradients summed every step.", ""]
     rows = []
     for bw in mode["bandwidths"]:
         r = {s: links[(bw, s)] for s in STRATEGIES}
@@ -128,34 +139,43 @@ def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: floa
             rows.append([bw, s, f"{r[s]['step_ms']:.0f}", f"{r[s]['tokens_per_s']:,.0f}", speedup,
                          f"{r[s]['mb_sent']:.2f}"])
     md += common.table(["link", "strategy", "step ms (median)", "tokens/s", "ATOM's speedup", "MB sent a step"], rows)
-    md += ["", "At this scale the pipeline pays its bubble and recompute more than the link (it sends a few MB a "
-           "step, a 6.4M-parameter round is 25.8 MB), so ATOM's lead over it grows less with a slower link than at "
+    pipeline_mb = max(links[(bw, "pipeline")]["mb_sent"] for bw in mode["bandwidths"])
+    md += ["", "At this scale the pipeline pays its bubble and recompute more than the link (it sends up to "
+           f"{pipeline_mb:.1f} MB a step; a round averages {links['parameters'] / 1e6:.1f}M fp32 parameters, "
+           f"{4 * links['parameters'] / 1e6:.1f} MB), so ATOM's lead over it grows less with a slower link than at "
            "paper scale, and most against data parallelism, whose every step waits for the gradients.", ""]
     md += ["## Measured here: a peer swapping a model its device budget cannot hold", "",
-           f"`{SWAP}` (16 layers, width 384, {swaps['state_gib'] * 1024:.0f} MiB of weights, gradients and AdamW "
-           "state) on "
-           f"one rank, {mode['swap_tokens']:,} tokens a step, copies over an emulated {SWAP_LINK_GB_PER_S} GB/s host-"
-           f"to-device link; the budget is a fraction of the state; {mode['swap_steps']} steps, medians after the "
-           "first.", ""]
+           f"`{SWAP}` ({common.describe_model(swap['model'])}; {swaps['state_gib'] * 1024:.0f} MiB of weights, "
+           f"gradients and AdamW state) on one rank, {mode['swap_tokens']:,} tokens a step, copies over an emulated "
+           f"{SWAP_LINK_GB_PER_S} GB/s host-to-device link; the budget is a fraction of the state; "
+           f"{mode['swap_steps']} steps, medians after the first.", ""]
     resident = swaps["resident"]["tokens_per_s"]
     rows = [[name, r["sub_models"], f"{r['tokens_per_s']:,.0f}", f"**{r['tokens_per_s'] / resident:.2f}x**",
              f"{r['copy_ms']:.0f}", f"{r['exposed_ms']:.0f}"]
             for name, r in swaps.items() if name != "state_gib"]
     md += common.table(["device budget", "sub-models", "tokens/s", "swapped / resident", "copy ms", "exposed copy ms"],
                        rows)
-    md += ["", "## At paper scale: GPT-3 6.7B on 8 RTX 4090 peers, estimated by `trident plan`", "",
-           f"`{PAPER}` on `{CLUSTER}` with the peers' link set to each speed: a peer swaps its 8,192-token share "
-           "through 24 GB (its 107 GB of state stays in host memory); a round averages the fp32 parameters over the 8 "
-           "peers (an all-reduce); GPipe runs the 65,536-token batch in 32 micro-batches over the same 8 GPUs, each "
-           "stage holding its own layers. The compute and link figures are assumptions from public specifications "
-           "(the cluster file says which).", ""]
+    plan = next(iter(plans.values()))  # the link changes neither a peer's plan nor the pipeline's shape
+    paper = {name: p["peers"] for name, p in plans.items()}
+    count, every, pipeline = plan["peers"]["count"], plan["peers"]["average_every"], plan["peers"]["pipeline"]
+    cluster = common.read_yaml(CLUSTER)["cluster"]
+    model = f"{common.gpt_parameters(big['model']) / 1e9:.1f}B-parameter GPT"
+    md += ["", f"## At paper scale: a {model} on {count} peers, estimated by `trident plan`", "",
+           f"`{PAPER}` ({common.describe_model(big['model'])}) on `{CLUSTER}` (`{cluster['name']}`: "
+           f"{cluster['nodes']} node(s) x {cluster['devices_per_node']} GPU(s) of {cluster['device_memory_gb']} GB) "
+           f"with the peers' link set to each speed: a peer swaps its {-(-big['train']['batch_tokens'] // count):,}-"
+           f"token share through {plan['budget_bytes'] / 2 ** 30:.3g} GiB (its {plan['host_store_bytes'] / 1e9:.0f} "
+           f"GB of state stays in host memory); a round averages the fp32 parameters over the {count} peers (an "
+           f"all-reduce); GPipe runs the {big['train']['batch_tokens']:,}-token batch in {pipeline['micro_batches']} "
+           f"micro-batches over {pipeline['stages']} GPUs, each stage holding its own layers. The compute and link "
+           f"figures are the cluster file's (compute: \"{common.read_yaml(CLUSTER)['compute']['fitted_from']}\").", ""]
     rows = []
     for name, p in paper.items():
         a, g = p["atom"], p["pipeline"]
         rows.append([name, f"{a['tokens_per_s']:,.0f}", f"{p['atom_over_pipeline']:.2f}x", a["hiding_every"],
                      f"{a['hidden_tokens_per_s']:,.0f}", f"**{p['hidden_atom_over_pipeline']:.2f}x**",
                      f"{g['tokens_per_s']:,.0f}", f"{g['comm_s'] / g['step_s']:.0%}"])
-    md += common.table(["link", "ATOM, averaging every 4 steps", "vs pipeline", "steps a round needs",
+    md += common.table(["link", f"ATOM, {averaging(every)}", "vs pipeline", "steps a round needs",
                         "ATOM, averaging that seldom", "vs pipeline", "pipeline tokens/s", "pipeline's link share"],
                        rows)
     best = max(p["hidden_atom_over_pipeline"] for p in paper.values())
@@ -163,9 +183,10 @@ def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: floa
     md += ["", f"The paper: up to {PUBLISHED_OVER_PIPELINE:.0f}x the training efficiency of decentralized pipeline "
            f"parallelism on GPT-3 configurations over slow networks (abstract-level; its setup figures are "
            f"unverified). Trident's estimate: up to {best:.1f}x ({common.difference(best, PUBLISHED_OVER_PIPELINE)} "
-           "the paper's), where the parameters are averaged seldom enough for a round to stay hidden. Averaged every "
-           f"4 steps, a round paces the peers at {', '.join(paced) or 'no link here'}. How seldom averaging may be "
-           "without hurting the loss is what the paper's asynchronous peers trade; the cost model does not say.", "",
+           "the paper's), where the parameters are averaged seldom enough for a round to stay hidden. "
+           f"{averaging(every).capitalize()}, a round paces the peers at {', '.join(paced) or 'no link here'}. How "
+           "seldom averaging may be without hurting the loss is what the paper's asynchronous peers trade; the cost "
+           "model does not say.", "",
            "Figures: `measured_throughput.png`, `paper_throughput.png`.", ""]
     (out / "atom.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
@@ -177,11 +198,11 @@ def report(args, mode: dict, paper: dict, swaps: dict, links: dict, wall_s: floa
                 for s in STRATEGIES], logx=10)
     names = list(paper)
     xs = [mbit(n) for n in names]
-    plot.lines(out / "paper_throughput.png", "GPT-3 6.7B on 8 RTX 4090 peers (estimated)",
+    plot.lines(out / "paper_throughput.png", f"A {model} on {count} peers (estimated)",
                "bandwidth between the peers (Mbit/s)", "tokens/s",
                [{"label": "ATOM, round hidden", "x": xs, "y": [paper[n]["atom"]["hidden_tokens_per_s"] for n in names]},
-                {"label": "ATOM, averaging every 4 steps", "x": xs, "y": [paper[n]["atom"]["tokens_per_s"]
-                                                                          for n in names], "style": "o--"},
+                {"label": f"ATOM, {averaging(every)}", "x": xs, "y": [paper[n]["atom"]["tokens_per_s"] for n in names],
+                 "style": "o--"},
                 {"label": "GPipe", "x": xs, "y": [paper[n]["pipeline"]["tokens_per_s"] for n in names]}],
                logx=10, logy=10)
     print(f"reproduce_atom: wrote {out}/atom.md and 2 figures", file=sys.stderr)

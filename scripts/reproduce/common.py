@@ -1,9 +1,12 @@
 """What the reproduce_*.py drivers share: the command line (modes, --out), running trident (alone or under mpirun),
-reading a run's metrics, and writing the results folder (markdown tables, the published numbers beside ours).
+reading a config as trident resolves it and a run's metrics, and writing the results folder (markdown tables, the
+published numbers beside ours). What a report says about a config or a model is read from the config or from trident's
+output, never typed in.
 
 A results folder is never overwritten: an earlier one is moved aside with a timestamp (as the bench scripts do).
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -14,6 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ("smoke", "quick", "full")
@@ -30,7 +35,7 @@ def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Na
     for mode in MODES:
         group.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode,
                            help={"smoke": "tiny sizes: checks that every table and plot is produced (CI)",
-                                 "quick": "the sizes of the README's figures (default)",
+                                 "quick": "medium sizes: the reports in results/ (default)",
                                  "full": "longer runs and larger budgets"}[mode])
     parser.add_argument("--out", type=Path, default=ROOT / "results" / paper,
                         help=f"results folder (default results/{paper}; an existing one is moved aside)")
@@ -128,6 +133,47 @@ class EmulatedCluster:
             return run(args, log, ranks=self.ranks, timeout_s=timeout_s)
         launcher = ["bash", str(ROOT / "scripts" / "emucluster.sh"), "run", *self.cluster, "--"]
         return run(args, log, timeout_s=timeout_s, launcher=launcher)
+
+
+@functools.cache
+def resolved_config(path: str) -> dict:
+    """PATH as trident resolves it (`trident config PATH`: every key, defaults filled in), parsed."""
+    done = subprocess.run([str(trident_binary()), "config", str(path)], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if done.returncode != 0:
+        raise Failure(f"trident config {path}: exit {done.returncode}: {done.stderr.strip()}")
+    return yaml.safe_load(done.stdout)
+
+
+def read_yaml(path: str) -> dict:
+    """A file trident reads as it is (a cluster profile: configs/clusters/), parsed."""
+    return yaml.safe_load((ROOT / path).read_text())
+
+
+def gpt_parameters(model: dict) -> int:
+    """The parameters of a resolved config's model.* (core/model/layout.cpp): token embeddings (tied to the LM head),
+    learned positions for softmax attention, per block two LayerNorms, qkv, the output projection, the MLP and, for
+    linear attention with model.linear.output_gate, the gate; the final LayerNorm. All with biases."""
+    V, C, P, L = model["vocab_size"], model["n_embd"], model["max_seq_len"], model["n_layer"]
+    gate = C * C + C if model["attention"] == "linear" and model["linear"]["output_gate"] else 0
+    block = 12 * C * C + 13 * C + gate
+    return V * C + (P * C if model["attention"] == "softmax" else 0) + L * block + 2 * C
+
+
+def logged_parameters(run_dir: Path) -> int:
+    """The parameters a training run's log names ('model: N parameters')."""
+    log = run_dir / "trident.log"
+    found = re.search(r"model: (\d+) parameters", log.read_text()) if log.exists() else None
+    if not found:
+        raise Failure(f"{log} does not name the model's parameters")
+    return int(found.group(1))
+
+
+def describe_model(model: dict) -> str:
+    """A resolved config's model.* in words: '2 layers, width 64, 4 heads, linear attention, byte-level'."""
+    vocab = "byte-level" if model["vocab_size"] == 256 else f"a {model['vocab_size']:,}-token vocabulary"
+    return f"{model['n_layer']} layers, width {model['n_embd']}, {model['n_head']} heads, {model['attention']} " \
+           f"attention, {vocab}"
 
 
 def metrics(run_dir: Path) -> list[dict]:

@@ -6,13 +6,16 @@ documents with the paper's Wikipedia, CommonCrawl and GitHub length distribution
 4 ranks with a slow link between them, per preset and context limit: FlexSP (groups of several sizes per
 micro-batch, its profile measured at start-up), BatchAda (the best single group size per batch, planned on that
 profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
-FlexSP's speedups, and the share of the step rank 0 spends inside all-to-alls.
+FlexSP's speedups, the share of the step rank 0 spends inside all-to-alls, and the cost model's error per group
+degree in FlexSP's and BatchAda's runs (`trident plan --replay`).
 
 At paper scale: `trident plan` on the paper's testbed (8 nodes x 8 A100-40GB, configs/clusters/a100-8x8-gpt*.yaml) for
 GPT-7B, 13B and 30B, the three length presets and context limits 192K and 384K, 512-sequence global batches: FlexSP's
 estimated speedup over static SP and over BatchAda, beside the paper's published maxima (docs/methods.md §3.5).
+What the report says about the configs and models is read from them (`trident config`, the cluster files).
 """
 import json
+import os
 import statistics
 import sys
 from collections import Counter
@@ -27,6 +30,7 @@ PAPER = "configs/experiments/flexsp/flexsp_plan_gpt7b.yaml"
 PRESETS = ("wikipedia", "commoncrawl", "github")
 MODELS = ("7b", "13b", "30b")
 CONTEXTS = (192 * 1024, 384 * 1024)
+BATCH_SEQUENCES = 512  # a planned global batch, as the paper's
 INTER_BW = "100mbit"  # where all-to-all volume shows on these 2 cores (at 1 Gbit the step is compute-bound)
 
 MODES = {  # measured settings (preset, context limit, device.memory_gb), steps per run, planned batches per setting
@@ -43,6 +47,18 @@ RUNS = ("flexsp", "batchada", "static")
 PUBLISHED = {"FlexSP over DeepSpeed-Ulysses (static SP)": 1.72, "FlexSP over BatchAda": 1.42,
              "BatchAda over DeepSpeed-Ulysses": 1.34}
 PUBLISHED_PER_DATASET = {"wikipedia": 1.98, "commoncrawl": 1.77, "github": 1.63}
+
+
+def cluster_file(model: str) -> str:
+    return f"configs/clusters/a100-8x8-gpt{model}.yaml"
+
+
+def replay(run_dir, log) -> dict:
+    """The cost model's median error per group degree in a FlexSP run (`trident plan --replay`): {degree: error}, or
+    {} where the run recorded no groups' times."""
+    code, output = common.run(["plan", "--replay", run_dir, "--json"], log)
+    degrees = [json.loads(line) for line in output.splitlines() if line.startswith("{")] if code == 0 else []
+    return {d["degree"]: d["error"] for d in degrees}
 
 
 def measured(mode: dict, out) -> dict:
@@ -67,13 +83,15 @@ def measured(mode: dict, out) -> dict:
                 if code != 0 or len(rows) < mode["steps"]:
                     raise common.Failure(f"{name} on {preset} at {context}: exit {code}, see {run_dir}.log")
                 layouts = Counter(r.get("groups") or f'{r["strategy"]} sp={r["degree"]}' for r in rows)
+                errors = replay(run_dir, out / "runs" / f"{tag}_{name}_replay.log") if name != "static" else {}
                 results[(preset, context, name)] = {
+                    "errors": errors,
                     "tokens_per_s": common.tokens_per_s(rows),
                     "alltoall_share": sum(r.get("alltoall_ms", 0) for r in common.steady(rows)) /
                     sum(r["step_ms"] for r in common.steady(rows)),
                     "layouts": ", ".join(f"{k} ({v})" for k, v in layouts.most_common(2)) +
                     (", ..." if len(layouts) > 2 else "")}
-    results["where"] = cluster.where
+    results["where"], results["ranks"] = cluster.where, cluster.ranks
     return results
 
 
@@ -86,9 +104,9 @@ def paper_scale(mode: dict, out) -> dict:
                 print(f"reproduce_flexsp: paper scale: GPT-{model.upper()}, {preset}, {context // 1024}K",
                       file=sys.stderr)
                 code, output = common.run(
-                    ["plan", PAPER, "--cluster", f"configs/clusters/a100-8x8-gpt{model}.yaml", "--json",
-                     "--batch-sequences", 512, "--batches", mode["batches"], "--set", f"model.max_seq_len={context}",
-                     "--set", f"data.preset={preset}"], out / "runs" / f"{tag}.log")
+                    ["plan", PAPER, "--cluster", cluster_file(model), "--json", "--batch-sequences", BATCH_SEQUENCES,
+                     "--batches", mode["batches"], "--set", f"model.max_seq_len={context}", "--set",
+                     f"data.preset={preset}"], out / "runs" / f"{tag}.log")
                 if code != 0:
                     raise common.Failure(f"trident plan for {tag}: exit {code}, see {out}/runs/{tag}.log")
                 plans = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
@@ -102,11 +120,24 @@ def paper_scale(mode: dict, out) -> dict:
     return estimates
 
 
+def estimate_errors(replays: list[dict]) -> str:
+    """The cost model's error per group degree over the runs' replays: the median of the runs' medians."""
+    by_degree = {}
+    for errors in replays:
+        for degree, error in errors.items():
+            by_degree.setdefault(degree, []).append(error)
+    return ", ".join(f"degree {d}: {statistics.median(e):.0%}" for d, e in sorted(by_degree.items()))
+
+
 def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     out = args.out
+    scaled = common.resolved_config(SCALED)["model"]
+    clusters = {m: common.read_yaml(cluster_file(m)) for m in MODELS}
+    testbed = clusters[MODELS[0]]["cluster"]
+    gpus = testbed["nodes"] * testbed["devices_per_node"]
     md = common.header("FlexSP reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: FlexSP against BatchAda and static SP", "",
-           f"`{SCALED}` (2 layers, width 64, 8 heads, softmax) on {runs['where']}; batches of {mode['batch_tokens']:,} "
+           f"`{SCALED}` ({common.describe_model(scaled)}) on {runs['where']}; batches of {mode['batch_tokens']:,} "
            f"tokens, {mode['steps']} steps a run, tokens/s over the steps after the first. The context limit cuts the "
            "synthetic documents and sets model.max_seq_len; device.memory_gb is chosen so the longest documents need "
            "a group of several ranks while most fit one. All-to-all share = rank 0's time inside all-to-alls over its "
@@ -122,27 +153,37 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
                         "layouts (steps)"], rows)
     speedups = {name: [runs[(p, c, "flexsp")]["tokens_per_s"] / runs[(p, c, name)]["tokens_per_s"]
                        for p, c, _ in mode["settings"]] for name in ("static", "batchada")}
+    ranks, cores = runs["ranks"], os.cpu_count() or 1
+    over_static = PUBLISHED["FlexSP over DeepSpeed-Ulysses (static SP)"]
+    over_batchada = PUBLISHED["FlexSP over BatchAda"]
+    cpu = (f"On this machine {ranks} ranks share {cores} core(s), so compute is {ranks / cores:.3g}x slower than the "
+           "ranks' count suggests and the link" if ranks > cores else "On CPU cores the link")
+    errors = estimate_errors([runs[(p, c, name)]["errors"] for p, c, _ in mode["settings"]
+                              for name in ("flexsp", "batchada")])
+    errors = (f"are off by this much a group (the median error per degree, `trident plan --replay` on the FlexSP "
+              f"and BatchAda runs): {errors}; differences between layouts smaller than that are noise to the planner"
+              if errors else "have an error no run here measured (none recorded its groups' times)")
     md += ["", f"FlexSP over static SP: {min(speedups['static']):.2f}-{max(speedups['static']):.2f}x; over BatchAda: "
-           f"{min(speedups['batchada']):.2f}-{max(speedups['batchada']):.2f}x (the paper, 64 A100s: up to 1.72x and "
-           "1.42x). On this machine 8 ranks share 2 cores, so compute is 4x slower than the ranks' count suggests "
-           "and the link carries a smaller share of the step than on the paper's GPUs. The gain over static SP is "
-           "keeping short documents inside a node, off the slow link. Against BatchAda the plans choose between "
-           "layouts whose estimates, from the profile measured at start-up on oversubscribed cores, are off by "
-           "4-28% a group (README, \"FlexSP training\"), as much as the differences between them.", ""]
+           f"{min(speedups['batchada']):.2f}-{max(speedups['batchada']):.2f}x (the paper, on {gpus} GPUs: up to "
+           f"{over_static:.2f}x and {over_batchada:.2f}x). "
+           f"{cpu} carries a smaller share of the step than on the paper's GPUs. The gain over static SP is keeping "
+           "short documents inside a node, off the slow link. Against BatchAda the plans choose between layouts whose "
+           f"estimates, from the profile measured at start-up, {errors}.", ""]
 
-    md += ["## At paper scale: 8 x 8 A100-40GB, estimated by `trident plan`", "",
-           f"`{PAPER}` with `--cluster configs/clusters/a100-8x8-gpt{{7b,13b,30b}}.yaml` (the paper's cost-model "
-           f"coefficients and all-to-all bandwidths), {mode['batches']} global batch(es) of 512 synthetic sequences "
-           "per "
-           "setting, documents over the context limit dropped as in the paper. A speedup is the ratio of summed batch "
-           "times. Static SP = one degree for every sequence, sized for the context limit (DeepSpeed-Ulysses); "
-           "BatchAda = the best single degree per batch.", ""]
+    md += [f"## At paper scale: {testbed['nodes']} x {testbed['devices_per_node']} GPUs of "
+           f"{testbed['device_memory_gb']} GB (`{testbed['name']}`), estimated by `trident plan`", "",
+           f"`{PAPER}` with `--cluster {cluster_file('{' + ','.join(MODELS) + '}')}` (each file's model, cost-model "
+           f"coefficients and all-to-all bandwidths; {clusters[MODELS[0]]['model']['name']}'s compute: "
+           f"\"{clusters[MODELS[0]]['compute']['fitted_from']}\"), {mode['batches']} global batch(es) of "
+           f"{BATCH_SEQUENCES} synthetic sequences per setting, documents over the context limit dropped as in the "
+           "paper. A speedup is the ratio of summed batch times. Static SP = one degree for every sequence, sized for "
+           "the context limit (DeepSpeed-Ulysses); BatchAda = the best single degree per batch.", ""]
     rows = []
     for model in MODELS:
         for context in CONTEXTS:
             for preset in PRESETS:
                 e = paper[(model, context, preset)]
-                rows.append([f"GPT-{model.upper()}", f"{context // 1024}K", preset, e["static_degree"],
+                rows.append([clusters[model]["model"]["name"], f"{context // 1024}K", preset, e["static_degree"],
                              f"**{e['vs_static']:.2f}x**", f"{e['vs_batchada']:.2f}x",
                              f"{e['batchada_vs_static']:.2f}x",
                              f"{e['planning_ms']:.0f}"])
@@ -152,7 +193,7 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     ours = {"FlexSP over DeepSpeed-Ulysses (static SP)": max(e["vs_static"] for e in values),
             "FlexSP over BatchAda": max(e["vs_batchada"] for e in values),
             "BatchAda over DeepSpeed-Ulysses": max(e["batchada_vs_static"] for e in values)}
-    md += ["", "### Beside the paper (maxima over the 18 settings)", ""]
+    md += ["", f"### Beside the paper (maxima over the {len(paper)} settings)", ""]
     md += common.table(["", "Trident (estimated)", "paper (measured)", "Trident / paper"],
                        [[k, f"{ours[k]:.2f}x", f"{v:.2f}x", common.difference(ours[k], v)]
                         for k, v in PUBLISHED.items()] +
@@ -173,8 +214,8 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
                                                     runs[(p, c, name)]["tokens_per_s"] for p, c, _ in mode["settings"]]}
                for name in ("static", "batchada")], hline=1.0)
     groups = [f"{p} {c // 1024}K" for c in CONTEXTS for p in PRESETS]
-    plot.bars(out / "paper_speedup.png", "FlexSP over static SP (DeepSpeed-Ulysses), 64 A100-40GB, estimated",
-              "speedup", groups, [{"label": f"GPT-{m.upper()}", "values": [paper[(m, c, p)]["vs_static"]
+    plot.bars(out / "paper_speedup.png", f"FlexSP over static SP (DeepSpeed-Ulysses), {gpus} GPUs, estimated",
+              "speedup", groups, [{"label": clusters[m]["model"]["name"], "values": [paper[(m, c, p)]["vs_static"]
                                                                           for c in CONTEXTS for p in PRESETS]}
                                   for m in MODELS], hline=1.0)
     print(f"reproduce_flexsp: wrote {out}/flexsp.md and 2 figures", file=sys.stderr)

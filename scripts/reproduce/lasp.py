@@ -9,12 +9,15 @@ method's group holds and checks that one token more is refused. Tokens/s and pea
 
 At paper scale: `trident plan` on TNL-1B and 8 to 128 A100-80G (configs/experiments/lasp/paper_tnl1b.yaml,
 configs/clusters/a100-80g-16x8-tnl1b.yaml): the longest power-of-two length each method fits and its estimated
-tokens/s, beside the paper's published numbers (docs/methods.md §2.4).
+tokens/s, beside the paper's published numbers (docs/methods.md §2.4). What the report says about the configs and
+models is read from them (`trident config`, the cluster file).
 """
 import json
 import random
 import sys
 from pathlib import Path
+
+import yaml
 
 import common
 
@@ -25,7 +28,6 @@ SCALED = "configs/experiments/lasp/scaled_linear.yaml"
 PAPER = "configs/experiments/lasp/paper_tnl1b.yaml"
 CLUSTER = "configs/clusters/a100-80g-16x8-tnl1b.yaml"
 CORPUS = common.ROOT / "runs" / "data" / "reproduce_lasp.txt"
-HEADS = 4  # model.n_head of the scaled config: Ulysses' largest group
 
 MODES = {  # rank counts, per-rank budget (GiB), steps per run
     "smoke": {"ranks": [1, 2], "memory_gb": 0.01, "steps": 2},
@@ -40,6 +42,7 @@ METHODS = [
     ("Ring", "softmax", ["parallel.sp.method=ring"]),
 ]
 GPUS = [8, 16, 32, 64, 128]
+PUBLISHED_GPUS = 64  # where the paper compares the methods
 PAPER_LENGTHS = [2 ** k * 1024 for k in range(4, 15)]  # 16K .. 16384K
 
 # Published (docs/methods.md §2.4): LASP-1's maximum length on 64 A100-80G (TNL-1B, batch 1) with tokens/s at it;
@@ -51,10 +54,11 @@ PUBLISHED_LASP2_GAIN = {512 * 1024: 0.073, 2048 * 1024: 0.152}  # on 64 GPUs
 
 
 def group_size(method: str, ranks: int) -> int:
-    """Ulysses' group must divide the heads; every other method spans all ranks."""
+    """Ulysses' group must divide the scaled model's heads; every other method spans all ranks."""
     if method != "Ulysses":
         return ranks
-    return max(g for g in range(1, min(ranks, HEADS) + 1) if HEADS % g == 0 and ranks % g == 0)
+    heads = common.resolved_config(SCALED)["model"]["n_head"]
+    return max(g for g in range(1, min(ranks, heads) + 1) if heads % g == 0 and ranks % g == 0)
 
 
 def write_corpus(tokens: int) -> None:
@@ -156,11 +160,12 @@ def paper_scale(mode: dict, out: Path) -> dict:
     (capacity times its largest group), and the estimate of its fastest layout there; LASP-1 vs LASP-2 at 64 GPUs."""
     lengths = out / "runs" / "paper_lengths.txt"
     lengths.write_text("\n".join(map(str, PAPER_LENGTHS)) + "\n")
-    base = (common.ROOT / CLUSTER).read_text()
     found = {}
     for gpus in GPUS:
+        profile = common.read_yaml(CLUSTER)
+        profile["cluster"]["nodes"] = gpus // profile["cluster"]["devices_per_node"]
         cluster = out / "runs" / f"cluster_{gpus}.yaml"
-        cluster.write_text(base.replace("  nodes: 16 ", f"  nodes: {gpus // 8} ", 1))
+        cluster.write_text(yaml.safe_dump(profile, sort_keys=False))
         code, output = common.run(["plan", PAPER, "--cluster", cluster, "--lengths", lengths, "--batch-sequences", 1,
                                    "--batches", len(PAPER_LENGTHS), "--json"], out / "runs" / f"plan_{gpus}.log")
         if code != 0:
@@ -185,9 +190,12 @@ def paper_scale(mode: dict, out: Path) -> dict:
 
 def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> None:
     out = args.out
+    scaled, big = common.resolved_config(SCALED), common.resolved_config(PAPER)
+    profile = common.read_yaml(CLUSTER)
+    model = profile["model"]["name"]  # the paper's model, whose costs the cluster file holds
     md = common.header("LASP reproduced: measured here, and at paper scale from the cost model", args, wall_s)
     md += ["## Measured here: the longest sequence whole-model training fits, and tokens/s at it", "",
-           f"`{SCALED}` (2 layers, width 64, 4 heads, byte-level; Ring Attention on the softmax twin), "
+           f"`{SCALED}` ({common.describe_model(scaled['model'])}; Ring Attention on the softmax twin), "
            f"device.memory_gb = {mode['memory_gb']} per rank, one document a step, {mode['steps']} steps. "
            "Longest = the length trained (one token more is refused at start-up, naming the per-rank capacity). "
            "On one rank the three linear methods are one run (shown in each row). Tokens/s = steps after the first; "
@@ -211,18 +219,22 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
     md += common.table(["method", *[f"{n} rank(s)" for n in ranks]],
                        [[m] + [f"{by[(m, n)]['peak_mib']:.1f} / {by[(m, n)]['comm_mib']:.2f}" for n in ranks]
                         for m, _, _ in METHODS])
+    shorter = PUBLISHED_64["LASP"][0] / PUBLISHED_64["Ulysses"][0]
     md += ["", "LASP's longest sequence grows with the ranks (each holds N/T tokens and passes a d x d state); "
-           f"Ulysses' stops at its largest group, the {HEADS} heads (the paper's TNL-1B caps it at 16 of 64 GPUs, "
-           "hence its 4x shorter maximum). Ring Attention's grows more slowly: its softmax twin's learned positions "
-           "are parameters with a row per token of max_seq_len, so a longer sequence leaves less of the budget to "
-           "activations; and its bytes grow with N.", ""]
+           f"Ulysses' stops at its largest group, the {scaled['model']['n_head']} heads (the paper's {model} caps it "
+           f"at {big['model']['n_head']} of {PUBLISHED_GPUS} GPUs, hence its {shorter:.0f}x shorter maximum). Ring "
+           "Attention's grows more slowly: its softmax twin's learned positions are parameters with a row per token "
+           "of max_seq_len, so a longer sequence leaves less of the budget to activations; and its bytes grow with N.",
+           ""]
 
-    md += ["## At paper scale: TNL-1B on A100-80G, estimated by `trident plan`", "",
-           f"`{PAPER}` on `{CLUSTER}` (nodes varied: 8 GPUs a node). Trident replicates weights, gradients and AdamW "
-           "state on every rank (the paper's DDP column; FSDP shards them) and sizes activations with its own memory "
-           "model at 80 GiB; lengths are powers of two, as the paper's, with the exact longest beside. Compute is "
-           "calibrated on one published point (512K on 16 GPUs), so the other throughputs are predictions.", ""]
-    p64 = paper[64]
+    md += [f"## At paper scale: {model} on {big['device']['memory_gb']:g} GiB GPUs, estimated by `trident plan`", "",
+           f"`{PAPER}` ({common.describe_model(big['model'])}, {big['train']['precision']}) on `{CLUSTER}` (nodes "
+           f"varied: {profile['cluster']['devices_per_node']} GPUs a node). Trident replicates weights, gradients and "
+           "AdamW state on every rank (the paper's DDP column; FSDP shards them) and sizes activations with its own "
+           f"memory model at {big['device']['memory_gb']:g} GiB; lengths are powers of two, as the paper's, with the "
+           f"exact longest beside. Compute comes from the cluster file (\"{profile['compute']['fitted_from']}\"), so "
+           "the throughputs are predictions beyond what it was fitted on.", ""]
+    p64 = paper[PUBLISHED_GPUS]
     rows = []
     for name, ours in (("LASP", p64["LASP-2"]), ("Ulysses", p64["Ulysses"]), ("Megatron-SP", None)):
         length, tps = PUBLISHED_64[name]
@@ -233,7 +245,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
                      common.tokens_k(length), f"{tps:.2e}",
                      f"length {common.difference(ours['longest_pow2'], length)}, tokens/s "
                      f"{ours['tokens_per_s']:.2e} ({common.difference(ours['tokens_per_s'], tps)})"])
-    md += ["### Longest sequence on 64 GPUs (batch 1)", ""]
+    md += [f"### Longest sequence on {PUBLISHED_GPUS} GPUs (batch 1)", ""]
     md += common.table(["method", "Trident (power of two)", "Trident (exact)", "paper", "paper tokens/s",
                         "Trident / paper"], rows)
     md += ["", "### Scalability of LASP: longest sequence and tokens/s at it against GPUs", ""]
@@ -248,7 +260,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
                      common.difference(ours["longest_pow2"], fsdp[0] * 1024)])
     md += common.table(["GPUs", "Trident longest", "exact", "Trident tokens/s", "paper DDP", "tokens/s",
                         "paper FSDP", "tokens/s", "length vs DDP", "vs FSDP"], rows)
-    md += ["", "### LASP-2 over LASP-1 on 64 GPUs (estimated step time)", ""]
+    md += ["", f"### LASP-2 over LASP-1 on {PUBLISHED_GPUS} GPUs (estimated step time)", ""]
     rows = []
     for length, gain in PUBLISHED_LASP2_GAIN.items():
         t1, t2 = p64["LASP-1"]["times"].get(length), p64["LASP-2"]["times"].get(length)
@@ -278,16 +290,16 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
               for m in ("LASP-2", "Ulysses")]
     series += [{"label": f"paper LASP, {name}", "x": GPUS, "y": [published[g][0] * 1024 for g in GPUS], "style": "s--"}
                for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
-    series += [{"label": "paper Ulysses / Megatron-SP (64 GPUs)", "x": [64, 64],
+    series += [{"label": f"paper Ulysses / Megatron-SP ({PUBLISHED_GPUS} GPUs)", "x": [PUBLISHED_GPUS] * 2,
                 "y": [PUBLISHED_64["Ulysses"][0], PUBLISHED_64["Megatron-SP"][0]], "style": "x"}]
-    plot.lines(out / "paper_max_length.png", "Longest sequence, TNL-1B on A100-80G, batch 1", "GPUs", "tokens",
+    plot.lines(out / "paper_max_length.png", f"Longest sequence, {model}, batch 1", "GPUs", "tokens",
                series, logx=2, logy=2, xticks=GPUS)
     series = [{"label": "Trident LASP-2 (estimated)", "x": GPUS,
                "y": [paper[g]["LASP-2"]["tokens_per_s"] for g in GPUS]}]
     series += [{"label": f"paper LASP, {name}", "x": [g for g in GPUS if published[g][1]],
                 "y": [published[g][1] for g in GPUS if published[g][1]], "style": "s--"}
                for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
-    plot.lines(out / "paper_throughput.png", "Tokens/s at the longest sequence, TNL-1B", "GPUs", "tokens/s", series,
+    plot.lines(out / "paper_throughput.png", f"Tokens/s at the longest sequence, {model}", "GPUs", "tokens/s", series,
                logx=2, xticks=GPUS)
     print(f"reproduce_lasp: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
 
