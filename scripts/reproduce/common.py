@@ -107,6 +107,8 @@ class EmulatedCluster:
         self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node), "--inter-bw", inter_bw]
         self.ranks = nodes * ranks_per_node
         self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+        if not self.emulated and os.environ.get("TRIDENT_CI"):  # CI has root, ip and tc: a fallback there is a fault
+            raise Failure("CI (TRIDENT_CI): the emulated cluster needs root, ip and tc, and one is missing")
         # where the ranks ran, without and with the link's rate, for the reports
         self.place = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} rank(s)" if self.emulated
                       else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
