@@ -20,6 +20,34 @@ stdout_has "batch 0:" "FlexSP (fast):"
 run 0 plan "$configs/plan.yaml" --set parallel.flexsp.cluster="$cluster" --batch-sequences 32
 stdout_has "cluster $cluster: 64 devices"
 
+# ---- the estimates the reproduction reports print (scripts/reproduce/{flexsp,atom}.py), pinned -------------------------
+# The cost model's numbers for the papers' setups: a change that moves them shows here, and the pins move with
+# results/ (scripts/reproduce_all.sh --quick). Relative tolerance 1e-6: the same arithmetic on any x86-64.
+experiments="$(dirname "$clusters")/experiments"
+run 0 plan "$experiments/flexsp/flexsp_plan_gpt7b.yaml" --cluster "$cluster" --json --batch-sequences 512 --batches 2
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "FlexSP's planned estimates moved from their pins"
+import json, math, sys
+pinned = [  # batch: tokens, FlexSP, static SP, BatchAda (seconds)
+    (679099, 4.519138906140033, 8.558082682399135, 6.180547332045555),
+    (640435, 6.200018967881792, 8.822209540339319, 8.0965918152003),
+]
+for line, (tokens, flexsp, static, batchada) in zip(open(sys.argv[1]).read().splitlines(), pinned, strict=True):
+    b = json.loads(line)
+    got = (b["flexsp"]["time_s"], b["static_sp"]["time_s"], b["batchada"]["time_s"])
+    assert b["tokens"] == tokens, (b["batch"], b["tokens"], tokens)
+    assert all(math.isclose(g, w, rel_tol=1e-6) for g, w in zip(got, (flexsp, static, batchada))), (b["batch"], got)
+PY
+run 0 plan "$experiments/atom/paper_gpt6.7b.yaml" --cluster "$clusters/rtx4090-8x1-gpt6.7b.yaml" --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "ATOM's planned estimates moved from their pins"
+import json, math, sys
+p = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert (p["sub_models"], p["recomputed_sub_models"], p["tokens_per_pass"]) == (32, 16, 8192), p["sub_models"]
+assert (p["budget_bytes"], p["host_store_bytes"]) == (25769803776, 106534469632), p["host_store_bytes"]
+for key, want in (("step_s", 3.2425918464000016), ("exposed_copy_s", 0.5794447360000037),
+                  ("resident_step_s", 2.2826975232)):
+    assert math.isclose(p[key], want, rel_tol=1e-6), (key, p[key], want)
+PY
+
 # ---- --json: one object per batch; every plan valid ----------------------------------------------------------------
 run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 256 --batches 2 --json \
   --set parallel.flexsp.solver=milp --set parallel.flexsp.time_limit_s=0.5
