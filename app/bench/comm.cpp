@@ -167,6 +167,7 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
                               op.name, op.what, world_size, layout.nodes),
                   options.json);
     for (int n : group_sizes(world_size)) {
+      if (me == 0) fmt::print(stderr, "bench comm: {} in groups of {} rank(s)\n", op.name, n);
       for (const Placement& place : placements(layout, n)) {
         int color = -1, key = 0;
         for (std::size_t g = 0; g < place.groups.size(); ++g)

@@ -51,10 +51,12 @@ void run_gemm(const Options& options) {
   // (library, shape, own threads) -> the best time
   std::map<std::tuple<std::string, const Shape*, bool>, double> best_seconds;
   constexpr int kRounds = 3;  // interleaved, so a noisy moment hits every library alike
+  Progress progress("bench gemm", kRounds * static_cast<int64_t>(libraries.size() * std::size(shapes)));
   for (int round = 0; round < kRounds; ++round)
     for (const std::string& name : libraries) {
       cpu::use_blas(name);
       for (const Shape& s : shapes) {
+        progress.step(fmt::format("round {}, {}, {}", round + 1, name, s.name));
         std::vector<float> A(s.M * s.K, 0.5f), B(s.K * s.N, 0.25f), C(s.M * s.N);
         const int64_t ldb = s.tb == Trans::yes ? s.K : s.N;
         for (const bool own_threads : {false, true}) {

@@ -82,7 +82,9 @@ void run_kernels(const Options& options) {
                 options.json);
   std::vector<KernelBench> benches = layer_kernel_benches();
   for (KernelBench& k : attention_benches()) benches.push_back(std::move(k));
+  Progress progress("bench kernels", static_cast<int64_t>(benches.size()));
   for (const KernelBench& k : benches) {
+    progress.step(k.name + " " + k.shape);
     double err = k.check();
     if (!(err <= kTolerance))
       throw_runtime_error("kernel {} disagrees with its reference: normalised error {:.3g} > {:.0e}", k.name, err,

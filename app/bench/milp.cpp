@@ -115,7 +115,10 @@ void run_milp(const Options& options, const std::string& config_path, const std:
       lengths.push_back(piece.length);
     const flexsp::BatchPlan plan =
         flexsp::plan_batch(lengths, cost, fast, nullptr, flexsp_config(config).micro_batch_tries);
+    Progress progress(fmt::format("bench milp, batch {}/{}", b + 1, batches.size()),
+                      static_cast<int64_t>(plan.micro_batches.size()));
     for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
+      progress.step(fmt::format("micro-batch {}: CBC, then GLPK, each up to {} s", i, time_limit_s));
       std::vector<int64_t> chunk;
       for (const flexsp::GroupPlan& g : plan.micro_batches[i].groups)
         for (int64_t k : g.sequences) chunk.push_back(plan.lengths[k]);

@@ -159,7 +159,9 @@ void run_profile(const Options& options, const std::string& config_path, const s
                 options.json);
   std::vector<cost::Timing> timings, forward, backward, outside;
   std::vector<Measured> measured;
+  Progress progress("bench profile", static_cast<int64_t>(lengths.size()));
   for (int64_t s : lengths) {
+    progress.step(fmt::format("one sequence of {} tokens: the step, then each block", s));
     measured.push_back(measure(config.model, s, options.min_seconds, config.device.memory_gb));
     timings.push_back({s, 1, measured.back().seconds});
     const BlockClock::Split split = measure_blocks(config.model, s, options.min_seconds, config.device.memory_gb);

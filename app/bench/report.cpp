@@ -1,6 +1,7 @@
 #include "app/bench/report.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -52,6 +53,13 @@ void Report::print() const {
   for (std::size_t w : width) fmt::print("{}|", std::string(w + 2, '-'));
   fmt::print("\n");
   for (const auto& line : cells) print_line(line);
+}
+
+void Progress::step(std::string_view item) {
+  ++done_;
+  if (silent_) return;
+  fmt::print(stderr, "{} [{}/{}] {}\n", command_, done_, total_, item);
+  std::fflush(stderr);
 }
 
 }  // namespace trident::bench

@@ -208,6 +208,8 @@ void run_timing(const Options& options, const std::vector<int64_t>& lengths, dou
             break;
           }
         }
+        if (w.rank() == 0)
+          fmt::print(stderr, "bench sp: {} {} T={} N={}\n", c.name, attention_name(c.softmax), T, N);
         last = measure(c, T, N, options.min_seconds);
         results.push_back(*last);
       }

@@ -121,7 +121,11 @@ void run_step(const Options& options, const std::string& config_path, const std:
     title = fmt::format("training step, {} on {}, MFU against the {}", precision_name, backend_name, how);
   }
   Report report(title, options.json);
-  for (const Case& c : cases) report.add(measure(c, backend, precision, roof, options.min_seconds));
+  Progress progress("bench step", static_cast<int64_t>(cases.size()), world().rank() != 0);
+  for (const Case& c : cases) {
+    progress.step(fmt::format("{}, {} attention, {} tokens", c.name, c.model.attention, c.tokens));
+    report.add(measure(c, backend, precision, roof, options.min_seconds));
+  }
   report.print();
 }
 

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -123,8 +124,11 @@ void print_flexsp_plan(const Config& config, const PlanRequest& request) {
     const Timed flex_fast =
         timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, nullptr, tries, &fell_back); });
     std::optional<Timed> flex_milp;
-    if (p.solver == "milp")
+    if (p.solver == "milp") {  // seconds a micro-batch: say what runs (stderr, beside the plan on stdout)
+      fmt::print(stderr, "plan: batch {}/{}: the MILP, up to {} s a micro-batch\n", b + 1, batches.size(),
+                 p.time_limit_s);
       flex_milp = timed([&] { return flexsp::plan_flexsp(lengths, cost, fast, &milp, tries, &fell_back); });
+    }
     const Timed& flex = flex_milp ? *flex_milp : flex_fast;
     const Timed stat = timed([&] { return flexsp::plan_homogeneous(lengths, cost, static_degree, tries); });
     int64_t ada_degree = 0;
