@@ -12,7 +12,7 @@ packages=(
   # more GEMM libraries for device.blas (kernels/cpu/blas.h), loaded at start-up: BLIS, and oneDNN (its sgemm; the
   # headers give its signatures)
   libblis4-openmp libdnnl-dev
-  # the sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer runtimes, its OpenMP
+  # the sanitizer and fuzzing stage (scripts/dev/sanitize.sh): clang, its ASan/UBSan/libFuzzer runtimes, its OpenMP
   clang libclang-rt-14-dev libomp-dev
   # independent reference implementation for the parity tests
   python3 python3-torch python3-numpy python3-matplotlib python3-pip

@@ -10,7 +10,7 @@ build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j"$(nproc)" --target trident
 
-bash scripts/fortunes_corpus.sh runs/data/fortunes.txt
+bash scripts/data/fortunes_corpus.sh runs/data/fortunes.txt
 
 # a previous quickstart run is kept, not overwritten
 if [[ -e runs/quickstart ]]; then mv runs/quickstart "runs/quickstart.$(date +%Y%m%d-%H%M%S)"; fi

@@ -142,7 +142,8 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
   if (world_size < 2) {
     if (!comm_options.profile.empty())
       throw_config_error("bench comm --profile: a 1-rank world measures no link; run it under mpirun with ranks on "
-                         "at least two nodes (e.g. scripts/emucluster.sh run -- trident bench comm --profile FILE)");
+                         "at least two nodes (e.g. scripts/cluster/emucluster.sh run -- trident bench comm --profile "
+                         "FILE)");
     fmt::print("trident bench comm: nothing to measure in a 1-rank world; run it under mpirun with at least 2 "
                "ranks (e.g. mpirun -np 4 trident bench comm)\n");
     return;
@@ -153,7 +154,7 @@ void run_comm(const Options& options, const CommOptions& comm_options) {
     if (layout.groups_within_nodes(2).empty() || layout.nodes < 2)
       throw_config_error("bench comm --profile: the profile needs a pair of ranks on one node and a pair on two "
                          "nodes, but the {} ranks run on {} node(s), {} on the first; run at least 2 ranks on each "
-                         "of 2 nodes (e.g. scripts/emucluster.sh up --nodes 2 --ranks-per-node 2 ...)",
+                         "of 2 nodes (e.g. scripts/cluster/emucluster.sh up --nodes 2 --ranks-per-node 2 ...)",
                          world_size, layout.nodes, layout.ranks_on(0));
     cost::check_profile_target(comm_options.profile);
   }

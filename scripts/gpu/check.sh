@@ -117,7 +117,7 @@ bench_step() {  # bench_step fp32|bf16
 torch_step() {  # torch_step eager|compile: the same model and batch in the machine's PyTorch
   local flags=()
   [[ $1 == compile ]] && flags=(--compile)
-  "$PYTHON" "$KIT/scripts/bench_torch.py" --device cuda --precision bf16 --batch 16 --seq 1024 --steps 10 \
+  "$PYTHON" "$KIT/scripts/torch_step.py" --device cuda --precision bf16 --batch 16 --seq 1024 --steps 10 \
     --warmup 3 "${flags[@]}" | tee "$LOGS/torch_$1.json"
 }
 # The quickstart model on its corpus, 100 steps on CUDA and on the CPU: the losses within 1e-4.

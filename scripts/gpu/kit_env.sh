@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Sourced from the kit folder (check.sh does): the environment the kit's binaries run in on a machine without
 # Debian's libraries. The kit's own libraries first, then the CUDA toolkit's runtime and cuBLAS, then NCCL (the
 # toolkit's, or PyTorch's nvidia-nccl wheel); Open MPI relocated into the kit (openmpi_env, scripts/gpu/openmpi_kit.sh);

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Debian's Open MPI 4.1 (and its PMIx 4) made relocatable, for the GPU kit (scripts/gpu/pack.sh): copy_openmpi copies
 # the runtime into a folder, openmpi_env points Open MPI, PMIx and hwloc at it. Checked in a bare Debian root
 # (tests/app/test_gpu_kit.sh): a singleton and `mpirun -np 4` both run there.

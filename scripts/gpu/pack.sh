@@ -74,11 +74,11 @@ missing=$(ldd "$tmp"/bin/* 2>/dev/null | grep 'not found' | sort -u || true)
 [[ -z $missing ]] || { echo "pack.sh: unresolved libraries here already: $missing" >&2; exit 1; }
 
 cp "$root/scripts/gpu/check.sh" "$root/scripts/gpu/kit_env.sh" "$root/scripts/gpu/openmpi_kit.sh" "$tmp/"
-cp "$root/scripts/bench_torch.py" "$tmp/scripts/"
+cp "$root/scripts/bench/torch_step.py" "$tmp/scripts/"
 cp "$root/tests/app/test_cuda_train.sh" "$root/tests/app/lib.sh" "$tmp/tests/"
 cp "$root/tests/app/configs/tiny_train.yaml" "$root/configs/quickstart.yaml" "$root/configs/gpt2_124m.yaml" \
   "$tmp/configs/"
-bash "$root/scripts/fortunes_corpus.sh" "$tmp/data/fortunes.txt"
+bash "$root/scripts/data/fortunes_corpus.sh" "$tmp/data/fortunes.txt"
 {
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"

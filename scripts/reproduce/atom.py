@@ -60,7 +60,7 @@ def peers_over_links(mode: dict, out) -> dict:
     for bandwidth in mode["bandwidths"]:
         with common.EmulatedCluster("reproduce-atom", 2, 1, bandwidth) as cluster:
             for strategy in STRATEGIES:
-                print(f"reproduce_atom: measured: {strategy} over {bandwidth} ({cluster.where})", file=sys.stderr)
+                print(f"reproduce/atom.sh: measured: {strategy} over {bandwidth} ({cluster.where})", file=sys.stderr)
                 run_dir = out / "runs" / f"{bandwidth}_{strategy}"
                 code, _ = cluster.run(["train", PEERS, "--set", f"train.steps={mode['steps']}", "--set",
                                        f"parallel.strategy={strategy}", "--set", f"run.dir={run_dir}"],
@@ -85,7 +85,7 @@ def swapped_vs_resident(mode: dict, out) -> dict:
             f"parallel.atom.emulate_copy_gb_per_s={SWAP_LINK_GB_PER_S}"]
     results = {}
     for name in ["resident"] + [f"1/{k}" for k in mode["budgets"]]:
-        print(f"reproduce_atom: measured: {SWAP}, {name}", file=sys.stderr)
+        print(f"reproduce/atom.sh: measured: {SWAP}, {name}", file=sys.stderr)
         run_dir = out / "runs" / f"swap_{name.replace('/', '_of_')}"
         if name == "resident":
             sets = ["--set", "parallel.strategy=dp"]
@@ -205,7 +205,7 @@ def report(args, mode: dict, plans: dict, swaps: dict, links: dict, wall_s: floa
                  "style": "o--"},
                 {"label": "GPipe", "x": xs, "y": [paper[n]["pipeline"]["tokens_per_s"] for n in names]}],
                logx=10, logy=10)
-    print(f"reproduce_atom: wrote {out}/atom.md and 2 figures", file=sys.stderr)
+    print(f"reproduce/atom.sh: wrote {out}/atom.md and 2 figures", file=sys.stderr)
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
-"""What the reproduce_*.py drivers share: the command line (modes, --out), running trident (alone or under mpirun),
-reading a config as trident resolves it and a run's metrics, and writing the results folder (markdown tables, the
-published numbers beside ours). What a report says about a config or a model is read from the config or from trident's
-output, never typed in.
+"""What the reproduction drivers (atom.py, flexsp.py, lasp.py) share: the command line (modes, --out), running
+trident (alone or under mpirun), reading a config as trident resolves it and a run's metrics, and writing the results
+folder (markdown tables, the published numbers beside ours). What a report says about a config or a model is read
+from the config or from trident's output, never typed in.
 
 A results folder is never overwritten: an earlier one is moved aside with a timestamp (as the bench scripts do).
 """
@@ -29,7 +29,7 @@ class Failure(Exception):
 
 
 def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=f"reproduce_{paper}.sh", description=doc,
+    parser = argparse.ArgumentParser(prog=f"reproduce/{paper}.sh", description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group()
     for mode in MODES:
@@ -41,7 +41,7 @@ def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Na
                         help=f"results folder (default results/{paper}; an existing one is moved aside)")
     parser.set_defaults(mode=default_mode)
     args = parser.parse_args()
-    args.command = f"bash scripts/reproduce_{paper}.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
+    args.command = f"bash scripts/reproduce/{paper}.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
     return args
 
 
@@ -56,7 +56,7 @@ def drive(paper: str, doc: str, modes: dict, halves: list, report) -> None:
     try:
         results = [half(mode, args.out) for half in halves]
     except Failure as e:
-        sys.exit(f"reproduce_{paper}: {e}")
+        sys.exit(f"reproduce/{paper}.sh: {e}")
     report(args, mode, *results, time.monotonic() - start)
 
 
@@ -98,9 +98,9 @@ def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900, launcher: l
 
 
 class EmulatedCluster:
-    """Ranks on scripts/emucluster.sh's emulated nodes (rate-limited links between them), up for the `with` block and
-    taken down after it, also on failure. Where network namespaces cannot be made (not root, no `ip`), the same
-    number of ranks runs on this machine with no link limit; `where` says which, for the report."""
+    """Ranks on scripts/cluster/emucluster.sh's emulated nodes (rate-limited links between them), up for the `with`
+    block and taken down after it, also on failure. Where network namespaces cannot be made (not root, no `ip`), the
+    same number of ranks runs on this machine with no link limit; `where` says which, for the report."""
 
     def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str):
         self.cluster = ["--name", f"{name}-{os.getpid()}"]
@@ -115,7 +115,7 @@ class EmulatedCluster:
         self.where = f"{self.place}, {inter_bw} between nodes" if self.emulated else self.place
 
     def _emucluster(self, *args) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", str(ROOT / "scripts" / "emucluster.sh"), *args], cwd=ROOT,
+        return subprocess.run(["bash", str(ROOT / "scripts" / "cluster" / "emucluster.sh"), *args], cwd=ROOT,
                               capture_output=True, text=True)
 
     def __enter__(self):
@@ -123,7 +123,7 @@ class EmulatedCluster:
             up = self._emucluster("up", *self.cluster, *self.layout)
             if up.returncode != 0:
                 self._emucluster("down", *self.cluster)  # what a failed `up` left behind
-                raise Failure(f"scripts/emucluster.sh up failed: {up.stderr.strip()}")
+                raise Failure(f"scripts/cluster/emucluster.sh up failed: {up.stderr.strip()}")
         return self
 
     def __exit__(self, *exc):
@@ -133,7 +133,7 @@ class EmulatedCluster:
     def run(self, args: list, log: Path, timeout_s: int = 1200) -> tuple[int, str]:
         if not self.emulated:
             return run(args, log, ranks=self.ranks, timeout_s=timeout_s)
-        launcher = ["bash", str(ROOT / "scripts" / "emucluster.sh"), "run", *self.cluster, "--"]
+        launcher = ["bash", str(ROOT / "scripts" / "cluster" / "emucluster.sh"), "run", *self.cluster, "--"]
         return run(args, log, timeout_s=timeout_s, launcher=launcher)
 
 

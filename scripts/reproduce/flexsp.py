@@ -74,7 +74,7 @@ def measured(mode: dict, out) -> dict:
                      "static": ["--set", "parallel.strategy=sp", "--set", "parallel.sp.method=ulysses", "--set",
                                 "parallel.sp.size=8", "--set", "train.micro_batches=2"] + profile}
             for name in RUNS:
-                print(f"reproduce_flexsp: measured: {preset}, context {context}: {name} ({cluster.where})",
+                print(f"reproduce/flexsp.sh: measured: {preset}, context {context}: {name} ({cluster.where})",
                       file=sys.stderr)
                 run_dir = out / "runs" / f"{tag}_{name}"
                 code, _ = cluster.run(base + ["--set", f"run.dir={run_dir}"] + extra[name], out / "runs" /
@@ -101,7 +101,7 @@ def paper_scale(mode: dict, out) -> dict:
         for context in CONTEXTS:
             for preset in PRESETS:
                 tag = f"gpt{model}_{preset}_{context // 1024}k"
-                print(f"reproduce_flexsp: paper scale: GPT-{model.upper()}, {preset}, {context // 1024}K",
+                print(f"reproduce/flexsp.sh: paper scale: GPT-{model.upper()}, {preset}, {context // 1024}K",
                       file=sys.stderr)
                 code, output = common.run(
                     ["plan", PAPER, "--cluster", cluster_file(model), "--json", "--batch-sequences", BATCH_SEQUENCES,
@@ -218,7 +218,7 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
               "speedup", groups, [{"label": clusters[m]["model"]["name"], "values": [paper[(m, c, p)]["vs_static"]
                                                                           for c in CONTEXTS for p in PRESETS]}
                                   for m in MODELS], hline=1.0)
-    print(f"reproduce_flexsp: wrote {out}/flexsp.md and 2 figures", file=sys.stderr)
+    print(f"reproduce/flexsp.sh: wrote {out}/flexsp.md and 2 figures", file=sys.stderr)
 
 
 def main() -> None:

@@ -145,7 +145,7 @@ def measured(mode: dict, out: Path) -> list[dict]:
     results, single = [], {}  # on one rank every method of an attention type is the same run
     for method, attention, _ in METHODS:
         for ranks in mode["ranks"]:
-            print(f"reproduce_lasp: measured: {method} on {ranks} rank(s)", file=sys.stderr)
+            print(f"reproduce/lasp.sh: measured: {method} on {ranks} rank(s)", file=sys.stderr)
             if ranks == 1 and attention in single:
                 results.append(dict(single[attention], method=method))
                 continue
@@ -301,7 +301,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
                for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
     plot.lines(out / "paper_throughput.png", f"Tokens/s at the longest sequence, {model}", "GPUs", "tokens/s", series,
                logx=2, xticks=GPUS)
-    print(f"reproduce_lasp: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
+    print(f"reproduce/lasp.sh: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bench scripts' options (scripts/bench_lib.sh's bench_options): each kind accepts what it should and refuses the
+# The bench scripts' options (scripts/bench/lib.sh's bench_options): each kind accepts what it should and refuses the
 # rest with one line and exit 2; every bench script answers --help and refuses an unknown option before any work.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -13,7 +13,7 @@ cat >"$tmp/probe.sh" <<PROBE
 # Usage: probe.sh [--steps N] ...
 set -euo pipefail
 die() { echo "probe.sh: \$*" >&2; exit 2; }
-source "$root/scripts/bench_lib.sh"
+source "$root/scripts/bench/lib.sh"
 steps=3 inter_bw=1gbit attention=softmax presets=a,b memory_gb=0.5 quick=0 sets=()
 bench_options steps:count inter-bw:rate attention:one-of-softmax,linear presets:words memory-gb:number quick:flag \\
   set:sets -- "\$@"
@@ -45,18 +45,19 @@ refused "unknown argument 'extra'" extra
 [[ $(probe --help) == $'A probe of bench_options.\nUsage: probe.sh [--steps N] ...' ]] || fail "--help: $(probe --help)"
 
 # --help finds its script wherever it is run from (the scripts cd to the repository first).
-(cd "$root/scripts" && bash bench_dp.sh --help | grep -q "Data-parallel strong scaling") || fail "--help from scripts/"
-(cd "$root/tests" && bash ../scripts/bench_cpu.sh --help | grep -q "PyTorch") || fail "--help from tests/"
+(cd "$root/scripts/bench" && bash dp.sh --help | grep -q "Data-parallel strong scaling") ||
+  fail "--help from scripts/bench/"
+(cd "$root/tests" && bash ../scripts/bench/cpu.sh --help | grep -q "PyTorch") || fail "--help from tests/"
 
 # Every bench script: --help prints its header, an unknown option is refused before any work.
-for script in "$root"/scripts/bench_*.sh; do
+for script in "$root"/scripts/bench/*.sh; do
   name=$(basename "$script")
-  [[ $name == bench_lib.sh ]] && continue
+  [[ $name == lib.sh ]] && continue
   bash "$script" --help >"$tmp/help" 2>&1 || fail "$name --help exited $?"
   [[ $(wc -l <"$tmp/help") -ge 2 ]] || fail "$name --help printed: $(cat "$tmp/help")"
   rc=0
   bash "$script" --no-such-option >"$tmp/out" 2>"$tmp/err" || rc=$?
   [[ $rc == 2 ]] || fail "$name --no-such-option exited $rc, expected 2"
-  grep -qF "$name: unknown argument '--no-such-option' (allowed: --" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+  grep -qF "bench/$name: unknown argument '--no-such-option' (allowed: --" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
 done
 echo "test_bench_options: passed"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The emulated cluster (scripts/emucluster.sh) end to end, on real network namespaces, veth links and tc tbf:
+# The emulated cluster (scripts/cluster/emucluster.sh) end to end, on real network namespaces, veth links and tc tbf:
 #  - bad arguments are usage errors naming the argument;
 #  - up/down are idempotent, a failed up and a killed job are cleaned up, and down leaves no namespace, link or
 #    process behind;
@@ -24,7 +24,7 @@ ip netns del "$probe"
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_emucluster.sh CONFIG_DIR}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-emu="$root/scripts/emucluster.sh"
+emu="$root/scripts/cluster/emucluster.sh"
 name=emutest-$$
 cl=(--name "$name" --dir "$tmp/cluster")
 trap 'timeout 60 bash "$emu" down "${cl[@]}" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
@@ -33,13 +33,13 @@ trident=$(realpath "$trident")
 
 # check DESCRIPTION: numbers and prints the next check.
 check() { checks=$((checks + 1)); echo "check $checks: $*"; }
-# emu CODE ARGS...: scripts/emucluster.sh ARGS with this test's cluster, at most 180 s, exit code checked.
+# emu CODE ARGS...: scripts/cluster/emucluster.sh ARGS with this test's cluster, at most 180 s, exit code checked.
 emu() {
   local expected=$1 action=$2
   shift 2
   timeout 180 bash "$emu" "$action" "${cl[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
   local code=$?
-  [[ $code == "$expected" ]] || fail "emucluster.sh $action $*: exit code $code, expected $expected"
+  [[ $code == "$expected" ]] || fail "cluster/emucluster.sh $action $*: exit code $code, expected $expected"
 }
 # nothing_left: no namespace, link or state of this cluster remains.
 nothing_left() {

@@ -11,7 +11,8 @@ mpirun_env
 export MPI_TIMEOUT=400
 
 # The quickstart's corpus (Debian's fortune cookies).
-bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/fortunes_corpus.sh" "$tmp/fortunes.txt" >"$tmp/out" 2>"$tmp/err" ||
+corpus_script="$(dirname "${BASH_SOURCE[0]}")/../../scripts/data/fortunes_corpus.sh"
+bash "$corpus_script" "$tmp/fortunes.txt" >"$tmp/out" 2>"$tmp/err" ||
   fail "cannot assemble the fortunes corpus"
 base=(--set model.attention=linear --set data.path="$tmp/fortunes.txt" --set train.steps=20 --set train.eval_every=0
       --set checkpoint.every=0 --set sample.tokens=0)

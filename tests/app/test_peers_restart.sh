@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# scripts/atom_peers.sh: a peer killed mid-run (kill -9) ends the MPI job; the launcher restarts the survivor from the
-# newest checkpoint without a person acting, and the run finishes with every step in metrics.jsonl once; a peer killed
-# before the first checkpoint restarts the run from step 0 with the stopped run's metrics kept aside; a peer joining
-# (SIGUSR1) restarts the job with one peer more from a checkpoint taken then; a bad input is passed through, not
-# restarted; fewer peers than --min-peers is exit 3.
+# scripts/cluster/atom_peers.sh: a peer killed mid-run (kill -9) ends the MPI job; the launcher restarts the survivor
+# from the newest checkpoint without a person acting, and the run finishes with every step in metrics.jsonl once; a
+# peer killed before the first checkpoint restarts the run from step 0 with the stopped run's metrics kept aside; a peer
+# joining (SIGUSR1) restarts the job with one peer more from a checkpoint taken then; a bad input is passed through,
+# not restarted; fewer peers than --min-peers is exit 3.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_peers_restart.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_peers_restart.sh CONFIG_DIR}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-launcher="$(dirname "${BASH_SOURCE[0]}")/../../scripts/atom_peers.sh"
+launcher="$(dirname "${BASH_SOURCE[0]}")/../../scripts/cluster/atom_peers.sh"
 tiny="$configs/tiny_train.yaml"
 mpirun_env
 peers=(--set parallel.strategy=atom --set parallel.atom.average_every=4 --set train.eval_every=0)
@@ -96,7 +96,7 @@ for bad in "--np 0" "--np x" "--min-peers 0" "--max-peers 1 --np 2" "--bogus"; d
   checks=$((checks + 1))
   # shellcheck disable=SC2086
   TRIDENT=$trident bash "$launcher" $bad -- "$tiny" >"$tmp/out" 2>"$tmp/err"
-  [[ $? == 2 ]] && grep -q "atom_peers.sh:" "$tmp/err" || fail "'$bad' is not a usage error"
+  [[ $? == 2 ]] && grep -q "cluster/atom_peers.sh:" "$tmp/err" || fail "'$bad' is not a usage error"
 done
 
 echo "PASS: $checks checks"

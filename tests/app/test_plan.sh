@@ -22,7 +22,7 @@ stdout_has "cluster $cluster: 64 devices"
 
 # ---- the estimates the reproduction reports print (scripts/reproduce/{flexsp,atom}.py), pinned -------------------------
 # The cost model's numbers for the papers' setups: a change that moves them shows here, and the pins move with
-# results/ (scripts/reproduce_all.sh --quick). Relative tolerance 1e-6: the same arithmetic on any x86-64.
+# results/ (scripts/reproduce/all.sh --quick). Relative tolerance 1e-6: the same arithmetic on any x86-64.
 experiments="$(dirname "$clusters")/experiments"
 run 0 plan "$experiments/flexsp/flexsp_plan_gpt7b.yaml" --cluster "$cluster" --json --batch-sequences 512 --batches 2
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "FlexSP's planned estimates moved from their pins"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/reproduce_all.sh --smoke: the LASP, FlexSP and ATOM reproductions run end to end at tiny sizes and each writes
+# scripts/reproduce/all.sh --smoke: the LASP, FlexSP and ATOM reproductions run end to end at tiny sizes and each writes
 # its results folder: the markdown report with each of its tables filled for every method, rank count and GPU count, and
 # PNG figures matplotlib can read back. Their values are not checked (they are measurements); their shape is. An
 # existing results folder is moved aside, never overwritten; bad arguments are one-line errors with exit 2.
@@ -22,7 +22,7 @@ script() {
 
 mkdir -p "$tmp/results/lasp"
 echo "an earlier report" >"$tmp/results/lasp/keep.txt"
-script 0 "$repo/scripts/reproduce_all.sh" --smoke --out "$tmp/results"
+script 0 "$repo/scripts/reproduce/all.sh" --smoke --out "$tmp/results"
 moved=$(ls -d "$tmp/results"/lasp.* 2>/dev/null | head -n 1)
 [[ -n $moved && $(cat "$moved/keep.txt") == "an earlier report" ]] || fail "the earlier results folder was not kept"
 
@@ -32,13 +32,13 @@ for paper in lasp flexsp atom; do
     fail "the $paper results are malformed"
 done
 
-script 2 "$repo/scripts/reproduce_all.sh" --fast
-stderr_line "reproduce_all.sh: unknown argument '--fast'"
-script 2 "$repo/scripts/reproduce_lasp.sh" --smoke --quick
+script 2 "$repo/scripts/reproduce/all.sh" --fast
+stderr_line "reproduce/all.sh: unknown argument '--fast'"
+script 2 "$repo/scripts/reproduce/lasp.sh" --smoke --quick
 grep -q "not allowed with argument" "$tmp/err" || fail "--smoke --quick is not refused"
-script 2 "$repo/scripts/reproduce_flexsp.sh" --out
+script 2 "$repo/scripts/reproduce/flexsp.sh" --out
 grep -q "expected one argument" "$tmp/err" || fail "--out without a folder is not refused"
-TRIDENT="$tmp/none" script 1 "$repo/scripts/reproduce_lasp.sh" --smoke --out "$tmp/never"
+TRIDENT="$tmp/none" script 1 "$repo/scripts/reproduce/lasp.sh" --smoke --out "$tmp/never"
 stderr_line "reproduce: no trident binary at '$tmp/none'"
 [[ ! -e $tmp/never ]] || fail "a failed start wrote a results folder"
 echo "all $checks checks passed"

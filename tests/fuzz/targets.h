@@ -4,7 +4,7 @@
 // other outcome is a bug: a crash, a sanitizer report, another exception type, or an accepted input that does not
 // survive its own writer (written back and read again, it must give the same thing).
 //
-// libFuzzer drives them (fuzz_main.cpp, one executable per target, scripts/sanitize.sh); test_fuzz_corpus.cpp
+// libFuzzer drives them (fuzz_main.cpp, one executable per target, scripts/dev/sanitize.sh); test_fuzz_corpus.cpp
 // replays every seed and every input a fuzzer once found (tests/fuzz/<target>/) through them in the normal suite.
 #include <cstdint>
 #include <span>

@@ -3,7 +3,7 @@
 # linear attention; Ulysses and Ring Attention for softmax; one attention layer forward + backward, group sizes T =
 # 1, 2, 4, 8 of the ranks) and `trident bench sp --max-length-budget`, then writes OUT/bench_lasp.md (bytes per rank
 # vs N at T = 4 and 8, tokens/s, longest N per T) and OUT/bench_lasp.png (bytes per rank vs N, log-log).
-#   bash scripts/bench_lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
+#   bash scripts/bench/lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
 #                              [--out DIR]
 # Defaults: 8 ranks, N = 1K..64K (softmax needs the short ones), 1 GiB per rank, 2 s per case (warm-up + 3 calls;
 # a method's longer lengths are skipped past it), OUT = runs/bench_lasp; about 1 minute on 2 cores.
@@ -11,14 +11,14 @@
 # Every rank runs 1 OpenMP thread; with more ranks than cores the times measure oversubscription, while the bytes
 # (communicator counters) and the longest lengths (allocations against a budget) do not depend on the machine.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-die() { echo "bench_lasp.sh: $*" >&2; exit 2; }
+die() { echo "bench/lasp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp
 bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words -- "$@"
 [[ $lengths =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths: '$lengths' is not a comma-separated list of positive whole numbers"
@@ -35,13 +35,13 @@ export OMP_NUM_THREADS=1
 run() {
   local name=$1 rc=0
   shift
-  echo "bench_lasp.sh: mpirun -np $ranks trident bench --json sp $* -> $out/$name.jsonl" >&2
+  echo "bench/lasp.sh: mpirun -np $ranks trident bench --json sp $* -> $out/$name.jsonl" >&2
   timeout "$timeout_s" mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
     "$trident" bench --json sp "$@" >"$out/$name.out" 2>"$out/$name.err" || rc=$?
   if ((rc != 0)); then
     tail -n 20 "$out/$name.err" >&2
-    ((rc == 124)) && echo "bench_lasp.sh: timed out after ${timeout_s}s (TIMEOUT_S)" >&2
-    echo "bench_lasp.sh: mpirun failed (exit $rc); output in $out/$name.out, $out/$name.err" >&2
+    ((rc == 124)) && echo "bench/lasp.sh: timed out after ${timeout_s}s (TIMEOUT_S)" >&2
+    echo "bench/lasp.sh: mpirun failed (exit $rc); output in $out/$name.out, $out/$name.err" >&2
     exit 1
   fi
   grep '^{' "$out/$name.out" >"$out/$name.jsonl" || true
@@ -51,7 +51,7 @@ run timing --lengths "$lengths" --max-case-seconds "$max_case_seconds"
 run max_length --max-length-budget "$budget"
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "bash scripts/bench_lasp.sh$invocation" <<'PY'
+/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "bash scripts/bench/lasp.sh$invocation" <<'PY'
 import json, sys
 from pathlib import Path
 
@@ -66,7 +66,7 @@ out, ranks, cores, wall, budget, command = Path(sys.argv[1]), int(sys.argv[2]), 
 def load(name):
     rows = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
     if not rows:
-        sys.exit(f"bench_lasp.sh: {out}/{name}.jsonl is empty; see {out}/{name}.out")
+        sys.exit(f"bench/lasp.sh: {out}/{name}.jsonl is empty; see {out}/{name}.out")
     for r in rows:
         r["T"], r["N"] = int(r["T"]), int(r["N"])
     return rows
@@ -149,5 +149,5 @@ ax.grid(alpha=0.3, which="both")
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(out / "bench_lasp.png", dpi=120)
-print(f"bench_lasp.sh: wrote {out}/bench_lasp.md and {out}/bench_lasp.png")
+print(f"bench/lasp.sh: wrote {out}/bench_lasp.md and {out}/bench_lasp.png")
 PY

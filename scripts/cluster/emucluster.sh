@@ -5,11 +5,12 @@
 # (the sender's and the receiver's), so a pair gets the slower of the two rates. Latency is not emulated: the
 # kernels here have no `netem`. Needs root, `ip` (iproute2), `tc` and `unshare` (util-linux).
 #
-#   scripts/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
-#                                [--node-bw nodeI=RATE]...
-#   scripts/emucluster.sh status [--dir DIR] [--name NAME]    # layout, links and processes; exit 1 when down
-#   scripts/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
-#   scripts/emucluster.sh down   [--dir DIR] [--name NAME]    # safe to repeat, also after a failed up or a killed job
+#   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
+#                                        [--node-bw nodeI=RATE]...
+#   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
+#   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
+#   scripts/cluster/emucluster.sh down   [--dir DIR] [--name NAME]  # safe to repeat, also after a failed up or a
+#                                                                     killed job
 #
 # RATE is tc's notation in bits per second: 100mbit, 1gbit, 2.5gbit, 500kbit. `run` starts N ranks (default
 # nodes x ranks-per-node) through mpirun, which runs in the namespace NAME-head that owns the bridge; its launch
@@ -192,7 +193,7 @@ up() {
   # a private /etc/hosts naming the nodes.
   cat >"$dir/agent" <<EOF
 #!/bin/sh
-# Launch agent of the emulated cluster $name (written by scripts/emucluster.sh up).
+# Launch agent of the emulated cluster $name (written by scripts/cluster/emucluster.sh up).
 while [ "\${1#-}" != "\$1" ]; do shift; done
 host=\$1
 shift

@@ -3,13 +3,13 @@
 softmax attention, GELU MLP, tied embedding/LM head), AdamW, forward + backward + update per step. Prints one JSON
 line: {"ms_median", "ms_min", "tokens_per_s", "threads", "torch", "device", "precision", "compiled"}.
 
-On the CPU (scripts/bench_cpu.sh) it runs fp32 with attention written out (a masked softmax). On a GPU
+On the CPU (scripts/bench/cpu.sh) it runs fp32 with attention written out (a masked softmax). On a GPU
 (scripts/gpu/check.sh, the anchor of Trident's CUDA step) it runs as a PyTorch user would: attention through
 scaled_dot_product_attention (flash attention), bf16 autocast over fp32 master weights, fused AdamW, and optionally
 torch.compile.
 
-  /usr/bin/python3 scripts/bench_torch.py --layers 12 --width 768 --heads 12 --vocab 50304 --batch 4 --seq 64
-  python3 scripts/bench_torch.py --device cuda --precision bf16 --batch 16 --seq 1024 [--compile]
+  /usr/bin/python3 scripts/bench/torch_step.py --layers 12 --width 768 --heads 12 --vocab 50304 --batch 4 --seq 64
+  python3 scripts/bench/torch_step.py --device cuda --precision bf16 --batch 16 --seq 1024 [--compile]
 """
 import argparse
 import json

@@ -10,12 +10,12 @@
 # steps after the first: the cost model's estimate, and the prediction corrected by the steps measured before it), per
 # run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
 # needs root.
-# Usage: bash scripts/bench_select.sh [--steps 24] [--inter-bw 1gbit] [--rounds 3]
+# Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit] [--rounds 3]
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "bench_select.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "bench/select.sh: $*" >&2; exit 2; }
 steps=24 inter_bw=1gbit rounds=3
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 bench_options steps:count inter-bw:rate rounds:count -- "$@"
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
@@ -41,7 +41,7 @@ PY
 fi
 data=$(realpath "$data")
 
-emu=(bash scripts/emucluster.sh)
+emu=(bash scripts/cluster/emucluster.sh)
 cl=(--name "bench-select-$$")
 trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
 "${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 2 --inter-bw "$inter_bw" >/dev/null
@@ -50,9 +50,10 @@ common=(--set train.steps="$steps" --set data.path="$data")
 train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a batch it cannot hold) is reported
   local name=$1
   shift
-  echo "bench_select: $name" >&2
+  echo "bench/select.sh: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$(realpath configs/select_mixed.yaml)" "${common[@]}" \
-    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_select: $name stopped (see $out/$name.log)" >&2
+    --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 ||
+    echo "bench/select.sh: $name stopped (see $out/$name.log)" >&2
 }
 for round in $(seq "$rounds"); do
   train "auto.$round"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Sourced by the bench scripts (which define die): their options, the trident binary to run and a fresh report
 # folder.
 #   trident=$(bench_trident)          TRIDENT, else build/trident; must be executable

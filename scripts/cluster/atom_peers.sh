@@ -14,11 +14,11 @@
 # a checkpoint). A death costs the steps after the last checkpoint (checkpoint.every at
 # parallel.atom.average_every loses at most one averaging round) and a start-up; a join costs a checkpoint and a
 # start-up. Checkpoints resume on any peer count.
-# Usage: bash scripts/atom_peers.sh --np N [--min-peers 1] [--max-peers N+4] [--max-restarts N]
-#                                   [--launcher "mpirun --oversubscribe"] -- CONFIG [ARGS...]
+# Usage: bash scripts/cluster/atom_peers.sh --np N [--min-peers 1] [--max-peers N+4] [--max-restarts N]
+#                                           [--launcher "mpirun --oversubscribe"] -- CONFIG [ARGS...]
 # TRIDENT names the binary (default build/trident).
 set -uo pipefail
-die() { echo "atom_peers.sh: $*" >&2; exit 2; }
+die() { echo "cluster/atom_peers.sh: $*" >&2; exit 2; }
 np="" min_peers=1 max_peers="" max_restarts="" launcher="mpirun --oversubscribe"
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -39,7 +39,7 @@ max_restarts=${max_restarts:-$np}
 max_peers=${max_peers:-$((np + 4))}
 [[ $max_peers =~ ^[1-9][0-9]*$ ]] || die "--max-peers: '$max_peers' is not a positive whole number"
 ((max_peers >= np)) || die "--max-peers ($max_peers) is below --np ($np)"
-(($# >= 1)) || die "no CONFIG: usage: atom_peers.sh --np N -- CONFIG [ARGS...]"
+(($# >= 1)) || die "no CONFIG: usage: scripts/cluster/atom_peers.sh --np N -- CONFIG [ARGS...]"
 trident=${TRIDENT:-build/trident}
 [[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
 read -r -a launch <<<"$launcher"
@@ -47,10 +47,10 @@ read -r -a launch <<<"$launcher"
 peers=$np restarts=0 joining=0 stopping=0 job=""
 # A signal interrupts `wait` below; the job itself is told to stop after its step, with a checkpoint.
 trap 'if ((peers < max_peers)); then joining=1; [[ -n $job ]] && kill -USR1 "$job" 2>/dev/null; else
-        echo "atom_peers: a peer asks to join, but --max-peers $max_peers are running" >&2; fi' USR1
+        echo "cluster/atom_peers.sh: a peer asks to join, but --max-peers $max_peers are running" >&2; fi' USR1
 trap 'stopping=1; [[ -n $job ]] && kill -USR1 "$job" 2>/dev/null' TERM INT
 while :; do
-  echo "atom_peers: starting $peers peer(s)" >&2
+  echo "cluster/atom_peers.sh: starting $peers peer(s)" >&2
   "${launch[@]}" -np "$peers" "$trident" train "$@" --set train.resume=auto &
   job=$!
   while :; do
@@ -68,25 +68,26 @@ while :; do
   if ((code == 0)); then
     if ((joining && !stopping)); then
       joining=0 peers=$((peers + 1))
-      echo "atom_peers: a peer joins: restarting $peers peer(s) from the newest checkpoint" >&2
+      echo "cluster/atom_peers.sh: a peer joins: restarting $peers peer(s) from the newest checkpoint" >&2
       continue
     fi
     exit 0
   fi
   if ((code == 1 || code == 2)); then
-    echo "atom_peers: the run failed on its own (exit $code): not restarted" >&2
+    echo "cluster/atom_peers.sh: the run failed on its own (exit $code): not restarted" >&2
     exit "$code"
   fi
   # anything else: a rank died (a signal, a lost node, or mpirun's own report of it)
   ((stopping)) && exit "$code"
   if ((restarts >= max_restarts)); then
-    echo "atom_peers: a peer died (exit $code) after $restarts restart(s) (--max-restarts): giving up" >&2
+    echo "cluster/atom_peers.sh: a peer died (exit $code) after $restarts restart(s) (--max-restarts): giving up" >&2
     exit "$code"
   fi
   if ((peers - 1 < min_peers)); then
-    echo "atom_peers: a peer died (exit $code); $((peers - 1)) would remain, below --min-peers $min_peers" >&2
+    echo "cluster/atom_peers.sh: a peer died (exit $code); $((peers - 1)) would remain," \
+      "below --min-peers $min_peers" >&2
     exit 3
   fi
   peers=$((peers - 1)) restarts=$((restarts + 1))
-  echo "atom_peers: a peer died (exit $code): restarting $peers peer(s) from the newest checkpoint" >&2
+  echo "cluster/atom_peers.sh: a peer died (exit $code): restarting $peers peer(s) from the newest checkpoint" >&2
 done

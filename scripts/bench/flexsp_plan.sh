@@ -5,19 +5,19 @@
 # static SP (one degree for all, as DeepSpeed-Ulysses) and over BatchAda (the best single degree per batch), the
 # fast planner's gap to the MILP, and planning time per batch per solver; then CBC against GLPK on the same MILPs
 # (`trident bench milp`, one batch per preset at 384K).
-#   bash scripts/bench_flexsp_plan.sh [--batches 5] [--time-limit 2] [--out DIR]
+#   bash scripts/bench/flexsp_plan.sh [--batches 5] [--time-limit 2] [--out DIR]
 # Defaults: 5 batches per setting, MILP solvers limited to 2 s per micro-batch, OUT = runs/bench_flexsp_plan; ~3 minutes
 # on 2 cores. Builds nothing: TRIDENT names the binary (default build/trident).
 # Times are the cost model's estimates for the described cluster, not measurements; planning times are the
 # planner thread's CPU time on this machine.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-die() { echo "bench_flexsp_plan.sh: $*" >&2; exit 2; }
+die() { echo "bench/flexsp_plan.sh: $*" >&2; exit 2; }
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 batches=5 time_limit=2 out=runs/bench_flexsp_plan
 bench_options batches:count time-limit:number out:words -- "$@"
 trident=$(bench_trident)
@@ -28,7 +28,7 @@ start=$EPOCHREALTIME
 for context in 196608 393216; do
   for preset in wikipedia commoncrawl github; do
     name="${preset}_${context}"
-    echo "bench_flexsp_plan.sh: $preset, context $context -> $out/$name.jsonl" >&2
+    echo "bench/flexsp_plan.sh: $preset, context $context -> $out/$name.jsonl" >&2
     "$trident" plan "$config" --batch-sequences 512 --batches "$batches" --json \
       --set model.max_seq_len="$context" --set data.preset="$preset" \
       --set parallel.flexsp.solver=milp --set parallel.flexsp.time_limit_s="$time_limit" \
@@ -37,14 +37,14 @@ for context in 196608 393216; do
 done
 # CBC against GLPK on the same models (one batch per preset at 384K, the same time limit each)
 for preset in wikipedia github; do
-  echo "bench_flexsp_plan.sh: CBC vs GLPK, $preset, context 393216 -> $out/milp_$preset.jsonl" >&2
+  echo "bench/flexsp_plan.sh: CBC vs GLPK, $preset, context 393216 -> $out/milp_$preset.jsonl" >&2
   "$trident" bench --json milp "$config" --batch-sequences 512 --batches 1 --time-limit "$time_limit" \
     --set model.max_seq_len=393216 --set data.preset="$preset" \
     >"$out/milp_$preset.jsonl" 2>"$out/milp_$preset.err" || { cat "$out/milp_$preset.err" >&2; die "bench milp failed"; }
 done
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$wall" "$time_limit" "bash scripts/bench_flexsp_plan.sh$invocation" <<'PY'
+/usr/bin/python3 - "$out" "$wall" "$time_limit" "bash scripts/bench/flexsp_plan.sh$invocation" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 
@@ -95,5 +95,5 @@ md.append("")
 report = "\n".join(md)
 (out / "bench_flexsp_plan.md").write_text(report + "\n")
 print(report)
-print(f"bench_flexsp_plan.sh: wrote {out}/bench_flexsp_plan.md")
+print(f"bench/flexsp_plan.sh: wrote {out}/bench_flexsp_plan.md")
 PY

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The papers' experiments reproduced, each into OUT/<paper>/ (a markdown table and PNG plots;
 # docs/benchmarks/reproduction.md).
-# scripts/reproduce_lasp.sh, reproduce_flexsp.sh and reproduce_atom.sh in turn, each measured here and at paper scale.
-#   bash scripts/reproduce_all.sh [--smoke | --quick | --full] [--out DIR]
+# scripts/reproduce/lasp.sh, flexsp.sh and atom.sh in turn, each measured here and at paper scale.
+#   bash scripts/reproduce/all.sh [--smoke | --quick | --full] [--out DIR]
 # --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~3 minutes); --quick (default): the
 # figures of docs/benchmarks/reproduction.md (~15 minutes on 2 cores); --full: larger runs. DIR defaults to results/; an
 # existing DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT names the binary (default build/trident).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "reproduce_all.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "reproduce/all.sh: $*" >&2; exit 2; }
 mode=--quick out=results
 while (($#)); do
   case $1 in
@@ -20,7 +20,7 @@ while (($#)); do
 done
 start=$SECONDS
 for paper in lasp flexsp atom; do
-  echo "reproduce_all.sh: $paper ($mode) -> $out/$paper" >&2
-  bash "scripts/reproduce_$paper.sh" "$mode" --out "$out/$paper"
+  echo "reproduce/all.sh: $paper ($mode) -> $out/$paper" >&2
+  bash "scripts/reproduce/$paper.sh" "$mode" --out "$out/$paper"
 done
-echo "reproduce_all.sh: done in $((SECONDS - start)) s: $out/" >&2
+echo "reproduce/all.sh: done in $((SECONDS - start)) s: $out/" >&2

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # How closely the emulated cluster's links follow their configured rate, and how long bring-up and teardown take.
-# For each rate: scripts/emucluster.sh up with 2 nodes x 1 rank at that rate, `trident bench comm` (its send/recv
-# ping-pong between the two nodes: one flow over both links), down. Prints one markdown row per rate and message
-# size: configured and measured Mbit/s, their ratio, and the seconds `up` and `down` took.
+# For each rate: scripts/cluster/emucluster.sh up with 2 nodes x 1 rank at that rate, `trident bench comm` (its
+# send/recv ping-pong between the two nodes: one flow over both links), down. Prints one markdown row per rate and
+# message size: configured and measured Mbit/s, their ratio, and the seconds `up` and `down` took.
 #
-#   scripts/bench_emucluster.sh [--rates 50mbit,100mbit,1gbit] [--max-bytes 4194304]
+#   scripts/bench/emucluster.sh [--rates 50mbit,100mbit,1gbit] [--max-bytes 4194304]
 #
 # TRIDENT picks the binary (default build/trident). Needs root. The cluster is named bench-emu-PID and always taken
 # down, also when interrupted.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "bench_emucluster.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "bench/emucluster.sh: $*" >&2; exit 2; }
 rates=50mbit,100mbit,1gbit max_bytes=4194304
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 bench_options rates:words max-bytes:count -- "$@"
 trident=${TRIDENT:-build/trident}
 [[ -x $trident ]] || die "no trident binary at '$trident' (build it, or set TRIDENT)"
-emu=(bash scripts/emucluster.sh)
+emu=(bash scripts/cluster/emucluster.sh)
 cl=(--name "bench-emu-$$")
 out=$(mktemp -d)
 trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1; rm -rf "$out"' EXIT

@@ -7,13 +7,13 @@
 # budget runs once a parallel.atom.activations mode (--activations: auto, keep, recompute, offload). Prints a
 # markdown table and writes runs/bench_atom_swap/{atom_swap.md, profile.yaml, RUN/...}. About 5 minutes a mode on
 # 2 cores.
-# Usage: bash scripts/bench_atom_swap.sh [--steps 6] [--link-gb-per-s 1.0] [--tokens "256 1024 2048"]
+# Usage: bash scripts/bench/atom_swap.sh [--steps 6] [--link-gb-per-s 1.0] [--tokens "256 1024 2048"]
 #        [--budgets "2 4 8"] [--activations "recompute offload"]
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "bench_atom_swap.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "bench/atom_swap.sh: $*" >&2; exit 2; }
 steps=6 link_gb_per_s=1.0 tokens="256 1024 2048" budgets="2 4 8" activations="recompute offload"
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 bench_options steps:count link-gb-per-s:number tokens:words budgets:words activations:words -- "$@"
 ((steps >= 2)) || die "--steps: '$steps' is below 2 (the first step is not measured)"
 for t in $tokens; do  # a batch holds at least one whole document of the config's model.max_seq_len (256)
@@ -46,25 +46,25 @@ common=(--set train.steps="$steps" --set parallel.atom.emulate_copy_gb_per_s="$l
 params=$("$trident" plan "$config" "${common[@]}" --json | /usr/bin/python3 -c \
   'import json, sys; print(json.load(sys.stdin)["host_store_bytes"] // 16)')
 model_gib=$(/usr/bin/python3 -c "print(16 * $params / 2**30)")
-echo "bench_atom_swap: $params parameters, $(/usr/bin/python3 -c "print(round(16 * $params / 2**20, 1))") MiB of" \
+echo "bench/atom_swap.sh: $params parameters, $(/usr/bin/python3 -c "print(round(16 * $params / 2**20, 1))") MiB of" \
      "weights, gradients and AdamW state; link $link_gb_per_s GB/s" >&2
 
 for batch in $tokens; do
   name="resident_$batch"
-  echo "bench_atom_swap: $name" >&2
+  echo "bench/atom_swap.sh: $name" >&2
   "$trident" train "$config" "${common[@]}" --set train.batch_tokens="$batch" --set parallel.strategy=dp \
     --set run.dir="$out/$name" >"$out/$name.log" 2>&1 || die "the resident run failed (see $out/$name.log)"
   for k in $budgets; do
     gib=$(/usr/bin/python3 -c "print($model_gib / $k)")
     for mode in $activations; do
       name="swap_${mode}_${k}_$batch"
-      echo "bench_atom_swap: $name (device.memory_gb = $gib)" >&2
+      echo "bench/atom_swap.sh: $name (device.memory_gb = $gib)" >&2
       set_budget=(--set train.batch_tokens="$batch" --set device.memory_gb="$gib"
                   --set parallel.atom.activations="$mode")
       if "$trident" plan "$config" "${common[@]}" "${set_budget[@]}" --json >"$out/$name.plan.json" \
            2>"$out/$name.plan.err" \
         && "$trident" train "$config" "${common[@]}" "${set_budget[@]}" --set run.dir="$out/$name" >"$out/$name.log" 2>&1
-      then :; else echo "bench_atom_swap: $name did not run (see $out/$name.plan.err, $out/$name.log)" >&2; fi
+      then :; else echo "bench/atom_swap.sh: $name did not run (see $out/$name.plan.err, $out/$name.log)" >&2; fi
     done
   done
 done

@@ -4,20 +4,20 @@
 # the hidden dimension, output gate), with their loss curves on one plot and each run's gradient norms; then 30 steps
 # of the linear block on 1 rank against LASP on 4 ranks, with the largest relative loss difference. Writes
 # runs/bench_linear_block/{linear_block.md,loss.png}. About 12 minutes on 2 cores.
-# Usage: bash scripts/bench_linear_block.sh [--steps 200] [--agreement-steps 30]
+# Usage: bash scripts/bench/linear_block.sh [--steps 200] [--agreement-steps 30]
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 steps=200
 agreement_steps=30
-die() { echo "bench_linear_block.sh: $*" >&2; exit 2; }
-source scripts/bench_lib.sh
+die() { echo "bench/linear_block.sh: $*" >&2; exit 2; }
+source scripts/bench/lib.sh
 bench_options steps:count agreement-steps:count -- "$@"
 trident=${TRIDENT:-build/trident}
-[[ -x $trident ]] || { echo "bench_linear_block.sh: no trident binary at $trident (build it, or set TRIDENT)" >&2; exit 2; }
+[[ -x $trident ]] || die "no trident binary at $trident (build it, or set TRIDENT)"
 out=runs/bench_linear_block
 if [[ -e $out ]]; then mv "$out" "$out.$(date +%Y%m%d-%H%M%S)"; fi  # an earlier report is kept
 mkdir -p "$out"
-bash scripts/fortunes_corpus.sh runs/data/fortunes.txt
+bash scripts/data/fortunes_corpus.sh runs/data/fortunes.txt
 
 cores=$(nproc)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -25,14 +25,14 @@ common=(--set data.path=runs/data/fortunes.txt --set checkpoint.every=0 --set sa
 one() {  # NAME ARGS...: one rank using every core
   local name=$1
   shift
-  echo "bench_linear_block: $name"
+  echo "bench/linear_block.sh: $name"
   OMP_NUM_THREADS=$cores "$trident" train configs/quickstart.yaml "${common[@]}" --set run.dir="$out/$name" "$@" \
     >"$out/$name.log" 2>&1
 }
 lasp4() {  # NAME ARGS...: LASP on 4 ranks
   local name=$1
   shift
-  echo "bench_linear_block: $name"
+  echo "bench/linear_block.sh: $name"
   OMP_NUM_THREADS=1 mpirun -np 4 --oversubscribe --bind-to none "$trident" train configs/quickstart.yaml "${common[@]}" \
     --set parallel.strategy=sp --set parallel.sp.size=4 --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1
 }
@@ -68,4 +68,4 @@ for block, label in [("linear", "linear (silu, gate, hidden norm)")]:
 (out / "linear_block.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
-echo "bench_linear_block: wrote $out/linear_block.md and $out/loss.png"
+echo "bench/linear_block.sh: wrote $out/linear_block.md and $out/loss.png"

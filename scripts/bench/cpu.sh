@@ -11,13 +11,13 @@
 # tiles and the library's own threads), and the bound no implementation passes: each step's model FLOPs at the best
 # roof, as if the whole step were GEMMs at that rate (PyTorch's time over it is the most any step could beat PyTorch
 # by here). Writes OUT/cpu.md.
-#   bash scripts/bench_cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
+#   bash scripts/bench/cpu.sh [--rounds N] [--threads N] [--out DIR] [--quick]
 # --quick: GPT-2 small only, 2 rounds. TRIDENT names the binary (default build/trident).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/bench_lib.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/bench/lib.sh
 
-die() { echo "bench_cpu.sh: $*" >&2; exit 2; }
+die() { echo "bench/cpu.sh: $*" >&2; exit 2; }
 rounds="" threads=$(nproc) out=runs/bench_cpu quick=0
 bench_options rounds:count threads:count out:words quick:flag -- "$@"
 : "${rounds:=$((quick ? 2 : 3))}"
@@ -47,7 +47,7 @@ measure() {
   IFS='|' read -r name layers width heads vocab batch seq <<<"$shape"
   case $variant in
     pytorch)
-      ms=$(env "${torch_env[@]}" /usr/bin/python3 scripts/bench_torch.py --layers "$layers" --width "$width" \
+      ms=$(env "${torch_env[@]}" /usr/bin/python3 scripts/bench/torch_step.py --layers "$layers" --width "$width" \
              --heads "$heads" --vocab "$vocab" --batch "$batch" --seq "$seq" --steps 5 --warmup 2 |
            /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['ms_median'])") ;;
     *)
@@ -97,13 +97,13 @@ if [[ -z ${OPENBLAS_CORETYPE:-} && $torch_kernels == Prescott && -n $native ]] &
   torch_env+=("OPENBLAS_CORETYPE=$native") torch_kernels=$native
 fi
 torch_how="Debian's OpenBLAS 0.3.21, $torch_blas, $torch_kernels kernels${torch_env[*]:+ (${torch_env[*]})}"
-echo "bench_cpu: PyTorch's GEMMs: $torch_how"
+echo "bench/cpu.sh: PyTorch's GEMMs: $torch_how"
 
 variants=()
 for lib in "${libraries[@]}"; do variants+=("$lib/passive/tiles"); done
 busy_variants=("$auto_lib/passive/tiles" "$auto_lib/passive/library" "$auto_lib/active/tiles" pytorch)
 variants+=("${busy_variants[@]:1}")
-echo "bench_cpu: $threads threads, $rounds rounds, libraries: ${libraries[*]} (auto picks $auto_lib)"
+echo "bench/cpu.sh: $threads threads, $rounds rounds, libraries: ${libraries[*]} (auto picks $auto_lib)"
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round (quiet)"
   for shape in "${shapes[@]}"; do for v in "${variants[@]}"; do measure quiet "$shape" "$v"; done; done

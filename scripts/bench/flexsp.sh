@@ -15,16 +15,16 @@
 # group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s,
 # configs/experiments/flexsp/flexsp_plan_gpt7b.yaml) beside them. Writes runs/bench_flexsp/{flexsp.md,
 # PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
-# Usage: bash scripts/bench_flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
+# Usage: bash scripts/bench/flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
 #                                     [--attention softmax|linear] [--max-len 4096] [--memory-gb 0.02]
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "bench_flexsp.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
 steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 bench_options steps:count inter-bw:rate presets:words attention:one-of-softmax,linear max-len:count memory-gb:number \
   -- "$@"
 static_method=ulysses
@@ -38,7 +38,7 @@ trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 
-emu=(bash scripts/emucluster.sh)
+emu=(bash scripts/cluster/emucluster.sh)
 cl=(--name "bench-flexsp-$$")
 trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
 "${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 4 --inter-bw "$inter_bw" >/dev/null
@@ -46,10 +46,11 @@ export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
   local name=$1
   shift
-  echo "bench_flexsp: $name" >&2
+  echo "bench/flexsp.sh: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
     --set model.attention="$attention" --set model.max_seq_len="$max_len" --set data.synthetic_max_length="$max_len" \
-    --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 || echo "bench_flexsp: $name stopped (see $out/$name.log)" >&2
+    --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 ||
+    echo "bench/flexsp.sh: $name stopped (see $out/$name.log)" >&2
 }
 for preset in "${preset_list[@]}"; do
   train "${preset}_flexsp" --set data.preset="$preset"
@@ -63,7 +64,7 @@ for preset in "${preset_list[@]}"; do
 done
 "$trident" plan configs/experiments/flexsp/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json \
   >"$out/paper_plan.jsonl" \
-  2>"$out/paper_plan.log" || echo "bench_flexsp: trident plan failed (see $out/paper_plan.log)" >&2
+  2>"$out/paper_plan.log" || echo "bench/flexsp.sh: trident plan failed (see $out/paper_plan.log)" >&2
 
 /usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" "$max_len" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys

@@ -4,14 +4,17 @@
 # tests/fuzz; runs those tests, then each fuzzer for FUZZ_SECONDS (default 30) from its seeds. A crash leaves its
 # input in BUILD/fuzz-artifacts/TARGET/ and fails the stage: copy it into tests/fuzz/TARGET/ as a regression input
 # once fixed. BUILD_DIR (default build-sanitize) picks the build directory.
-#   bash scripts/sanitize.sh                 the whole stage
-#   FUZZ_SECONDS=600 bash scripts/sanitize.sh fuzz   only the fuzzers, longer
+#   bash scripts/dev/sanitize.sh                 the whole stage
+#   FUZZ_SECONDS=600 bash scripts/dev/sanitize.sh fuzz   only the fuzzers, longer
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${BUILD_DIR:-build-sanitize}
 seconds=${FUZZ_SECONDS:-30}
 what=${1:-all}
-case "$what" in all|tests|fuzz) ;; *) echo "sanitize.sh: unknown stage '$what' (all, tests or fuzz)" >&2; exit 2 ;; esac
+case "$what" in
+  all|tests|fuzz) ;;
+  *) echo "dev/sanitize.sh: unknown stage '$what' (all, tests or fuzz)" >&2; exit 2 ;;
+esac
 
 bash scripts/install-deps.sh
 tests=(test_core test_kernels test_comm test_cost test_lasp test_sp test_static_sp test_select test_atom test_flexsp
@@ -46,7 +49,7 @@ if [ "$what" != tests ]; then
     if ! "$build/tests/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
          -artifact_prefix="$artifacts" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
       tail -60 "$log"
-      echo "sanitize.sh: fuzz_$name found an input that crashes it: $(ls "$artifacts" | head -1) in $artifacts" >&2
+      echo "dev/sanitize.sh: fuzz_$name found an input that crashes it: $(ls "$artifacts" | head -1) in $artifacts" >&2
       exit 1
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

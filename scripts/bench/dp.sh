@@ -4,16 +4,16 @@
 # run.dir under OUT, then reads every metrics.jsonl and prints (and writes to OUT/dp_scaling.md) a markdown table:
 # median step time, tokens/s, speed-up over the first rank count, efficiency against the cores in use, gradient
 # traffic per rank per step, and the largest relative loss difference from the first run (DP should match it).
-#   bash scripts/bench_dp.sh [--config FILE] [--ranks "1 2 4"] [--steps N] [--warmup N] [--out DIR]
+#   bash scripts/bench/dp.sh [--config FILE] [--ranks "1 2 4"] [--steps N] [--warmup N] [--out DIR]
 #                            [--set key=value ...]
 # Without --config it trains configs/quickstart.yaml's model on synthetic data (no corpus to prepare). Evaluation,
 # sampling and periodic checkpoints are off; --set overrides apply after the benchmark's own. TRIDENT names the
 # binary (default build/trident); TIMEOUT_S bounds each mpirun (default 600); THREADS_PER_RANK fixes the thread
 # count instead of cores / R. Needs the built binary: run scripts/quickstart.sh or scripts/test.sh first.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-die() { echo "bench_dp.sh: $*" >&2; exit 2; }
+die() { echo "bench/dp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 # CPU seconds: used by the whole machine (/proc/stat), and by this script's finished children (the mpirun trees)
 machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{print ($2+$3+$4+$7+$8+$9)/hz}' /proc/stat; }
@@ -25,7 +25,7 @@ children_cpu() {
 
 invocation=""
 if (($#)); then invocation=$(printf ' %q' "$@"); fi
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 config="" ranks="1 2 4" steps=20 warmup=3 out=runs/bench_dp sets=()
 bench_options config:words ranks:words steps:count warmup:words out:words set:sets -- "$@"
 
@@ -68,7 +68,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_va
 for r in "${rank_list[@]}"; do
   threads=${THREADS_PER_RANK:-$((cores / r > 0 ? cores / r : 1))}
   dir=$out/np$r
-  echo "bench_dp.sh: $r rank(s) x $threads thread(s), $steps steps -> $dir" >&2
+  echo "bench/dp.sh: $r rank(s) x $threads thread(s), $steps steps -> $dir" >&2
   children_cpu >"$out/.ours0"
   start=$EPOCHREALTIME machine0=$(machine_cpu)
   rc=0
@@ -79,8 +79,8 @@ for r in "${rank_list[@]}"; do
     "$trident" train "$config" "${bench[@]}" "${sets[@]}" --set run.dir="$dir" >"$out/np$r.out" 2>&1 || rc=$?
   if ((rc != 0)); then
     tail -n 20 "$out/np$r.out" >&2
-    ((rc == 124)) && echo "bench_dp.sh: $r rank(s): timed out after ${timeout_s}s (TIMEOUT_S)" >&2
-    echo "bench_dp.sh: $r rank(s): mpirun failed (exit $rc); full output in $out/np$r.out" >&2
+    ((rc == 124)) && echo "bench/dp.sh: $r rank(s): timed out after ${timeout_s}s (TIMEOUT_S)" >&2
+    echo "bench/dp.sh: $r rank(s): mpirun failed (exit $rc); full output in $out/np$r.out" >&2
     exit 1
   fi
   end=$EPOCHREALTIME machine1=$(machine_cpu)
@@ -97,7 +97,7 @@ for r in "${rank_list[@]}"; do
 done
 rm -f "$out/.times" "$out/.ours0" "$out/.ours1" "$out/trident"
 
-command="${THREADS_PER_RANK:+THREADS_PER_RANK=$THREADS_PER_RANK }bash scripts/bench_dp.sh$invocation"
+command="${THREADS_PER_RANK:+THREADS_PER_RANK=$THREADS_PER_RANK }bash scripts/bench/dp.sh$invocation"
 /usr/bin/python3 - "$out" "$cores" "$warmup" "$config" "$command" <<'PY'
 import json, re, statistics, sys
 from pathlib import Path
@@ -105,7 +105,7 @@ from pathlib import Path
 out, cores, warmup, config, command = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 
 def fail(message):
-    sys.exit(f"bench_dp.sh: {message}")
+    sys.exit(f"bench/dp.sh: {message}")
 
 runs = []
 for line in (out / "runs.tsv").read_text().splitlines():

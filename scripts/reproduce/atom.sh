@@ -3,9 +3,9 @@
 # and 100 Mbit/s links on the emulated cluster (2 nodes x 1 rank; without root, 2 local ranks), a peer swapping a
 # model four times its device budget against the model resident, and GPT-3 6.7B on 8 RTX 4090 peers against GPipe from
 # the cost model beside the paper's claim. Writes results/atom/ (atom.md, two PNGs, runs/).
-#   bash scripts/reproduce_atom.sh [--smoke | --quick | --full] [--out DIR]
+#   bash scripts/reproduce/atom.sh [--smoke | --quick | --full] [--out DIR]
 # --smoke: one link, 4 steps (~1 minute, what CI runs); --quick (default): three links, 8 steps (~6 minutes on 2
 # cores); --full: 16 steps and a budget of 1/8. Builds nothing: TRIDENT names the binary (default build/trident).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 exec /usr/bin/python3 scripts/reproduce/atom.py "$@"

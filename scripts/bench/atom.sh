@@ -12,13 +12,13 @@
 # runs/bench_atom/throughput.png (tokens/s against bandwidth) and runs/bench_atom/loss.png (loss against tokens of
 # ATOM's two averaging modes beside synchronous data parallelism at the slowest link). About 10 minutes on 2 cores;
 # needs root.
-# Usage: bash scripts/bench_atom.sh [--bandwidths "10gbit 1gbit 100mbit"] [--steps 16] [--average-every 4]
+# Usage: bash scripts/bench/atom.sh [--bandwidths "10gbit 1gbit 100mbit"] [--steps 16] [--average-every 4]
 #                                   [--set key=value ...]
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-die() { echo "bench_atom.sh: $*" >&2; exit 2; }
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+die() { echo "bench/atom.sh: $*" >&2; exit 2; }
 bandwidths="10gbit 1gbit 100mbit" steps=16 average_every=4 sets=()
-source scripts/bench_lib.sh
+source scripts/bench/lib.sh
 bench_options bandwidths:words steps:count average-every:count set:sets -- "$@"
 ((steps >= 2)) || die "--steps: '$steps' is below 2 (the first step is not measured)"
 read -r -a bandwidth_list <<<"$bandwidths"
@@ -30,7 +30,7 @@ trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_atom)
 config=$(realpath configs/experiments/atom/atom_peers_cpu.yaml)
 
-emu=(bash scripts/emucluster.sh)
+emu=(bash scripts/cluster/emucluster.sh)
 cl=(--name "bench-atom-$$")
 trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -41,10 +41,10 @@ print(min(sys.argv[1:], key=mbit))' "${bandwidth_list[@]}")
 train() {  # NAME ARGS...: a run on the cluster that is up; one that stops is reported, the others go on
   local name=$1
   shift
-  echo "bench_atom: $name" >&2
+  echo "bench/atom.sh: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
     --set parallel.atom.average_every="$average_every" --set run.dir="$out/$name" "$@" "${sets[@]}" \
-    >"$out/$name.log" 2>&1 || echo "bench_atom: $name stopped (see $out/$name.log)" >&2
+    >"$out/$name.log" 2>&1 || echo "bench/atom.sh: $name stopped (see $out/$name.log)" >&2
 }
 for bw in "${bandwidth_list[@]}"; do
   "${emu[@]}" down "${cl[@]}" >/dev/null 2>&1 || true

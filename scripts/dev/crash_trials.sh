@@ -3,13 +3,13 @@
 # what a user would: every resume succeeds, the finished run's weights are bit-identical to an uninterrupted run's,
 # metrics.jsonl holds every step once with no torn line, and at most one checkpoint interval of steps is redone.
 # Then a rank of a 2-rank job killed, several times: how long until the job has ended. Writes OUT/crash_trials.md.
-#   bash scripts/crash_trials.sh [--trials N] [--rank-deaths N] [--out DIR]
+#   bash scripts/dev/crash_trials.sh [--trials N] [--rank-deaths N] [--out DIR]
 # TRIDENT names the binary (default build/trident).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/bench_lib.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/bench/lib.sh
 
-die() { echo "crash_trials.sh: $*" >&2; exit 2; }
+die() { echo "dev/crash_trials.sh: $*" >&2; exit 2; }
 trials=20
 deaths=5
 out=runs/crash_trials
