@@ -41,6 +41,7 @@ def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Na
                         help=f"results folder (default results/{paper}; an existing one is moved aside)")
     parser.set_defaults(mode=default_mode)
     args = parser.parse_args()
+    args.provenance = provenance()
     args.command = f"bash scripts/reproduce/{paper}.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
     return args
 
@@ -217,8 +218,25 @@ def difference(ours: float, paper: float) -> str:
     return f"{ours / paper:.2f}x" if paper else "—"
 
 
+def provenance() -> dict:
+    """Where and when a report is measured, read when the driver starts: the commit (with "+ uncommitted changes"
+    where the tree differs from it), the CPU model and cores, the UTC date."""
+    def git(*argv):
+        return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    rev = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        rev += " + uncommitted changes"
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return {"commit": rev, "machine": f"{cpu}, {os.cpu_count()} core(s)",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
 def header(title: str, args: argparse.Namespace, wall_s: float) -> list[str]:
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    p = args.provenance
     return [f"# {title}", "",
-            f"`{args.command}` (mode {args.mode}), commit {rev.strip() or 'unknown'}, {os.cpu_count()} core(s), "
+            f"`{args.command}` (mode {args.mode}): commit {p['commit']}, {p['machine']}, started {p['date']}, "
             f"{wall_s:.0f} s wall.", ""]

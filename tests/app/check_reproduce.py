@@ -4,6 +4,7 @@ reads back. Not the values.
 
     python3 check_reproduce.py lasp|flexsp|atom RESULTS_DIR
 """
+import re
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import matplotlib.image
 def report(out: Path, paper: str, headings: list[str]) -> list[list[str]]:
     """The report's table rows as lists of cells, after checking it has every heading."""
     md = (out / f"{paper}.md").read_text()
+    provenance = md.splitlines()[2]  # the command, then where and when it ran
+    assert re.search(r"\): commit [0-9a-f]{7,}.*, .+, \d+ core\(s\), started \d{4}-\d\d-\d\d \d\d:\d\d UTC, ",
+                     provenance), f"{paper}.md does not say its commit, machine and date: {provenance}"
     for heading in headings:
         assert heading in md, f"{paper}.md lacks '{heading}'"
     return [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| ")]
