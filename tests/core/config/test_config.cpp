@@ -16,8 +16,10 @@
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/config/schema.h"
+#include "support/config_errors.h"
 
 using namespace trident;
+using trident::test::check_config_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -131,16 +133,6 @@ const std::vector<BadCase> kBadCases = {
     {"--set breaking a relation", "", {"model.n_head=3"},
      {"model.n_head = 3 (--set model.n_head=3) must divide model.n_embd = 256 (default)"}},
 };
-
-void check_config_error(const std::function<void()>& load, const std::vector<std::string>& fragments) {
-  try {
-    load();
-    FAIL_CHECK("no ConfigError was thrown");
-  } catch (const ConfigError& e) {
-    CHECK(e.exit_code() == 2);
-    for (const std::string& fragment : fragments) CHECK_THAT(e.what(), Catch::Contains(fragment));
-  }
-}
 
 }  // namespace
 

@@ -1,7 +1,6 @@
 // Every strategy's parallel.<name>.* section, declared in its own folder, in the one schema: parsed with the common
 // keys' error quality, checked, written back; parallel.strategy accepts the registry's names.
 #include <algorithm>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,22 +15,10 @@
 #include "parallel/lasp/config.h"
 #include "parallel/select/registry.h"
 #include "parallel/static_sp/config.h"
+#include "support/config_errors.h"
 
 using namespace trident;
-
-namespace {
-
-void check_config_error(const std::function<void()>& load, const std::vector<std::string>& fragments) {
-  try {
-    load();
-    FAIL_CHECK("no ConfigError was thrown");
-  } catch (const ConfigError& e) {
-    CHECK(e.exit_code() == 2);
-    for (const std::string& fragment : fragments) CHECK_THAT(e.what(), Catch::Contains(fragment));
-  }
-}
-
-}  // namespace
+using trident::test::check_config_error;
 
 // The sections come with trident_config, so a program that links no strategy (a checkpoint tool) reads every key;
 // parallel.strategy accepts exactly the names of the registry's families.
