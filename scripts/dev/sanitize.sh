@@ -32,10 +32,12 @@ if [ "$what" != fuzz ]; then
   # The unit and MPI tests; not the app tests (they need the trident binary) nor the SIMT emulation (minutes even
   # unsanitised). Tests that start MPI run without LeakSanitizer: Open MPI's plugins allocate at MPI_Init, are
   # unloaded at exit and leave leaks no suppression can name. The fuzzers check for leaks.
+  # The fast solver against CBC's proven optimum is left to the Release stage: CBC's time limit per instance is wall
+  # time, which an instrumented build on a loaded machine does not meet.
   ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)" -R '^(kernels|core|fuzz)/' \
     -E '^kernels/(simt|cuda)/'
   ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)" -R '^parallel/' \
-    -E '^parallel/simt/'
+    -E "^parallel/simt/|^parallel/flexsp/above the exact search's size"
 fi
 
 if [ "$what" != tests ]; then
