@@ -1,4 +1,5 @@
-// trident bench gemm|kernels [--backend cpu|cuda]|step|profile|milp|comm|sp [--json]: measurements as a table (or JSON lines).
+// trident bench gemm|kernels [--backend cpu|cuda]|step|profile|comm|sp [--json], and each strategy family's own
+// benchmarks (FlexSP: milp): measurements as a table (or JSON lines).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -7,9 +8,11 @@
 
 #include "app/bench/bench.h"
 #include "app/commands.h"
+#include "app/plan/batches.h"
 #include "kernels/common/error.h"
 #include "kernels/backends.h"
 #include "kernels/cpu/blas.h"
+#include "parallel/select/registry.h"
 
 namespace trident::app {
 
@@ -61,22 +64,6 @@ void add_bench_command(CLI::App& app) {
     bench::run_profile(*options, profile_config->path, profile_config->overrides, *profile_out);
   });
 
-  CLI::App* milp = cmd->add_subcommand(
-      "milp", "FlexSP's MILP per micro-batch solved by CBC and by GLPK on the same model: time, makespan, optimality");
-  auto milp_config = add_config_args(milp);
-  auto milp_cluster = std::make_shared<std::string>();
-  auto milp_source = std::make_shared<plan::BatchSource>();
-  auto milp_limit = std::make_shared<double>(10.0);
-  milp->add_option("--cluster", *milp_cluster, "Cluster profile file (default: parallel.flexsp.cluster)");
-  milp->add_option("--batch-sequences", milp_source->batch_sequences, "Sequences per batch (as trident plan)")
-      ->check(CLI::PositiveNumber);
-  milp->add_option("--batches", milp_source->batches, "Batches (default 1)")->check(CLI::PositiveNumber);
-  milp->add_option("--time-limit", *milp_limit, "Seconds per solve for each solver (default 10)")
-      ->check(CLI::PositiveNumber);
-  milp->fallthrough()->callback([options, milp_config, milp_cluster, milp_source, milp_limit] {
-    bench::run_milp(*options, milp_config->path, milp_config->overrides, *milp_cluster, *milp_source, *milp_limit);
-  });
-
   CLI::App* comm = cmd->add_subcommand(
       "comm", "Under mpirun: send/recv, allreduce, allgather and alltoall latency and bandwidth per group size, on "
               "one node and across nodes");
@@ -115,6 +102,22 @@ void add_bench_command(CLI::App& app) {
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     bench::run_sp(*options, sorted, *max_case_seconds, *budget_gib);
   });
+
+  // Each strategy family's benchmarks of its own machinery, given what `trident plan` is given.
+  for (const StrategyEntry* family : strategy_entries())
+    for (const FamilyBench& family_bench : family->benches) {
+      CLI::App* sub = cmd->add_subcommand(family_bench.name, family_bench.help);
+      auto config = add_config_args(sub);
+      auto cluster = std::make_shared<std::string>();
+      auto source = std::make_shared<plan::BatchSource>();
+      sub->add_option("--cluster", *cluster, "Cluster profile file (default: the strategy's configured one)");
+      add_batch_source_args(sub, *source);
+      sub->fallthrough()->callback([options, config, cluster, source, run = family_bench.run] {
+        const Config c = config->load();
+        run(c, {.profile = *cluster, .json = options->json,
+                .batches = [&] { return plan::draw_batches(c, *source); }, .family = family_named});
+      });
+    }
 }
 
 }  // namespace trident::app

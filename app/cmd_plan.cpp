@@ -24,6 +24,16 @@ struct PlanArgs {
 
 }  // namespace
 
+void add_batch_source_args(CLI::App* cmd, plan::BatchSource& source) {
+  cmd->add_option("--lengths", source.lengths_file,
+                  "Plan sequence lengths from this file (whitespace-separated) instead of the configured data");
+  cmd->add_option("--batch-sequences", source.batch_sequences,
+                  "Sequences per batch: N documents of the data (or N lengths of --lengths) instead of the "
+                  "trainer's token-packed batches")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batches", source.batches, "Batches to plan (default 1)")->check(CLI::PositiveNumber);
+}
+
 void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plans for a described cluster, per batch: with parallel.strategy: flexsp, FlexSP's groups, "
@@ -35,13 +45,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--cluster", args->cluster,
                   "Cluster profile file (default: parallel.flexsp.cluster, or parallel.select.profile)");
   cmd->add_flag("--json", args->json, "One JSON object per batch instead of text");
-  cmd->add_option("--lengths", args->source.lengths_file,
-                  "Plan sequence lengths from this file (whitespace-separated) instead of the configured data");
-  cmd->add_option("--batch-sequences", args->source.batch_sequences,
-                  "Sequences per batch: N documents of the data (or N lengths of --lengths) instead of the "
-                  "trainer's token-packed batches")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--batches", args->source.batches, "Batches to plan (default 1)")->check(CLI::PositiveNumber);
+  add_batch_source_args(cmd, args->source);
   cmd->add_option("--replay", args->replay,
                   "Instead of planning: the FlexSP cost model's error per group degree in a training run's metrics");
   cmd->add_option("--refit", args->refit,
@@ -55,7 +59,8 @@ void add_plan_command(CLI::App& app) {
     const StrategyEntry* family = chosen_family(c);
     if (family && family->print_plan)
       return family->print_plan(c, {.profile = profile, .json = args->json,
-                                    .batches = [&] { return plan::draw_batches(c, args->source); }});
+                                    .batches = [&] { return plan::draw_batches(c, args->source); },
+                                    .family = family_named});
     if (family && !family->plan)
       throw_config_error("parallel.strategy: {}: trident plan has no plan for this strategy (no estimate of its own)",
                          c.parallel.strategy);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/plan/batches.h"
 #include "core/config/config.h"
 
 namespace trident::app {
@@ -18,6 +19,9 @@ struct ConfigArgs {
 };
 // Registers CONFIG (positional; required unless `optional`) and --set on `cmd`.
 std::shared_ptr<ConfigArgs> add_config_args(CLI::App* cmd, bool optional = false);
+// Registers --lengths, --batch-sequences and --batches on `cmd`: the batches `trident plan` (and a strategy's own
+// benchmark) draws (app/plan/batches.h).
+void add_batch_source_args(CLI::App* cmd, plan::BatchSource& source);
 
 void add_train_command(CLI::App& app);   // trident train CONFIG [--set k=v]...
 void add_config_command(CLI::App& app);  // trident config CONFIG [--set k=v]...: validate and print resolved

@@ -29,11 +29,21 @@ struct PlanBatch {
   int64_t over_max_seq_len = 0;  // documents left out for exceeding model.max_seq_len
 };
 
-// What `trident plan` hands a family that prints a plan of its own.
+// What `trident plan` hands a family that prints a plan of its own, and `trident bench` a family's benchmark.
 struct PlanRequest {
   std::string profile;  // --cluster FILE, or "": the family's configured default
   bool json = false;    // one JSON object per batch (or per plan) instead of text
   std::function<std::vector<PlanBatch>()> batches;  // the batches to plan, drawn as --lengths etc. say
+  // The registered family parallel.strategy value `name` chooses, or nullptr: a plan that sets its family against
+  // another (ATOM's against GPipe) asks for it here, not by including it.
+  std::function<const StrategyEntry*(const std::string& name)> family;
+};
+
+// A benchmark of a family's own machinery: `trident bench NAME CONFIG`, given what `trident plan` is given.
+struct FamilyBench {
+  std::string name;  // the subcommand of trident bench
+  std::string help;  // its one line in --help
+  void (*run)(const Config& config, const PlanRequest& request) = nullptr;  // prints a table (or JSON lines)
 };
 
 struct StrategyEntry {
@@ -45,18 +55,20 @@ struct StrategyEntry {
   // Builds the strategy of one of its candidates, on every rank (collective over env.groups.world()).
   std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const CandidateSpec& candidate) = nullptr;
 
-  // ---- optional: nullptr where the family has no use for them ----
+  // ---- optional: nullptr (or empty) where the family has no use for them ----
   // Its candidates under parallel.strategy: auto, in the order the selector prefers among equal costs. Pure.
   std::vector<CandidateSpec> (*under_auto)(const Config& config, int world) = nullptr;
   // Whether it takes the run whatever parallel.strategy says, running alone (a swapped model runs nothing else).
   bool (*takes_over)(const Config& config) = nullptr;
-  // One of its candidates as pure Candidates for `trident plan` on a described cluster (a family with a planner of its
-  // own, or none, leaves it out).
+  // One of its candidates as pure Candidates for `trident plan` on a described cluster, and for another family's plan
+  // to compare with (a family with a planner of its own leaves it out).
   std::vector<std::unique_ptr<Candidate>> (*plan)(const Config& config, const CandidateSpec& candidate, int world,
                                                   int64_t capacity, Device device) = nullptr;
   // `trident plan` when parallel.strategy chooses this family (or it takes the run over): a plan of its own, printed.
   // Without it, plan prints the estimates of `plan`'s Candidates.
   void (*print_plan)(const Config& config, const PlanRequest& request) = nullptr;
+  // `trident bench NAME`: benchmarks of its own (FlexSP: its MILP solved by CBC and by GLPK).
+  std::vector<FamilyBench> benches = {};
   // Where the run's model is when this family says (a swapped model, a pipeline stage), else nullptr: at most one
   // family places a run's model. On every rank of `ranks`, before the model is built.
   std::unique_ptr<ModelPlacement> (*place)(const Config& config, Precision precision, Device device,

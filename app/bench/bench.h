@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "app/plan/batches.h"
 
 namespace trident::bench {
 
@@ -42,7 +41,4 @@ void run_sp(const Options& options, const std::vector<int64_t>& lengths, double 
 // file `out` (app/bench/profile.cpp).
 void run_profile(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
                  const std::string& out);
-// The FlexSP MILP of each micro-batch solved by CBC and by GLPK on the same model (app/bench/milp.cpp).
-void run_milp(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
-              const std::string& cluster, const app::plan::BatchSource& source, double time_limit_s);
 }  // namespace trident::bench

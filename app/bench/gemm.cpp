@@ -13,7 +13,7 @@
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 #include "kernels/common/error.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/gemm.h"

@@ -28,7 +28,7 @@
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 #include "kernels/common/error.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/attention_block.h"

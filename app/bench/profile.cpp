@@ -17,7 +17,7 @@
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 #include "kernels/common/error.h"
 #include "core/config/config.h"
 #include "core/model/gpt.h"

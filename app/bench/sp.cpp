@@ -28,7 +28,7 @@
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 #include "kernels/common/error.h"
 #include "core/tensor/allocator.h"
 #include "kernels/backend.h"

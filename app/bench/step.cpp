@@ -13,7 +13,7 @@
 #include <fmt/core.h>
 
 #include "app/bench/bench.h"
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 #include "core/config/config.h"
 #include "core/metrics/roof.h"
 #include "app/train/device_blas.h"

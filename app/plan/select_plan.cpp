@@ -78,12 +78,13 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
         fmt::print("    {:<16} cannot run it: {}\n", o.candidate->name(), o.feasibility.reason);
         continue;
       }
-      fmt::print("  {} {:<16} {:>10.3f} ms  (compute {:.3f}, communication {:.3f}; {:.1f} MiB sent, peak {:.1f} MiB "
-                 "a rank)\n",
+      const std::string peak = o.estimate->peak_bytes > 0
+          ? fmt::format(", peak {:.1f} MiB a rank", static_cast<double>(o.estimate->peak_bytes) / (1 << 20))
+          : "";
+      fmt::print("  {} {:<16} {:>10.3f} ms  (compute {:.3f}, communication {:.3f}; {:.1f} MiB sent{})\n",
                  static_cast<int>(i) == c.cheapest ? "->" : "  ", o.candidate->name(), o.estimate->seconds * 1e3,
                  o.estimate->compute_s * 1e3, o.estimate->comm_s * 1e3,
-                 static_cast<double>(o.estimate->comm_bytes) / (1 << 20),
-                 static_cast<double>(o.estimate->peak_bytes) / (1 << 20));
+                 static_cast<double>(o.estimate->comm_bytes) / (1 << 20), peak);
     }
     if (c.cheapest < 0) fmt::print("  -> none: {}\n", c.why_none());
   }

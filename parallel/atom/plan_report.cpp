@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +13,6 @@
 #include "parallel/atom/placement.h"
 #include "parallel/cost/profile.h"
 #include "parallel/cost/swap_plan.h"
-#include "parallel/pipeline/estimate.h"
 #include "parallel/placement/run_shape.h"
 
 namespace trident {
@@ -43,11 +44,12 @@ Batch packed_batch(int64_t tokens, int64_t max_len) {
 }
 
 // ATOM: every average_every steps a round averages the parameters on a thread of its own, hidden unless it takes
-// longer than those steps; average_every 0 (exact peers) sums the gradients on every step's path instead. GPipe: one
-// stage a device, max(train.micro_batches, 4 a stage) micro-batches of whole documents; a stage is taken to hold its
-// own layers' state and a micro-batch's activations, as a pipeline built for memory does (Trident's own pipeline
-// keeps every parameter).
-PeersComparison compare_peers(const Config& config, const cost::Profile& profile, double peer_step_s) {
+// longer than those steps; average_every 0 (exact peers) sums the gradients on every step's path instead. GPipe: the
+// pipeline family's own estimate (asked through the registry), one stage a device, max(train.micro_batches, 4 a
+// stage) micro-batches of whole documents; a stage is taken to hold its own layers' state and a micro-batch's
+// activations, as a pipeline built for memory does (Trident's own pipeline keeps every parameter).
+PeersComparison compare_peers(const Config& config, const cost::Profile& profile, double peer_step_s,
+                              const PlanRequest& request, Device device) {
   const cost::ClusterSection& cluster = *profile.cluster;
   PeersComparison c;
   c.peers = static_cast<int>(cluster.nodes * cluster.devices_per_node);
@@ -65,10 +67,15 @@ PeersComparison compare_peers(const Config& config, const cost::Profile& profile
   // GPipe keeps its bubble small with at least 4 micro-batches a stage (as many as the batch has documents)
   const Batch batch = packed_batch(config.train.batch_tokens, config.model.max_seq_len);
   const int64_t m = std::max(config.train.micro_batches, std::min<int64_t>(batch.num_sequences(), 4 * c.peers));
-  const std::vector<Batch> micro = split_micro_batches(batch, static_cast<int>(m));
-  c.micro_batches = static_cast<int64_t>(micro.size());
-  c.pipeline = pipeline_estimate(micro, c.peers, config.model.vocab_size,
-                                 activation_value_bytes(precision_named(config.train.precision)), cost);
+  c.micro_batches = std::min<int64_t>(m, batch.num_sequences());  // split_micro_batches leaves none empty
+  const StrategyEntry* gpipe = request.family ? request.family("pipeline") : nullptr;
+  TRIDENT_CHECK(gpipe && gpipe->plan, "ATOM's plan sets its peers against the pipeline, which is not registered");
+  Config staged = config;
+  staged.train.micro_batches = m;
+  const std::vector<std::unique_ptr<Candidate>> pipeline =
+      gpipe->plan(staged, {.method = "pipeline", .degree = 1, .family = gpipe}, c.peers,
+                  std::numeric_limits<int64_t>::max(), device);
+  c.pipeline = pipeline.front()->estimate(batch, cost);
   c.stage_state_gib = 16.0 * static_cast<double>(shape.num_params) / c.peers / kGiB;
   return c;
 }
@@ -114,7 +121,7 @@ void print_atom_plan(const Config& config, const PlanRequest& request) {
   const double batch_s = plan.step_s() + (placed.predicted_later ? later_runs * placed.predicted_later->step_s() : 0);
   const double batch_exposed_s =
       plan.exposed_copy_s + (placed.predicted_later ? later_runs * placed.predicted_later->exposed_copy_s : 0);
-  const PeersComparison vs = peers > 1 ? compare_peers(config, profile, batch_s) : PeersComparison{};
+  const PeersComparison vs = peers > 1 ? compare_peers(config, profile, batch_s, request, device) : PeersComparison{};
   const auto tokens_per_s = [&](double seconds) { return static_cast<double>(config.train.batch_tokens) / seconds; };
   if (json) {
     nlohmann::ordered_json j = {{"layers", L},

@@ -3,8 +3,8 @@
 // described device: the partition of the layers into sub-models, the predicted step, the copy time left exposed,
 // and the overlap rule's tokens-per-pass threshold (docs/methods.md §4.3, "The overlap rule"); on a cluster of
 // several devices, each a peer with its share of the batch, ATOM's peers (their step and parameter averaging over
-// the cluster's link) beside GPipe over the same devices (parallel/pipeline/estimate.h). Times are the cost model's,
-// not measurements.
+// the cluster's link) beside GPipe over the same devices (the pipeline family's estimate, asked through
+// PlanRequest::family). Times are the cost model's, not measurements.
 #include "core/config/config.h"
 #include "parallel/strategy_entry.h"
 

@@ -37,7 +37,8 @@ struct StepEstimate {
   double compute_s = 0;    // the slowest rank's forward and backward
   double comm_s = 0;       // communication on that rank's path, not hidden behind compute
   int64_t comm_bytes = 0;  // bytes one rank hands to its communicators (the convention of CommCounters)
-  int64_t peak_bytes = 0;  // device bytes per rank: model, gradients, optimizer state and activations
+  int64_t peak_bytes = 0;  // device bytes per rank: model, gradients, optimizer state and activations (0: not
+                           // estimated, as GPipe's estimate does not)
 };
 
 class StepCostModel {

@@ -3,6 +3,7 @@
 #include "kernels/common/error.h"
 #include "parallel/flexsp/config.h"
 #include "parallel/flexsp/plan_report.h"
+#include "parallel/flexsp/solver_bench.h"
 #include "parallel/flexsp/strategy.h"
 
 namespace trident {
@@ -38,7 +39,11 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& cand
 // No `plan`: `trident plan` plans FlexSP with its own planner (print_plan).
 const StrategyEntry& flexsp_entry() {
   static const StrategyEntry entry{
-      .names = {"flexsp"}, .alone = alone, .make = make, .under_auto = under_auto, .print_plan = print_flexsp_plan};
+      .names = {"flexsp"}, .alone = alone, .make = make, .under_auto = under_auto, .print_plan = print_flexsp_plan,
+      .benches = {{.name = "milp",
+                   .help = "FlexSP's MILP per micro-batch solved by CBC and by GLPK on the same model: time, makespan, "
+                           "optimality",
+                   .run = bench_flexsp_solvers}}};
   return entry;
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "parallel/pipeline/candidate.h"
 #include "parallel/pipeline/stages.h"
 #include "parallel/pipeline/strategy.h"
 #include "parallel/placement/capacity.h"
@@ -50,6 +51,14 @@ std::vector<CandidateSpec> alone(const Config& config, int world) {
   return {{"pipeline", 1}};
 }
 
+// On a described cluster: one stage a device, each stage's activations holding `capacity` tokens.
+std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const CandidateSpec&, int world, int64_t capacity,
+                                             Device) {
+  std::vector<std::unique_ptr<Candidate>> out;
+  out.push_back(std::make_unique<PipelineCandidate>(config, world, capacity));
+  return out;
+}
+
 std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec&) {
   return std::make_unique<PipelineStrategy>(env);
 }
@@ -57,7 +66,7 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec&) {
 }  // namespace
 
 const StrategyEntry& pipeline_entry() {
-  static const StrategyEntry entry{.names = {"pipeline"}, .alone = alone, .make = make, .place = place};
+  static const StrategyEntry entry{.names = {"pipeline"}, .alone = alone, .make = make, .plan = plan, .place = place};
   return entry;
 }
 

@@ -6,10 +6,14 @@
 
 namespace trident {
 
-void check_pipeline(const Config& config, int world) {
-  if (world > config.model.n_layer)
+void check_pipeline_stages(const ModelConfig& model, int stages) {
+  if (stages > model.n_layer)
     throw_config_error("parallel.strategy: pipeline on {} ranks needs at least one layer a stage; model.n_layer is {}",
-                       world, config.model.n_layer);
+                       stages, model.n_layer);
+}
+
+void check_pipeline(const Config& config, int world) {
+  check_pipeline_stages(config.model, world);
   if (config.device.backend != "cpu")
     throw_config_error("parallel.strategy: pipeline runs on the cpu backend only (device.backend: '{}')",
                        config.device.backend);

@@ -26,6 +26,9 @@ struct PipelineStage {
 // How a stage's model is built: the activations of its layers.
 ModelMemory stage_memory(const PipelineStage& stage);
 
+// A ConfigError naming the key unless the model has a layer for each of `stages` stages.
+void check_pipeline_stages(const ModelConfig& model, int stages);
+
 // ConfigErrors naming the key unless the run can be a pipeline of `world` stages: no more stages than layers, the
 // cpu backend (its boundary buffers are host memory).
 void check_pipeline(const Config& config, int world);

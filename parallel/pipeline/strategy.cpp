@@ -2,10 +2,7 @@
 
 #include <algorithm>
 
-#include <fmt/core.h>
-
 #include "kernels/common/error.h"
-#include "parallel/pipeline/estimate.h"
 #include "parallel/static_sp/group_batch.h"
 
 namespace trident {
@@ -29,7 +26,7 @@ PipelineStrategy::PipelineStrategy(const StrategyEnv& env)
       config_(env.config),
       stage_(world_.rank()),
       stages_(world_.size()),
-      capacity_(env.capacity_tokens) {
+      candidate_(env.config, stages_, env.capacity_tokens) {
   check_pipeline(env.config, stages_);
   layers_ = pipeline_stage(env.config.model, stages_, stage_);
   const ModelLayout layout = model_layout(env.config.model);
@@ -40,31 +37,16 @@ PipelineStrategy::PipelineStrategy(const StrategyEnv& env)
   value_bytes_ = activation_value_bytes(precision);
 }
 
-std::vector<Batch> PipelineStrategy::micro_batches(const Batch& batch) const {
-  return split_within(batch, static_cast<int>(config_.train.micro_batches), capacity_);
-}
-
 void PipelineStrategy::check_model(const GPT& model) const {
   TRIDENT_CHECK(model.activation_layers() >= layers_.layers(), "pipeline stage {} computes layers [{}, {}); its model "
                 "holds the activations of {} layers", stage_, layers_.first_layer, layers_.end_layer,
                 model.activation_layers());
 }
 
-Feasibility PipelineStrategy::feasible(const Batch& batch) const {
-  if (const int64_t n = batch.longest_sequence(); n > capacity_)
-    return {false, fmt::format("pipeline: a document of {} tokens is longer than the {} tokens a stage's activations "
-                               "hold", n, capacity_)};
-  return {};
-}
-
-cost::StepEstimate PipelineStrategy::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
-  return pipeline_estimate(micro_batches(batch), stages_, config_.model.vocab_size, value_bytes_, cost);
-}
-
 StepSums PipelineStrategy::train(GPT& model, const Batch& batch, float loss_weight) {
   check_model(model);  // before any message: every stage stops here together
   std::vector<GroupBatch> micro;
-  for (Batch& b : micro_batches(batch)) micro.push_back(group_batch(std::move(b), nullptr, nullptr));
+  for (Batch& b : candidate_.micro_batches(batch)) micro.push_back(group_batch(std::move(b), nullptr, nullptr));
   const std::size_t M = micro.size();
   const int64_t C = config_.model.n_embd;
   auto bytes = [&](std::size_t m) { return static_cast<std::size_t>(micro[m].tokens.num_tokens() * C * value_bytes_); };
@@ -123,7 +105,7 @@ StepSums PipelineStrategy::evaluate(GPT& model, const Batch& batch) {
   check_model(model);
   const int64_t C = config_.model.n_embd;
   const bool first = stage_ == 0, last = stage_ == stages_ - 1;
-  std::vector<Batch> parts = micro_batches(batch);
+  std::vector<Batch> parts = candidate_.micro_batches(batch);
   inputs_.resize(parts.size());
   outputs_.resize(parts.size());
   double totals[2] = {0, 0};  // the last stage's loss sum and tokens

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "parallel/pipeline/candidate.h"
 #include "parallel/pipeline/stage_pass.h"
 #include "parallel/pipeline/stages.h"
 #include "parallel/strategy.h"
@@ -30,10 +31,11 @@ class PipelineStrategy final : public Strategy {
   std::string name() const override { return "pipeline"; }
   std::string method() const override { return "pipeline"; }
   int degree() const override { return 1; }
-  // Every document fits the tokens a stage's activations hold.
-  Feasibility feasible(const Batch& batch) const override;
-  // GPipe's schedule over this run's stages (parallel/pipeline/estimate.h).
-  cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override;
+  // This run's stages as a candidate (parallel/pipeline/candidate.h).
+  Feasibility feasible(const Batch& batch) const override { return candidate_.feasible(batch); }
+  cost::StepEstimate estimate(const Batch& batch, const cost::StepCostModel& cost) const override {
+    return candidate_.estimate(batch, cost);
+  }
   StepSums train(GPT& model, const Batch& batch, float loss_weight) override;
   StepSums evaluate(GPT& model, const Batch& batch) override;
   void after_update(GPT& model) override;
@@ -42,8 +44,6 @@ class PipelineStrategy final : public Strategy {
   ParamRanges updated_ranges() const override { return updates_; }
 
  private:
-  // The micro-batches of `batch`: the same on every stage.
-  std::vector<Batch> micro_batches(const Batch& batch) const;
   void check_model(const GPT& model) const;
   // Forward of every micro-batch through this stage; the inputs received are kept in inputs_ (training recomputes
   // from them). Returns the sums of the losses, tokens and flops (the last stage's; 0 elsewhere).
@@ -56,7 +56,7 @@ class PipelineStrategy final : public Strategy {
   int stage_, stages_;
   PipelineStage layers_;
   ParamRanges updates_, owns_;
-  int64_t capacity_;
+  PipelineCandidate candidate_;
   CommType value_type_;     // the activations' type on the wire (train.precision)
   int64_t value_bytes_;
   std::vector<std::vector<std::byte>> inputs_, outputs_, grads_in_, grads_out_;  // per micro-batch, (N, C)

@@ -47,16 +47,20 @@ void unregister_strategy(const StrategyEntry& entry) {
   unregister_strategy_names(entry.names);
 }
 
+const StrategyEntry* family_named(const std::string& name) {
+  for (const StrategyEntry* e : table())
+    if (std::find(e->names.begin(), e->names.end(), name) != e->names.end()) return e;
+  return nullptr;
+}
+
 const StrategyEntry* chosen_family(const Config& config) {
   for (const StrategyEntry* e : table())
     if (e->takes_over && e->takes_over(config)) return e;
   const std::string& strategy = config.parallel.strategy;
   if (strategy == "auto") return nullptr;
+  if (const StrategyEntry* e = family_named(strategy)) return e;
   std::vector<std::string> names = {"auto"};
-  for (const StrategyEntry* e : table()) {
-    if (std::find(e->names.begin(), e->names.end(), strategy) != e->names.end()) return e;
-    names.insert(names.end(), e->names.begin(), e->names.end());
-  }
+  for (const StrategyEntry* e : table()) names.insert(names.end(), e->names.begin(), e->names.end());
   throw_config_error("parallel.strategy: '{}' is not a registered strategy ({})", strategy, fmt::join(names, ", "));
 }
 

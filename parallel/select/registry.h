@@ -20,6 +20,9 @@ const std::vector<const StrategyEntry*>& strategy_entries();
 void register_strategy(const StrategyEntry& entry);
 void unregister_strategy(const StrategyEntry& entry);
 
+// The family whose names include `name` (a parallel.strategy value), or nullptr.
+const StrategyEntry* family_named(const std::string& name);
+
 // The family that runs alone: the one that takes the run over, else the one parallel.strategy names; nullptr under
 // auto. A ConfigError when parallel.strategy names no registered family.
 const StrategyEntry* chosen_family(const Config& config);

@@ -38,8 +38,8 @@ done
 # CBC against GLPK on the same models (one batch per preset at 384K, the same time limit each)
 for preset in wikipedia github; do
   echo "bench/flexsp_plan.sh: CBC vs GLPK, $preset, context 393216 -> $out/milp_$preset.jsonl" >&2
-  "$trident" bench --json milp "$config" --batch-sequences 512 --batches 1 --time-limit "$time_limit" \
-    --set model.max_seq_len=393216 --set data.preset="$preset" \
+  "$trident" bench --json milp "$config" --batch-sequences 512 --batches 1 \
+    --set parallel.flexsp.time_limit_s="$time_limit" --set model.max_seq_len=393216 --set data.preset="$preset" \
     >"$out/milp_$preset.jsonl" 2>"$out/milp_$preset.err" || { cat "$out/milp_$preset.err" >&2; die "bench milp failed"; }
 done
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")

@@ -55,8 +55,25 @@ grep -qF "parallel.strategy: pipeline on 5 ranks needs at least one layer a stag
   || fail "5 stages of 4 layers not refused"
 run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad2" --set parallel.strategy=pipeline --set device.backend=cuda
 stderr_line "trident: config error:" "device.backend"
-run 2 plan "$tiny" "${model[@]}" --set parallel.strategy=pipeline
-stderr_line "trident: config error:" "parallel.strategy: pipeline" "has no plan for this strategy"
+
+# trident plan: GPipe's estimate on a described node (one stage a device); more devices than layers are refused.
+cat >"$tmp/node4.yaml" <<'YAML'
+cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
+YAML
+run 0 plan "$tiny" "${model[@]}" --set parallel.strategy=pipeline --cluster "$tmp/node4.yaml" --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "the pipeline's plan is wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert rows, "no batch planned"
+for r in rows:
+    assert [o["strategy"] for o in r["candidates"]] == ["pipeline"] and r["candidates"][0]["time_s"] > 0, r
+PY
+run 2 plan "$tiny" "${model[@]}" --set parallel.strategy=pipeline --set model.n_layer=3 --cluster "$tmp/node4.yaml"
+stderr_line "trident: config error:" "pipeline on 4 ranks needs at least one layer a stage"
 [[ -e $tmp/bad1/metrics.jsonl || -e $tmp/bad2/metrics.jsonl ]] && fail "a refused run wrote metrics"
 
 echo "PASS: $checks checks"

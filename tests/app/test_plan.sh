@@ -166,7 +166,8 @@ run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.s
 stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
 
 # ---- bench milp: CBC and GLPK on the same models --------------------------------------------------------------------
-run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 --time-limit 0.5
+run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 \
+  --set parallel.flexsp.time_limit_s=0.5
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench milp rows are incomplete"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

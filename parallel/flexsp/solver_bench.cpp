@@ -1,17 +1,14 @@
-// trident bench milp CONFIG [--cluster FILE]: the FlexSP MILP of each micro-batch (as `trident plan` cuts the
-// batches) solved by COIN-OR CBC and by GLPK on the same model with the same MIP start and time limit: solve time,
-// makespan found, proven optimal or not. This is how the planner's solver was chosen.
+#include "parallel/flexsp/solver_bench.h"
+
 #include <glpk.h>
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/core.h>
 
-#include "app/bench/bench.h"
-#include "app/bench/report.h"
-#include "app/plan/batches.h"
+#include "core/metrics/bench_report.h"
 #include "kernels/common/error.h"
-#include "core/config/config.h"
 #include "parallel/cost/group_cost_model.h"
 #include "parallel/flexsp/config.h"
 #include "parallel/flexsp/fast_solver.h"
@@ -19,7 +16,7 @@
 #include "parallel/flexsp/milp_solver.h"
 #include "parallel/flexsp/planner.h"
 
-namespace trident::bench {
+namespace trident {
 
 namespace {
 
@@ -95,27 +92,27 @@ double seconds(F&& f) {
 
 }  // namespace
 
-void run_milp(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides,
-              const std::string& cluster, const app::plan::BatchSource& source, double time_limit_s) {
-  const Config config = load_config(config_path, overrides);
-  const std::string cluster_file = cluster.empty() ? flexsp_config(config).cluster : cluster;
+void bench_flexsp_solvers(const Config& config, const PlanRequest& request) {
+  const FlexspConfig& flexsp = flexsp_config(config);
+  const std::string& cluster_file = request.profile.empty() ? flexsp.cluster : request.profile;
   if (cluster_file.empty())
     throw_config_error("bench milp needs a cluster profile: --cluster FILE or parallel.flexsp.cluster");
   const cost::GroupCostModel cost = cost::GroupCostModel::from_profile(cost::read_profile(cluster_file));
+  const double time_limit_s = flexsp.time_limit_s;
   glp_term_out(GLP_OFF);
-  Report report(fmt::format("FlexSP MILP per micro-batch: CBC vs GLPK, {} s limit, same model and MIP start",
-                            time_limit_s),
-                options.json);
+  bench::Report report(fmt::format("FlexSP MILP per micro-batch: CBC vs GLPK, {} s limit, same model and MIP start",
+                                   time_limit_s),
+                       request.json);
   const flexsp::FastSolver fast;
-  const std::vector<PlanBatch> batches = app::plan::draw_batches(config, source);
+  const std::vector<PlanBatch> batches = request.batches();
   for (size_t b = 0; b < batches.size(); ++b) {
     std::vector<int64_t> lengths;
     for (const flexsp::Piece& piece : flexsp::apply_length_policy(
              batches[b].lengths, cost.token_capacity(cost.max_degree()), flexsp::TooLong::drop))
       lengths.push_back(piece.length);
     const flexsp::BatchPlan plan =
-        flexsp::plan_batch(lengths, cost, fast, nullptr, flexsp_config(config).micro_batch_tries);
-    Progress progress(fmt::format("bench milp, batch {}/{}", b + 1, batches.size()),
+        flexsp::plan_batch(lengths, cost, fast, nullptr, flexsp.micro_batch_tries);
+    bench::Progress progress(fmt::format("bench milp, batch {}/{}", b + 1, batches.size()),
                       static_cast<int64_t>(plan.micro_batches.size()));
     for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
       progress.step(fmt::format("micro-batch {}: CBC, then GLPK, each up to {} s", i, time_limit_s));
@@ -123,7 +120,7 @@ void run_milp(const Options& options, const std::string& config_path, const std:
       for (const flexsp::GroupPlan& g : plan.micro_batches[i].groups)
         for (int64_t k : g.sequences) chunk.push_back(plan.lengths[k]);
       const flexsp::MilpModel model =
-          flexsp::milp_model(chunk, cost, {.time_limit_s = time_limit_s, .buckets = flexsp_config(config).buckets});
+          flexsp::milp_model(chunk, cost, {.time_limit_s = time_limit_s, .buckets = flexsp.buckets});
       flexsp::MilpResult cbc;
       GlpkResult glpk;
       const double cbc_s = seconds([&] { cbc = flexsp::solve_with_cbc(model, time_limit_s); });
@@ -140,4 +137,4 @@ void run_milp(const Options& options, const std::string& config_path, const std:
   report.print();
 }
 
-}  // namespace trident::bench
+}  // namespace trident

@@ -1,4 +1,4 @@
-#include "app/bench/report.h"
+#include "core/metrics/bench_report.h"
 
 #include <algorithm>
 #include <cstdio>
