@@ -127,3 +127,4 @@ fig.tight_layout()
 fig.savefig(out / "loss.png", dpi=120)
 print(f"\nPlots: {out / 'throughput.png'}, {out / 'loss.png'}")
 PY
+bench_stamp "$out/atom.md"

@@ -108,3 +108,4 @@ for tokens in tokens_list:
                   f"{plan['batch_exposed_copy_s'] * 1e3:.0f} | {median(swapped, 'copy_ms'):.0f} | "
                   f"{median(swapped, 'copy_cpu_ms'):.0f} | {median(swapped, 'activation_bytes') / 1e6:.0f} |")
 PY
+bench_stamp "$out/atom_swap.md"

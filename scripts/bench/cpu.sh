@@ -172,3 +172,4 @@ for shape, g in sorted(gflop.items()):
 open(f"{out}/cpu.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
+bench_stamp "$out/cpu.md"

@@ -23,8 +23,6 @@ children_cpu() {
   awk 'NR==2{split($1,u,/[ms]/); split($2,s,/[ms]/); print u[1]*60+u[2]+s[1]*60+s[2]}' "$out/.times"
 }
 
-invocation=""
-if (($#)); then invocation=$(printf ' %q' "$@"); fi
 source scripts/bench/lib.sh
 config="" ranks="1 2 4" steps=20 warmup=3 out=runs/bench_dp sets=()
 bench_options config:words ranks:words steps:count warmup:words out:words set:sets -- "$@"
@@ -97,7 +95,7 @@ for r in "${rank_list[@]}"; do
 done
 rm -f "$out/.times" "$out/.ours0" "$out/.ours1" "$out/trident"
 
-command="${THREADS_PER_RANK:+THREADS_PER_RANK=$THREADS_PER_RANK }bash scripts/bench/dp.sh$invocation"
+command="${THREADS_PER_RANK:+THREADS_PER_RANK=$THREADS_PER_RANK }$bench_command"
 /usr/bin/python3 - "$out" "$cores" "$warmup" "$config" "$command" <<'PY'
 import json, re, statistics, sys
 from pathlib import Path
@@ -187,3 +185,4 @@ report = "\n".join([
 print(report)
 (out / "dp_scaling.md").write_text(report + "\n")
 PY
+bench_stamp "$out/dp_scaling.md"

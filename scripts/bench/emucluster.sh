@@ -22,6 +22,7 @@ out=$(mktemp -d)
 trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1; rm -rf "$out"' EXIT
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
+bench_stamp
 echo "| configured | message | measured Mbit/s | measured / configured | up s | down s |"
 echo "|---|---|---|---|---|---|"
 IFS=, read -r -a rate_list <<<"$rates"

@@ -129,3 +129,4 @@ if plans:
               f'(degree {p["static_sp"]["degree"]}), {p["speedup_vs_batchada"]:.2f}x BatchAda '
               f'(degree {p["batchada"]["degree"]})')
 PY
+bench_stamp "$out/flexsp.md"

@@ -15,8 +15,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 die() { echo "bench/flexsp_plan.sh: $*" >&2; exit 2; }
 
-invocation=""
-if (($#)); then invocation=$(printf ' %q' "$@"); fi
 source scripts/bench/lib.sh
 batches=5 time_limit=2 out=runs/bench_flexsp_plan
 bench_options batches:count time-limit:number out:words -- "$@"
@@ -44,7 +42,7 @@ for preset in wikipedia github; do
 done
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$wall" "$time_limit" "bash scripts/bench/flexsp_plan.sh$invocation" <<'PY'
+/usr/bin/python3 - "$out" "$wall" "$time_limit" "$bench_command" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 
@@ -97,3 +95,4 @@ report = "\n".join(md)
 print(report)
 print(f"bench/flexsp_plan.sh: wrote {out}/bench_flexsp_plan.md")
 PY
+bench_stamp "$out/bench_flexsp_plan.md"

@@ -16,8 +16,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/lasp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
-invocation=""
-if (($#)); then invocation=$(printf ' %q' "$@"); fi
 source scripts/bench/lib.sh
 ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp
 bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words -- "$@"
@@ -51,7 +49,7 @@ run timing --lengths "$lengths" --max-case-seconds "$max_case_seconds"
 run max_length --max-length-budget "$budget"
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "bash scripts/bench/lasp.sh$invocation" <<'PY'
+/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "$bench_command" <<'PY'
 import json, sys
 from pathlib import Path
 
@@ -151,3 +149,4 @@ fig.tight_layout()
 fig.savefig(out / "bench_lasp.png", dpi=120)
 print(f"bench/lasp.sh: wrote {out}/bench_lasp.md and {out}/bench_lasp.png")
 PY
+bench_stamp "$out/bench_lasp.md"

@@ -3,6 +3,22 @@
 # folder.
 #   trident=$(bench_trident)          TRIDENT, else build/trident; must be executable
 #   out=$(bench_out runs/bench_NAME)  created empty; an earlier report there is moved aside, never deleted
+#   bench_stamp [FILE]                the report's first line: the command, commit, machine and date (read when the
+#                                     script sourced this file) put at the top of FILE, or printed when none
+
+# The script's command line and where and when it runs, read as it starts (scripts/provenance.py).
+bench_command="bash scripts/bench/${0##*/}"
+if (($#)); then bench_command+=$(printf ' %q' "$@"); fi
+bench_measured=$(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/../provenance.py")
+
+bench_stamp() {
+  local line="Measured by \`$bench_command\`: $bench_measured."
+  if (($# == 0)); then
+    printf '%s\n\n' "$line"
+    return
+  fi
+  { printf '%s\n\n' "$line"; cat "$1"; } >"$1.stamped" && mv "$1.stamped" "$1"
+}
 
 bench_trident() {
   local binary

@@ -68,4 +68,5 @@ for block, label in [("linear", "linear (silu, gate, hidden norm)")]:
 (out / "linear_block.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
+bench_stamp "$out/linear_block.md"
 echo "bench/linear_block.sh: wrote $out/linear_block.md and $out/loss.png"

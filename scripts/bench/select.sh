@@ -124,3 +124,4 @@ for k, xs in by.items():
     p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     print(f"- {k}: {len(xs)} steps, {e:.0%} / {p:.0%}")
 PY
+bench_stamp "$out/select.md"

@@ -21,6 +21,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from provenance import provenance  # noqa: E402  (scripts/provenance.py, shared with the bench scripts)
 MODES = ("smoke", "quick", "full")
 
 
@@ -216,23 +218,6 @@ def tokens_k(n: float) -> str:
 
 def difference(ours: float, paper: float) -> str:
     return f"{ours / paper:.2f}x" if paper else "—"
-
-
-def provenance() -> dict:
-    """Where and when a report is measured, read when the driver starts: the commit (with "+ uncommitted changes"
-    where the tree differs from it), the CPU model and cores, the UTC date."""
-    def git(*argv):
-        return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    rev = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
-        rev += " + uncommitted changes"
-    cpu = "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return {"commit": rev, "machine": f"{cpu}, {os.cpu_count()} core(s)",
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def header(title: str, args: argparse.Namespace, wall_s: float) -> list[str]:

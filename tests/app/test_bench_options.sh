@@ -60,4 +60,17 @@ for script in "$root"/scripts/bench/*.sh; do
   [[ $rc == 2 ]] || fail "$name --no-such-option exited $rc, expected 2"
   grep -qF "bench/$name: unknown argument '--no-such-option' (allowed: --" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
 done
+# bench_stamp: the report's first line says the command as given, the commit, the CPU and cores, the UTC date.
+cat >"$tmp/stamp.sh" <<STAMP
+#!/usr/bin/env bash
+set -euo pipefail
+source "$root/scripts/bench/lib.sh"
+echo "| a table |" >"\$1"
+bench_stamp "\$1"
+STAMP
+bash "$tmp/stamp.sh" "$tmp/report.md" "a b"
+first=$(head -n 1 "$tmp/report.md")
+[[ $first =~ ^Measured\ by\ \`bash\ scripts/bench/stamp.sh\ .*report.md\ a\\\ b\`:\ commit\ [0-9a-f]+.*,\ [0-9]+\ core\(s\),\ 20[0-9-]+\ [0-9:]+\ UTC\.$ ]] ||
+  fail "bench_stamp wrote: $first"
+[[ $(sed -n 3p "$tmp/report.md") == "| a table |" ]] || fail "bench_stamp lost the report: $(cat "$tmp/report.md")"
 echo "test_bench_options: passed"
