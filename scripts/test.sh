@@ -8,6 +8,7 @@ bash scripts/install-deps.sh
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WERROR=ON
 cmake --build "$build" -j"$(nproc)"
+echo "test.sh: installed and built in $SECONDS s"
 # One test a core: most tests are short processes that start MPI, Python or a shell and leave a core idle meanwhile;
 # those that must not overlap share a RESOURCE_LOCK (tests/CMakeLists.txt).
 ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)"
