@@ -7,7 +7,9 @@
 #                                     script sourced this file) put at the top of FILE, or printed when none
 
 # The script's command line and where and when it runs, read as it starts (scripts/provenance.py).
-bench_command="bash scripts/bench/${0##*/}"
+bench_script=$0  # as invoked: relative to where it was run from, before the script's cd
+[[ $bench_script == /* || -f $bench_script ]] || bench_script=$OLDPWD/$bench_script
+bench_command="bash $(realpath -m --relative-to="$(dirname "${BASH_SOURCE[0]}")/../.." "$bench_script")"
 if (($#)); then bench_command+=$(printf ' %q' "$@"); fi
 bench_measured=$(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/../provenance.py")
 

@@ -123,3 +123,4 @@ done
     echo "A rank of a 2-rank job killed ($deaths times): the job ended after ${death_ms[*]} ms."
   fi
 } | tee "$out/crash_trials.md"
+bench_stamp "$out/crash_trials.md"

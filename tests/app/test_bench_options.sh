@@ -70,7 +70,7 @@ bench_stamp "\$1"
 STAMP
 bash "$tmp/stamp.sh" "$tmp/report.md" "a b"
 first=$(head -n 1 "$tmp/report.md")
-[[ $first =~ ^Measured\ by\ \`bash\ scripts/bench/stamp.sh\ .*report.md\ a\\\ b\`:\ commit\ [0-9a-f]+.*,\ [0-9]+\ core\(s\),\ 20[0-9-]+\ [0-9:]+\ UTC\.$ ]] ||
+[[ $first =~ ^Measured\ by\ \`bash\ .*/stamp.sh\ .*report.md\ a\\\ b\`:\ commit\ [0-9a-f]+.*,\ [0-9]+\ core\(s\),\ 20[0-9-]+\ [0-9:]+\ UTC\.$ ]] ||
   fail "bench_stamp wrote: $first"
 [[ $(sed -n 3p "$tmp/report.md") == "| a table |" ]] || fail "bench_stamp lost the report: $(cat "$tmp/report.md")"
 echo "test_bench_options: passed"
