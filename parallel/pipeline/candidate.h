@@ -26,7 +26,6 @@ class PipelineCandidate final : public Candidate {
   // The micro-batches of `batch` (split_within: at least train.micro_batches, more when one would not fit): the same
   // on every stage.
   std::vector<Batch> micro_batches(const Batch& batch) const;
-  int64_t capacity() const { return capacity_; }
 
  private:
   int stages_;
