@@ -28,5 +28,6 @@ void add_config_command(CLI::App& app);  // trident config CONFIG [--set k=v]...
 void add_bench_command(CLI::App& app);   // trident bench gemm|kernels
 void add_ckpt_command(CLI::App& app);    // trident ckpt verify|inspect DIR
 void add_plan_command(CLI::App& app);    // trident plan CONFIG [--cluster FILE] [--json] | --replay RUN_DIR
+void add_like_command(CLI::App& app);    // trident like TESTBED PROFILE: link rates at the testbed's ratios
 
 }  // namespace trident::app

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   trident::app::add_bench_command(app);
   trident::app::add_ckpt_command(app);
   trident::app::add_plan_command(app);
+  trident::app::add_like_command(app);
 
   try {
     app.parse(argc, argv);

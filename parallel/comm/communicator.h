@@ -109,7 +109,7 @@ class Communicator {
   // Split by colour, as MPI_Comm_split; every member calls it. Created once per distinct partition, then cached
   // (asking again costs one small allgather). Ranks with colour < 0 get nullptr.
   virtual Communicator* split(int color, int key) = 0;
-  // The members that share this rank's node (shared memory), in rank order; every member calls it. Created on
+  // The members on this rank's node (the ranks with its host name), in rank order; every member calls it. Created on
   // first use, then cached. Picks a rank's device and keeps groups from straddling nodes.
   virtual Communicator* node_group() = 0;
 

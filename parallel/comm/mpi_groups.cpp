@@ -1,6 +1,10 @@
 // Sub-communicators, created once per member set (subgroup), partition (split) or node (node_group) and cached by
 // their parent.
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,10 +68,21 @@ Communicator* MpiCommunicator::split(int color, int key) {
   return slot.get();
 }
 
+// A node is the ranks with one host name. On a cluster those are the ranks that share memory
+// (MPI_COMM_TYPE_SHARED); in a two-level emulated cluster (scripts/cluster/emucluster.sh), where each rank is a host
+// of its own to MPI so that nothing crosses shared memory, the host name is still the emulated node's.
 Communicator* MpiCommunicator::node_group() {
   if (node_) return node_.get();
+  std::array<char, 256> mine{};
+  if (::gethostname(mine.data(), mine.size() - 1) != 0) throw_runtime_error("node_group: gethostname failed");
+  std::vector<char> all(mine.size() * static_cast<std::size_t>(size_));
+  check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(), static_cast<int>(mine.size()),
+                      MPI_CHAR, comm_),
+        "node_group");
+  int colour = 0;  // the lowest rank with this host name
+  while (std::string_view(all.data() + colour * mine.size()) != std::string_view(mine.data())) ++colour;
   MPI_Comm comm;
-  check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &comm), "node_group");
+  check(MPI_Comm_split(comm_, colour, rank_, &comm), "node_group");
   node_ = std::make_unique<MpiCommunicator>(comm);
   return node_.get();
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Where a communicator's ranks run: the node of each rank (the ranks that share memory, node_group(), which is
-// MPI_Comm_split_type(SHARED)) and its index on that node. Groups built from it honour node boundaries.
+// Where a communicator's ranks run: the node of each rank (the ranks with one host name, node_group()) and its index
+// on that node. Groups built from it honour node boundaries.
 #include <vector>
 
 #include "parallel/comm/communicator.h"

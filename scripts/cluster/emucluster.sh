@@ -2,11 +2,17 @@
 # An emulated multi-node cluster on this machine, built from the kernel's own pieces: one network namespace per
 # node (with its own hostname), a veth link from each node to a bridge, and a `tc tbf` rate limit on both ends of
 # every link. Ranks on one node talk over shared memory; ranks on different nodes cross two rate-limited links
-# (the sender's and the receiver's), so a pair gets the slower of the two rates. Latency is not emulated: the
-# kernels here have no `netem`. Needs root, `ip` (iproute2), `tc` and `unshare` (util-linux).
+# (the sender's and the receiver's), so a pair gets the slower of the two rates.
+# With --intra-bw the cluster has two levels, as NVLink inside a node and InfiniBand between nodes: every rank runs in
+# a network namespace of its own with its own link (at the intra-node rate) to its node's bridge, the node's link (at
+# the inter-node rate) joins that bridge to the others, and ranks talk over TCP only, so traffic inside a node crosses
+# the intra-node links and traffic between nodes crosses both kinds. Latency is not emulated: the kernels here have
+# no `netem`. Needs root, `ip` (iproute2), `tc` and `unshare` (util-linux).
 #
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
-#                                        [--node-bw nodeI=RATE]...
+#                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
+#   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
+#                                        --config CONFIG    # two levels at a testbed's ratios (docs/emucluster.md)
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
 #   scripts/cluster/emucluster.sh down   [--dir DIR] [--name NAME]  # safe to repeat, also after a failed up or a
@@ -16,18 +22,26 @@
 # nodes x ranks-per-node) through mpirun, which runs in the namespace NAME-head that owns the bridge; its launch
 # agent starts each node's ranks inside NAME-nodeI. --map-by slot (default) fills node0 with ranks 0..R-1, then
 # node1; --map-by node deals ranks round robin (rank 0 on node0, rank 1 on node1, ...).
+# --like TESTBED (a cluster file of configs/clusters/) profiles CONFIG's model here (trident bench profile, one thread
+# a rank) and builds two levels whose rates `trident like` computes: moving a token's activations takes the same
+# share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md.
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
+# In a two-level cluster each rank is a host of its own to mpirun (nodeI-rK, one slot), whose launch agent runs it in
+# the namespace NAME-nodeI-rK; the rank itself sees the hostname nodeI, which is how Trident groups ranks into nodes.
 #
-# Everything lives in the namespaces NAME-head and NAME-node0.. (addresses 10.99.0.0/24 exist only there; the
-# machine's own network, hostname and /etc/hosts are untouched) and in DIR (config, hostfile, hosts, agent).
+# Everything lives in the namespaces NAME-head, NAME-node0.. and NAME-node0-r0.. (addresses 10.99.0.0/16 exist only
+# there; the machine's own network, hostname and /etc/hosts are untouched) and in DIR (config, hostfiles, hosts,
+# agent, rank wrapper).
 # NAME defaults to trident-emu, DIR to /tmp/NAME. `up` of the layout that is already up does nothing and exits 0;
 # `up` of a different layout while one is up is an error (run `down` first).
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap of `up` also fires inside the functions it calls
 
 prog=emucluster
 usage() {
   cat >&2 <<EOF
-usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE [--node-bw nodeI=RATE]...
+usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE [--intra-bw RATE]
+                     [--node-bw nodeI=RATE]...
+       $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED --config CONFIG
        $0 status [--dir DIR] [--name NAME]
        $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
        $0 down   [--dir DIR] [--name NAME]
@@ -42,7 +56,7 @@ action=$1
 shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
-name=trident-emu dir= nodes= ranks= inter_bw= np= map_by=slot
+name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= np= map_by=slot
 node_bw=()
 program=()
 need() { [[ $# -ge 2 && -n $2 ]] || bad "$1 needs a value"; }
@@ -53,6 +67,9 @@ while [[ $# -gt 0 ]]; do
     --nodes) [[ $action == up ]] || bad "--nodes belongs to 'up'"; need "$@"; nodes=$2; shift 2 ;;
     --ranks-per-node) [[ $action == up ]] || bad "--ranks-per-node belongs to 'up'"; need "$@"; ranks=$2; shift 2 ;;
     --inter-bw) [[ $action == up ]] || bad "--inter-bw belongs to 'up'"; need "$@"; inter_bw=$2; shift 2 ;;
+    --intra-bw) [[ $action == up ]] || bad "--intra-bw belongs to 'up'"; need "$@"; intra_bw=$2; shift 2 ;;
+    --like) [[ $action == up ]] || bad "--like belongs to 'up'"; need "$@"; like=$2; shift 2 ;;
+    --config) [[ $action == up ]] || bad "--config belongs to 'up'"; need "$@"; like_config=$2; shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
     --map-by) [[ $action == run ]] || bad "--map-by belongs to 'run'"; need "$@"; map_by=$2; shift 2 ;;
@@ -65,7 +82,7 @@ done
 dir=$(realpath -m "${dir:-/tmp/$name}")  # absolute: mpirun runs the agent, and the agent mounts DIR/hosts, elsewhere
 [[ $dir != *[[:space:]\'\"\\]* ]] || bad "--dir: '$dir' has a space, quote or backslash (the launch agent embeds it)"
 config=$dir/config
-subnet=10.99.0
+subnet=10.99
 
 # bits_per_s RATE: RATE in bits per second (tc's bit units only), or nothing when RATE is not a positive one.
 bits_per_s() {
@@ -75,8 +92,9 @@ bits_per_s() {
   awk -v v="${BASH_REMATCH[1]}" -v s="$scale" 'BEGIN { if (v * s >= 1) printf "%.0f", v * s }'
 }
 
-# namespaces: this cluster's namespaces that exist now (head last, so nodes go before their bridge).
+# namespaces: this cluster's namespaces that exist now (ranks, then nodes, then head: each before its bridge).
 namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-node[0-9]+-r[0-9]+$" || true
   ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-node[0-9]+$" || true
   ip netns list 2>/dev/null | awk '{print $1}' | grep -Fx "$name-head" || true
 }
@@ -100,7 +118,8 @@ down() {
   # Deleting a namespace deletes the veth ends and the bridge inside it.
   local ns
   for ns in $nss; do ip netns del "$ns"; done
-  rm -f "$config" "$dir/hostfile" "$dir/hosts" "$dir/agent"
+  rm -f "$config" "$dir/hostfile" "$dir/hostfile.by-node" "$dir/hosts" "$dir/agent" "$dir/rank" "$dir/like.md" \
+    "$dir/profile.yaml"
   rmdir "$dir" 2>/dev/null || true
   if [[ -n $nss ]]; then echo "$prog: $name is down"; else echo "$prog: $name was not up"; fi
 }
@@ -112,19 +131,61 @@ read_config() {
   while IFS='=' read -r key value; do
     case $key in
       name) name=$value ;; nodes) nodes=$value ;; ranks_per_node) ranks=$value ;; state) state=$value ;;
+      intra) intra_bw=$value ;; like) like=$value ;;
       rates) read -r -a rates <<<"$value" ;;
     esac
   done <"$config"
 }
 
+# scale_to_testbed: sets intra_bw and inter_bw from --like TESTBED and --config CONFIG: this machine's profile of
+# CONFIG's model, measured with one thread a rank (as the ranks run), and `trident like` (parallel/cost/testbed_scale.h).
+# The report goes to $like_report.
+scale_to_testbed() {
+  [[ -n $like_config ]] || bad "--like needs --config CONFIG (the benchmark's model, profiled on this machine)"
+  [[ -z $inter_bw && -z $intra_bw && ${#node_bw[@]} == 0 ]] ||
+    bad "--like sets the rates itself: leave out --inter-bw, --intra-bw and --node-bw"
+  [[ -f $like ]] || bad "--like: '$like' is not a file (a testbed's cluster file, e.g. configs/clusters/a100-8x8-gpt7b.yaml)"
+  [[ -f $like_config ]] || bad "--config: '$like_config' is not a file"
+  local trident=${TRIDENT:-$(dirname "$0")/../../build/trident}
+  [[ -x $trident ]] || die "no trident binary at $trident (build it, or set TRIDENT)"
+  like_profile=$(mktemp --suffix=.yaml) like_report=$(mktemp)
+  rm -f "$like_profile"  # bench profile writes a new file
+  echo "$prog: profiling $like_config's model with one thread (trident bench profile)" >&2
+  OMP_NUM_THREADS=1 "$trident" bench profile "$like_config" --out "$like_profile" >/dev/null ||
+    die "trident bench profile $like_config failed"
+  # Ranks beyond the cores share them: each computes that much slower than the one-thread profile.
+  local slowdown
+  slowdown=$(awk -v r=$((nodes * ranks)) -v c="$(nproc)" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
+  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" >"$like_report" ||
+    die "trident like $like failed"
+  read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
+  [[ -n $intra_bw && -n $inter_bw ]] || die "trident like printed no rates: $(cat "$like_report")"
+}
+
 up() {
   [[ -n $nodes ]] || bad "up needs --nodes N"
   [[ -n $ranks ]] || bad "up needs --ranks-per-node R"
-  [[ -n $inter_bw ]] || bad "up needs --inter-bw RATE (e.g. 1gbit)"
   [[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 200 ]] || bad "--nodes: '$nodes' is not a whole number from 1 to 200"
   [[ $ranks =~ ^[1-9][0-9]*$ ]] || bad "--ranks-per-node: '$ranks' is not a positive whole number"
+  [[ -z $like_config || -n $like ]] || bad "--config belongs with --like TESTBED"
+  [[ -n $inter_bw || -n $like ]] || bad "up needs --inter-bw RATE (e.g. 1gbit) or --like TESTBED"
+  [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
+  local like_profile= like_report=
+  if [[ -n $like ]]; then
+    # Already up at this testbed's scale: nothing to measure.
+    if [[ -f $config ]] && grep -qFx "like=$like" "$config" && grep -qFx "state=up" "$config" &&
+      grep -qFx "nodes=$nodes" "$config" && grep -qFx "ranks_per_node=$ranks" "$config" && [[ -n $(namespaces) ]]; then
+      echo "$prog: $name is already up (nodes=$nodes ranks_per_node=$ranks like=$like)"
+      return
+    fi
+    scale_to_testbed
+  fi
   [[ -n $(bits_per_s "$inter_bw") ]] || bad "--inter-bw: '$inter_bw' is not a rate like 100mbit, 1gbit or 2.5gbit"
-  local i spec node rate
+  if [[ -n $intra_bw ]]; then
+    [[ -n $(bits_per_s "$intra_bw") ]] || bad "--intra-bw: '$intra_bw' is not a rate like 100mbit, 1gbit or 2.5gbit"
+    ((ranks <= 200)) || bad "--ranks-per-node: '$ranks' is above 200, the most a two-level node addresses"
+  fi
+  local i k spec node rate
   rates=()
   for ((i = 0; i < nodes; i++)); do rates+=("$inter_bw"); done
   for spec in ${node_bw[@]+"${node_bw[@]}"}; do
@@ -139,54 +200,93 @@ up() {
   command -v mpirun >/dev/null || die "mpirun not found; run scripts/install-deps.sh"
   [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
 
-  local wanted="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]}"
+  local wanted="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]} intra=${intra_bw:-shared-memory}"
   if [[ -f $config ]]; then
-    local want_rates=("${rates[@]}") want_nodes=$nodes want_ranks=$ranks state=
+    local want_rates=("${rates[@]}") want_nodes=$nodes want_ranks=$ranks want_intra=$intra_bw want_like=$like state=
+    intra_bw= like=
     read_config
     if [[ $state == up && -n $(namespaces) ]]; then
-      local have="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]}"
+      local have="nodes=$nodes ranks_per_node=$ranks rates=${rates[*]} intra=${intra_bw:-shared-memory}"
       [[ $have == "$wanted" ]] || die "$name is already up in $dir with $have (asked for $wanted); run '$0 down --dir $dir' first"
       echo "$prog: $name is already up ($have)"
       return
     fi
-    nodes=$want_nodes ranks=$want_ranks rates=("${want_rates[@]}")
+    nodes=$want_nodes ranks=$want_ranks rates=("${want_rates[@]}") intra_bw=$want_intra like=$want_like
     down >/dev/null  # the leftovers of an up that failed half-way
   elif [[ -n $(namespaces) ]]; then
     die "namespaces $(namespaces | tr '\n' ' ')exist but $dir does not record them; another cluster named $name? (--name picks another prefix; '$0 down --name $name' removes them)"
   fi
 
   mkdir -p "$dir"
+  if [[ -n $like ]]; then
+    mv "$like_profile" "$dir/profile.yaml"
+    sed "s|$like_profile|$dir/profile.yaml|" "$like_report" >"$dir/like.md" && rm -f "$like_report"
+  fi
   # Written first, so that `down` finds what to remove whatever step below fails.
-  printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nsubnet=%s.0/24\nstate=starting\n' \
-    "$name" "$nodes" "$ranks" "${rates[*]}" "$subnet" >"$config"
+  printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nsubnet=%s.0.0/16\nstate=starting\n' \
+    "$name" "$nodes" "$ranks" "${rates[*]}" "$intra_bw" "$like" "$subnet" >"$config"
   trap 'echo "$prog: up failed; cleaning up" >&2; down >/dev/null 2>&1 || true' ERR
 
   local head=$name-head
   ip netns add "$head"
   ip -n "$head" link set lo up
   ip -n "$head" link add br0 type bridge
-  ip -n "$head" addr add "$subnet.1/24" dev br0
+  ip -n "$head" addr add "$subnet.0.1/16" dev br0
   ip -n "$head" link set br0 up
-  printf '127.0.0.1 localhost\n%s.1 head\n' "$subnet" >"$dir/hosts"
+  printf '127.0.0.1 localhost\n%s.0.1 head\n' "$subnet" >"$dir/hosts"
   : >"$dir/hostfile"
-  local ns ip4 burst
+  local ns rank_ns ip4
   for ((i = 0; i < nodes; i++)); do
-    ns=$name-node$i ip4=$subnet.$((10 + i))
+    ns=$name-node$i
     ip netns add "$ns"
     ip -n "$ns" link set lo up
     # The node's link: eth0 inside the node, n$i on the bridge (both ends are created inside the namespaces).
     ip link add "n$i" netns "$head" type veth peer name eth0 netns "$ns"
-    ip -n "$ns" addr add "$ip4/24" dev eth0
-    ip -n "$ns" link set eth0 up
     ip -n "$head" link set "n$i" master br0 up
-    # Both directions: tbf on the egress of each end. The bucket holds 4 ms of traffic, at least 64 KiB: smaller
-    # buckets cannot keep a 1gbit link busy on a 2-core machine (it delivered ~750 Mbit/s with 256 KiB).
-    burst=$(awk -v b="$(bits_per_s "${rates[i]}")" 'BEGIN { x = b / 8 * 0.004; printf "%.0f", (x > 65536 ? x : 65536) }')
-    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${rates[i]}" burst "$burst" latency 500ms
-    ip netns exec "$head" tc qdisc add dev "n$i" root tbf rate "${rates[i]}" burst "$burst" latency 500ms
-    echo "$ip4 node$i" >>"$dir/hosts"
-    echo "node$i slots=$ranks" >>"$dir/hostfile"
+    limit "$ns" eth0 "${rates[i]}"
+    limit "$head" "n$i" "${rates[i]}"
+    if [[ -z $intra_bw ]]; then
+      ip4=$subnet.0.$((10 + i))
+      ip -n "$ns" addr add "$ip4/16" dev eth0
+      ip -n "$ns" link set eth0 up
+      echo "$ip4 node$i" >>"$dir/hosts"
+      echo "node$i slots=$ranks" >>"$dir/hostfile"
+      continue
+    fi
+    # Two levels: the node's own bridge joins its link (the inter-node rate) and one link per rank (the intra-node
+    # rate), each rank in a namespace of its own.
+    ip -n "$ns" link add br0 type bridge
+    ip -n "$ns" link set br0 up
+    ip -n "$ns" link set eth0 master br0 up
+    for ((k = 0; k < ranks; k++)); do
+      rank_ns=$ns-r$k ip4=$subnet.$((1 + i)).$((10 + k))
+      ip netns add "$rank_ns"
+      ip -n "$rank_ns" link set lo up
+      ip link add "r$k" netns "$ns" type veth peer name eth0 netns "$rank_ns"
+      ip -n "$ns" link set "r$k" master br0 up
+      ip -n "$rank_ns" addr add "$ip4/16" dev eth0
+      ip -n "$rank_ns" link set eth0 up
+      limit "$rank_ns" eth0 "$intra_bw"
+      limit "$ns" "r$k" "$intra_bw"
+      echo "$ip4 node$i-r$k" >>"$dir/hosts"
+      echo "node$i-r$k slots=1" >>"$dir/hostfile"
+    done
   done
+  if [[ -n $intra_bw ]]; then
+    # The hosts dealt across nodes (node0-r0, node1-r0, ..., node0-r1, ...): what --map-by node fills in order.
+    : >"$dir/hostfile.by-node"
+    for ((k = 0; k < ranks; k++)); do
+      for ((i = 0; i < nodes; i++)); do echo "node$i-r$k slots=1" >>"$dir/hostfile.by-node"; done
+    done
+    # A rank's wrapper: the rank sees its node's hostname (nodeI-rK -> nodeI), as the ranks of one machine do.
+    cat >"$dir/rank" <<'EOF'
+#!/bin/sh
+# Rank wrapper of a two-level emulated cluster (written by scripts/cluster/emucluster.sh up).
+host=$(hostname)
+exec unshare --uts sh -c 'hostname "$0" && exec "$@"' "${host%-r*}" "$@"
+EOF
+    chmod 755 "$dir/rank"
+  fi
 
   # mpirun's "ssh": AGENT [ssh options] HOST COMMAND... runs the joined COMMAND (as ssh would) in HOST's
   # namespace, with the hostname HOST (a private UTS namespace: MPI_Get_processor_name and the logs say nodeI) and
@@ -203,8 +303,24 @@ EOF
   chmod 755 "$dir/agent"
   sed -i 's/^state=starting$/state=up/' "$config"
   trap - ERR
-  echo "$prog: $name is up: $nodes nodes x $ranks ranks, links ${rates[*]} (state in $dir)"
+  [[ -z $like ]] || cat "$dir/like.md"
+  if [[ -n $intra_bw ]]; then
+    echo "$prog: $name is up: $nodes nodes x $ranks ranks, rank links $intra_bw, node links ${rates[*]} (state in $dir)"
+  else
+    echo "$prog: $name is up: $nodes nodes x $ranks ranks, links ${rates[*]} (state in $dir)"
+  fi
 }
+
+# limit NS DEV RATE: DEV's egress in NS at RATE. The bucket holds 4 ms of traffic, at least 64 KiB: smaller buckets
+# cannot keep a 1gbit link busy on a 2-core machine (it delivered ~750 Mbit/s with 256 KiB).
+limit() {
+  local burst
+  burst=$(awk -v b="$(bits_per_s "$3")" 'BEGIN { x = b / 8 * 0.004; printf "%.0f", (x > 65536 ? x : 65536) }')
+  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst "$burst" latency 500ms
+}
+
+# rate_of NS DEV: the rate tc reports for DEV's limit in NS, or "no limit".
+rate_of() { ip netns exec "$1" tc qdisc show dev "$2" 2>/dev/null | grep -oE 'rate [^ ]+' || echo "no limit"; }
 
 status() {
   local state=
@@ -214,16 +330,29 @@ status() {
     exit 1
   fi
   read_config
-  echo "$prog: $name ($state) in $dir: $nodes nodes x $ranks ranks"
-  local i ns rate procs
+  echo "$prog: $name ($state) in $dir: $nodes nodes x $ranks ranks${intra_bw:+, rank links $intra_bw}"
+  [[ -z $like ]] || echo "  scaled to $like: $dir/like.md"
+  local i k ns procs expected=$((nodes + 1))
   for ((i = 0; i < nodes; i++)); do
     ns=$name-node$i
     if ! ip netns list | awk '{print $1}' | grep -qFx "$ns"; then echo "  node$i: namespace $ns missing"; continue; fi
-    rate=$(ip netns exec "$ns" tc qdisc show dev eth0 2>/dev/null | grep -oE 'rate [^ ]+' || echo "no limit")
-    procs=$(pids_in "$ns" | wc -l)
-    echo "  node$i: $subnet.$((10 + i)) $rate (configured ${rates[i]}), $procs processes"
+    if [[ -z $intra_bw ]]; then
+      procs=$(pids_in "$ns" | wc -l)
+      echo "  node$i: $subnet.0.$((10 + i)) $(rate_of "$ns" eth0) (configured ${rates[i]}), $procs processes"
+      continue
+    fi
+    echo "  node$i: link $(rate_of "$ns" eth0) (configured ${rates[i]})"
+    for ((k = 0; k < ranks; k++)); do
+      expected=$((expected + 1))
+      if ! ip netns list | awk '{print $1}' | grep -qFx "$ns-r$k"; then
+        echo "    r$k: namespace $ns-r$k missing"
+        continue
+      fi
+      procs=$(pids_in "$ns-r$k" | wc -l)
+      echo "    r$k: $subnet.$((1 + i)).$((10 + k)) $(rate_of "$ns-r$k" eth0) (configured $intra_bw), $procs processes"
+    done
   done
-  [[ $state == up && $(namespaces | wc -l) == $((nodes + 1)) ]] || exit 1
+  [[ $state == up && $(namespaces | wc -l) == "$expected" ]] || exit 1
 }
 
 run() {
@@ -241,15 +370,25 @@ run() {
   # Every node is this one machine: binding each node's ranks to "its" first cores would pin the first rank of
   # every node to the same core (2 nodes x 1 rank ran at half speed), so ranks are not bound.
   export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
+  local hostfile=$dir/hostfile placement=(--map-by "$map_by" --oversubscribe)
+  if [[ -n $intra_bw ]]; then
+    # One host a rank, each in its own namespace: TCP only, which crosses the rank's link even inside a node.
+    ((np <= nodes * ranks)) || bad "--np: $np ranks, but the two-level cluster has $((nodes * ranks)) rank namespaces"
+    export OMPI_MCA_btl=self,tcp
+    [[ $map_by == node ]] && hostfile=$dir/hostfile.by-node
+    placement=(--map-by slot)
+    program=("$dir/rank" "${program[@]}")
+  fi
   # mpirun runs in the head namespace (only it reaches the nodes); exec keeps this PID mpirun's, so a signal to
-  # this script stops the job. More ranks than slots are allowed.
+  # this script stops the job. More ranks than slots are allowed in a one-level cluster.
   exec ip netns exec "$name-head" unshare --uts --mount sh -c \
     'hostname head && mount --bind "$0/hosts" /etc/hosts && exec "$@"' "$dir" \
-    mpirun -np "$np" --hostfile "$dir/hostfile" --map-by "$map_by" --oversubscribe \
+    mpirun -np "$np" --hostfile "$hostfile" "${placement[@]}" \
     --mca plm_rsh_agent "$dir/agent" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
+    --mca oob_tcp_if_include "$subnet.0.0/16" --mca btl_tcp_if_include "$subnet.0.0/16" \
     "${program[@]}"
 }
+
 
 case $action in
   up) up ;;

@@ -80,4 +80,26 @@ stdout_has "sequence-parallel attention" "| kernel " "linear" "softmax"
 run 2 bench sp --lengths 256,abc
 stderr_line "trident: usage error:" "--lengths"
 
+# like: the rates printed match the table's ratios (the arithmetic is tests/parallel/cost/test_testbed_scale.cpp);
+# a profile without a model section, or a missing file, is a config error naming the file
+clusters=$(dirname "$0")/../../configs/clusters
+run 0 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-80g-16x8-tnl1b.yaml" --slowdown 2 --ranks-per-node 4
+stdout_has "| testbed | GPT-7B" "| here    | TNL-1B" "emucluster: --intra-bw " "(a node's link: 4 ranks x "
+run 0 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-80g-16x8-tnl1b.yaml" --json
+"$python" - "$tmp/out" <<'PY' ||
+import json, sys
+o = json.load(open(sys.argv[1]))
+for link in ("intra_ratio", "inter_ratio"):
+    assert abs(o["here"][link] / o["testbed"][link] - 1) < 1e-9, o
+assert o["intra_bw"].endswith("kbit") and o["inter_bw"].endswith("kbit"), o
+PY
+  fail "like --json: the ratios differ or a rate is not in tc notation"
+printf 'compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}\n' >"$tmp/no_model.yaml"
+run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$tmp/no_model.yaml"
+stderr_line "trident: config error:" "no_model.yaml" "'model'"
+run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$tmp/missing.yaml"
+stderr_line "trident: config error:" "missing.yaml"
+run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-80g-16x8-tnl1b.yaml" --slowdown 0.5
+stderr_line "trident: usage error:" "--slowdown"
+
 echo "all $checks checks passed"

@@ -8,6 +8,8 @@
 #  - a 2-node x 2-rank cluster trains the quickstart model with the losses of 4 local ranks, and with ranks placed
 #    round robin, sequence-parallel groups still stay on one node (and the losses still match);
 #  - trident bench comm measures the configured rate of a 100mbit link within 15%;
+#  - a two-level cluster (a namespace a rank): ranks see their node's hostname, Trident groups them by it, the
+#    measured rates are within 20% of those set, and traffic inside a node crosses the rank links (tc's counters);
 #  - ATOM's averaging parts follow the peers' measured bandwidth (3 nodes, one behind a 100mbit link);
 #  - --profile writes a network section that parses as YAML, into a new file or merged into an existing one.
 # Each cluster gets a name of its own, so a cluster a user has up is never touched. Every command has a deadline
@@ -162,6 +164,42 @@ done
 nothing_left
 emu 0 down
 grep -q "was not up" "$tmp/out" || fail "a second down does not say there was nothing to do"
+
+check "two levels: a namespace a rank, each rank sees its node's hostname"
+emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit --intra-bw slow; grep -q -- "--intra-bw: 'slow'" "$tmp/err" ||
+  fail "no --intra-bw error"
+emu 0 up --nodes 2 --ranks-per-node 2 --inter-bw 100mbit --intra-bw 400mbit
+[[ $(ip netns list | grep -c "^$name-") == 7 ]] || fail "expected head, 2 node and 4 rank namespaces"
+emu 0 status
+grep -q "r1: 10.99.2.11 rate 400Mbit" "$tmp/out" || fail "status does not show node1's second rank link"
+emu 0 run --map-by node -- sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"'
+[[ $(sort "$tmp/out" | tr '\n' ' ') == "0 node0 1 node1 2 node0 3 node1 " ]] || fail "ranks on the wrong nodes"
+emu 2 run --np 5 -- true; grep -q "4 rank namespaces" "$tmp/err" || fail "no error for more ranks than namespaces"
+
+check "two levels: rates measured within 20% of those set; traffic inside a node crosses the rank links, not memory"
+sent() { ip netns exec "$name-node0" tc -s qdisc show dev r1 | awk '/Sent/ {print $2; exit}'; }
+before=$(sent)
+emu 0 run --np 2 -- "$trident" bench comm --max-bytes 1048576 --repeat 0.05 --json  # ranks 0 and 1: node0
+(($(sent) - before > 1000000)) || fail "rank 1's link carried $(($(sent) - before)) bytes of node0's traffic"
+emu 0 run -- "$trident" bench comm --max-bytes 1048576 --repeat 0.05 --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "measured bandwidth is not within 20% of the configured rates"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+# A pair inside a node crosses two 400mbit rank links; both pairs across nodes share each node's 100mbit link.
+for nodes, expected in (("1", 400e6), ("2", 100e6 / 2)):
+    row = next(r for r in rows if r["bench"].startswith("sendrecv") and r["nodes"] == nodes and r["bytes"] == "1048576")
+    measured = row["busbw GB/s"] * 8e9
+    print(f"sendrecv 1 MiB on {nodes} node(s): {measured / 1e6:.1f} Mbit/s a rank, expected {expected / 1e6:.0f}")
+    assert abs(measured / expected - 1) <= 0.2, (nodes, measured)
+PY
+
+check "two levels: ranks placed round robin still group by node (host name), with the losses of local ranks"
+emu 0 run --map-by node -- "$trident" train "${lasp[@]}" --set run.dir="$tmp/two_level_lasp"
+grep -q "\[rank 0\].*this rank's group: ranks \[0, 2\]" "$tmp/two_level_lasp/trident.log" ||
+  fail "rank 0 (node0 with rank 2) is not grouped with rank 2: $(grep "group:" "$tmp/two_level_lasp/trident.log")"
+close "$tmp/two_level_lasp" "$tmp/local_lasp" 1e-5
+emu 0 down
+nothing_left
 
 check "bench comm measures a 100mbit link within 15% (node0 1gbit, node1 100mbit: the slower link counts)"
 emu 0 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --node-bw node1=100mbit

@@ -1,0 +1,81 @@
+// trident like TESTBED PROFILE: the emulated cluster's link rates that give this machine the testbed's ratio of
+// communication to compute (parallel/cost/testbed_scale.h), with both sides' figures side by side.
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "core/metrics/bench_report.h"
+#include "kernels/common/error.h"
+#include "parallel/cost/testbed_scale.h"
+
+namespace trident::app {
+
+namespace {
+
+struct LikeArgs {
+  std::string testbed, here;
+  double slowdown = 1;
+  int64_t ranks_per_node = 1;
+  bool json = false;
+};
+
+bench::Row side_row(const char* name, const cost::ScaledSide& side) {
+  return {{{"side", name}, {"model", side.model}},
+          {{"s/token", side.seconds_per_token}, {"bytes/token", side.bytes_per_token},
+           {"intra MB/s", side.intra_bytes_per_s / 1e6}, {"inter MB/s", side.inter_bytes_per_s / 1e6},
+           {"intra ratio", side.intra_ratio}, {"inter ratio", side.inter_ratio}}};
+}
+
+void print_like(const LikeArgs& args) {
+  const cost::ScaledLinks links = cost::scale_links_to_testbed(cost::read_profile(args.testbed),
+                                                               cost::read_profile(args.here), args.slowdown);
+  const double node_link = links.here.inter_bytes_per_s * static_cast<double>(args.ranks_per_node);
+  if (args.json) {
+    auto side = [](const cost::ScaledSide& s) {
+      return nlohmann::ordered_json{{"profile", s.source}, {"model", s.model},
+                                    {"seconds_per_token", s.seconds_per_token},
+                                    {"bytes_per_token", s.bytes_per_token},
+                                    {"intra_bytes_per_s", s.intra_bytes_per_s},
+                                    {"inter_bytes_per_s", s.inter_bytes_per_s}, {"intra_ratio", s.intra_ratio},
+                                    {"inter_ratio", s.inter_ratio}};
+    };
+    const nlohmann::ordered_json out{{"testbed", side(links.testbed)}, {"here", side(links.here)},
+                                     {"slowdown", args.slowdown}, {"ranks_per_node", args.ranks_per_node},
+                                     {"intra_bw", cost::tc_rate(links.here.intra_bytes_per_s)},
+                                     {"inter_bw", cost::tc_rate(node_link)}};
+    fmt::print("{}\n", out.dump());
+    return;
+  }
+  bench::Report report(fmt::format("Scaled to {} ({}): seconds moving a token's activations per second computing it "
+                                   "(ratio), per device; here: s/token measured in {}, times {:.3g} for the ranks "
+                                   "sharing its cores",
+                                   links.testbed.model, links.testbed.source, args.here, args.slowdown),
+                       false);
+  report.add(side_row("testbed", links.testbed));
+  report.add(side_row("here", links.here));
+  report.print();
+  fmt::print("\nemucluster: --intra-bw {} --inter-bw {} (a node's link: {} ranks x {})\n",
+             cost::tc_rate(links.here.intra_bytes_per_s), cost::tc_rate(node_link), args.ranks_per_node,
+             cost::tc_rate(links.here.inter_bytes_per_s));
+}
+
+}  // namespace
+
+void add_like_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "like", "The emulated cluster's link rates that give this machine a testbed's ratio of communication to compute");
+  auto args = std::make_shared<LikeArgs>();
+  cmd->add_option("TESTBED", args->testbed, "The testbed's cluster file (configs/clusters/)")->required();
+  cmd->add_option("PROFILE", args->here, "This machine's profile of the benchmark's model (trident bench profile)")
+      ->required();
+  cmd->add_option("--slowdown", args->slowdown,
+                  "How much slower each rank computes than the profile measured, when ranks share cores (>= 1)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--ranks-per-node", args->ranks_per_node,
+                  "Ranks behind one node link: --inter-bw is that many ranks' share (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", args->json, "One JSON object instead of the table");
+  cmd->callback([args] { print_like(*args); });
+}
+
+}  // namespace trident::app
