@@ -20,7 +20,8 @@ struct LikeArgs {
 };
 
 bench::Row side_row(const char* name, const cost::ScaledSide& side) {
-  return {{{"side", name}, {"model", side.model}},
+  return {{{"side", name}, {"model", side.model},
+           {"longest", side.max_seq_len > 0 ? fmt::format("{}", side.max_seq_len) : "not stated"}},
           {{"s/token", side.seconds_per_token}, {"bytes/token", side.bytes_per_token},
            {"intra MB/s", side.intra_bytes_per_s / 1e6}, {"inter MB/s", side.inter_bytes_per_s / 1e6},
            {"intra ratio", side.intra_ratio}, {"inter ratio", side.inter_ratio}}};
@@ -32,7 +33,7 @@ void print_like(const LikeArgs& args) {
   const double node_link = links.here.inter_bytes_per_s * static_cast<double>(args.ranks_per_node);
   if (args.json) {
     auto side = [](const cost::ScaledSide& s) {
-      return nlohmann::ordered_json{{"profile", s.source}, {"model", s.model},
+      return nlohmann::ordered_json{{"profile", s.source}, {"model", s.model}, {"max_seq_len", s.max_seq_len},
                                     {"seconds_per_token", s.seconds_per_token},
                                     {"bytes_per_token", s.bytes_per_token},
                                     {"intra_bytes_per_s", s.intra_bytes_per_s},
@@ -46,11 +47,12 @@ void print_like(const LikeArgs& args) {
     fmt::print("{}\n", out.dump());
     return;
   }
-  bench::Report report(fmt::format("Scaled to {} ({}): seconds moving a token's activations per second computing it "
-                                   "(ratio), per device; here: s/token measured in {}, times {:.3g} for the ranks "
-                                   "sharing its cores",
-                                   links.testbed.model, links.testbed.source, args.here, args.slowdown),
-                       false);
+  bench::Report report(
+      fmt::format("Scaled to {} ({}): seconds moving a token's activations per second computing it (ratio), per "
+                  "device, at each side's longest sequence; here: s/token measured in {}, times {:.3g} for the ranks "
+                  "sharing its cores",
+                  links.testbed.model, links.testbed.source, args.here, args.slowdown),
+      false);
   report.add(side_row("testbed", links.testbed));
   report.add(side_row("here", links.here));
   report.print();

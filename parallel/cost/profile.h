@@ -66,6 +66,8 @@ struct ModelSection {
   int64_t n_layer = 0;
   int64_t n_embd = 0;
   int64_t bytes_per_value = 2;  // activation element size (bf16 = 2, fp32 = 4)
+  int64_t max_seq_len = 0;      // the longest sequence the workload trains (0: not stated); `trident like` compares
+                                // compute per token there
 };
 
 struct Profile {

@@ -15,14 +15,19 @@ ScaledSide side_of(const Profile& p, double slowdown) {
   if (!p.compute) throw_config_error("{}: the profile has no 'compute' section (alpha2_s_per_token)", p.source);
   if (!p.model)
     throw_config_error("{}: the profile has no 'model' section (n_layer, n_embd, bytes_per_value)", p.source);
-  if (p.compute->alpha2_s_per_token <= 0)
-    throw_config_error("{}: compute.alpha2_s_per_token: {} (must be > 0 to scale links to it)", p.source,
-                       p.compute->alpha2_s_per_token);
   const ModelSection& m = *p.model;
+  // beta1 is paid once a step, not a token.
+  const double per_token =
+      p.compute->alpha2_s_per_token + p.compute->alpha1_s_per_token2 * static_cast<double>(m.max_seq_len);
+  if (per_token <= 0)
+    throw_config_error("{}: compute.alpha2_s_per_token {} + alpha1_s_per_token2 {} x model.max_seq_len {}: no time a "
+                       "token to scale links to", p.source, p.compute->alpha2_s_per_token,
+                       p.compute->alpha1_s_per_token2, m.max_seq_len);
   ScaledSide side;
   side.source = p.source;
   side.model = m.name;
-  side.seconds_per_token = p.compute->alpha2_s_per_token * slowdown;
+  side.max_seq_len = m.max_seq_len;
+  side.seconds_per_token = per_token * slowdown;
   side.bytes_per_token = 8.0 * static_cast<double>(m.n_layer * m.n_embd * m.bytes_per_value);
   return side;
 }

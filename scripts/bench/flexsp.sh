@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # FlexSP training against its baselines on the emulated cluster (2 nodes x 4 ranks, 1 Gbit between the nodes, shared
 # memory inside them), for each synthetic long-tail length preset (configs/experiments/flexsp/flexsp_longtail.yaml):
-# in one run of this script, per preset,
+# in one run of this script, per preset and round,
 #   flexsp    groups of several sizes per micro-batch (parallel.strategy: flexsp; its profile is measured at start-up
 #             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
 #   batchada  the best single group size per batch (parallel.flexsp.degrees: single)
@@ -9,24 +9,33 @@
 # With --attention linear the model is linear attention: FlexSP and BatchAda run LASP inside their groups
 # (heterogeneous LASP), static is LASP over all 8 ranks, and a fourth run, flexsp_ulysses, is FlexSP with Ulysses
 # inside.
-# Prints a markdown table: measured tokens/s (steps after the first), FlexSP's speedup over each baseline, the share of
-# the step rank 0 spent inside all-to-alls (metrics alltoall_ms), planning (median plan_ms, plans ready in time), and
-# the cost model's error on FlexSP's groups (median |estimated - measured| / measured, per group size, from
-# group_times); then the paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s,
-# configs/experiments/flexsp/flexsp_plan_gpt7b.yaml) beside them. Writes runs/bench_flexsp/{flexsp.md,
-# PRESET_RUN/...}. About 10 minutes on 2 cores; needs root.
-# Usage: bash scripts/bench/flexsp.sh [--steps 12] [--inter-bw 1gbit] [--presets wikipedia,commoncrawl,github]
-#                                     [--attention softmax|linear] [--max-len 4096] [--memory-gb 0.02]
+# With --rounds N the runs are repeated in N interleaved rounds (each round's FlexSP measures its own profile), so the
+# machine's drift falls on all of them alike.
+# Prints a markdown table: measured tokens/s (steps after the first; the median over the rounds and the range),
+# FlexSP's speedup over each baseline (the ratio of the medians; "within the spread" where the ranges overlap), the
+# share of the step rank 0 spent inside all-to-alls (metrics alltoall_ms), planning (median plan_ms, plans ready in
+# time), and the cost model's error on FlexSP's groups (median |estimated - measured| / measured, per group size, from
+# group_times: every step after the first, and steps after the eighth, once corrections have settled); then the
+# paper-scale figures of `trident plan` (GPT-7B on 8 x 8 A100s, configs/experiments/flexsp/flexsp_plan_gpt7b.yaml)
+# beside them. Writes runs/bench_flexsp/{flexsp.md, PRESET_RUN.ROUND/...}. About 10 minutes a round on 2 cores;
+# needs root.
+# Usage: bash scripts/bench/flexsp.sh [--steps 12] [--rounds 1] [--inter-bw 1gbit | --like TESTBED]
+#                                     [--presets wikipedia,commoncrawl,github] [--attention softmax|linear]
+#                                     [--max-len 4096] [--memory-gb 0.02]
+# --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
+# testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
+# both sides' figures.
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
-steps=12 inter_bw=1gbit presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
+steps=12 rounds=1 inter_bw=1gbit like=
+presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
 source scripts/bench/lib.sh
-bench_options steps:count inter-bw:rate presets:words attention:one-of-softmax,linear max-len:count memory-gb:number \
-  -- "$@"
+bench_options steps:count rounds:count inter-bw:rate like:words presets:words attention:one-of-softmax,linear \
+  max-len:count memory-gb:number -- "$@"
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
@@ -38,10 +47,9 @@ trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 
-emu=(bash scripts/cluster/emucluster.sh)
-cl=(--name "bench-flexsp-$$")
-trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
-"${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 4 --inter-bw "$inter_bw" >/dev/null
+# The profile for --like: this model at one sequence up to max-len (memory-gb only squeezes training's groups).
+bench_cluster 2 4 "$config" --set model.attention="$attention" --set model.max_seq_len="$max_len" \
+  --set device.memory_gb=4
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
   local name=$1
@@ -52,26 +60,29 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
     --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 ||
     echo "bench/flexsp.sh: $name stopped (see $out/$name.log)" >&2
 }
-for preset in "${preset_list[@]}"; do
-  train "${preset}_flexsp" --set data.preset="$preset"
-  profile=(--set data.preset="$preset" --set parallel.select.profile="$out/${preset}_flexsp/profile.yaml")
-  train "${preset}_batchada" --set parallel.flexsp.degrees=single "${profile[@]}"
-  train "${preset}_static" --set parallel.strategy=sp --set parallel.sp.method=$static_method \
-    --set parallel.sp.size=8 --set train.micro_batches=2 "${profile[@]}"
-  if [[ $attention == linear ]]; then
-    train "${preset}_flexsp_ulysses" --set parallel.flexsp.inner=ulysses "${profile[@]}"
-  fi
+for round in $(seq "$rounds"); do
+  for preset in "${preset_list[@]}"; do
+    train "${preset}_flexsp.$round" --set data.preset="$preset"
+    profile=(--set data.preset="$preset" --set parallel.select.profile="$out/${preset}_flexsp.$round/profile.yaml")
+    train "${preset}_batchada.$round" --set parallel.flexsp.degrees=single "${profile[@]}"
+    train "${preset}_static.$round" --set parallel.strategy=sp --set parallel.sp.method=$static_method \
+      --set parallel.sp.size=8 --set train.micro_batches=2 "${profile[@]}"
+    if [[ $attention == linear ]]; then
+      train "${preset}_flexsp_ulysses.$round" --set parallel.flexsp.inner=ulysses "${profile[@]}"
+    fi
+  done
 done
 "$trident" plan configs/experiments/flexsp/flexsp_plan_gpt7b.yaml --batch-sequences 512 --batches 2 --json \
   >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench/flexsp.sh: trident plan failed (see $out/paper_plan.log)" >&2
 
-/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$presets" "$attention" "$max_len" <<'PY' | tee "$out/flexsp.md"
+report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds")
+/usr/bin/python3 - "${report_args[@]}" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-out, steps, inter_bw, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
-attention, max_len = sys.argv[5], sys.argv[6]
+out, steps, links, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+attention, max_len, rounds = sys.argv[5], sys.argv[6], int(sys.argv[7])
 method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
@@ -87,40 +98,63 @@ def alltoall_share(r):
 def reason(name):
     lines = [l for l in open(out / f"{name}.log") if l.startswith("trident:") and "error" in l]
     return lines[0].split("error:", 1)[-1].strip()[:140] if lines else "stopped"
+def runs(name):  # every round's rows
+    return [rows(f"{name}.{k}") for k in range(1, rounds + 1)]
+def spread(name):  # (median, low, high) tokens/s over the rounds that finished
+    t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
+    return (statistics.median(t), min(t), max(t)) if t else None
 print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), 2 nodes x 4 ranks "
-      f"({inter_bw} between nodes), documents up to {max_len} tokens, {steps} steps\n")
-print("| preset | run | tokens/s | FlexSP's speedup | all-to-all share | layouts (steps) | plan ms (median), ready |")
+      f"({links}), documents up to {max_len} tokens, {steps} steps, {rounds} interleaved round(s)\n")
+print("| preset | run | tokens/s, median (range) | FlexSP's speedup | all-to-all share | layouts (steps, every round) "
+      "| plan ms (median), ready |")
 print("|---|---|---|---|---|---|---|")
 errors = {}
 for preset in presets:
-    flex_tps = tokens_per_s(rows(f"{preset}_flexsp"))
+    flex = spread(f"{preset}_flexsp")
     for run in ("flexsp", "batchada", "static") + (("flexsp_ulysses",) if attention == "linear" else ()):
         name = f"{preset}_{run}"
-        r = rows(name)
-        if len(r) < steps:
-            print(f"| {preset} | {run} | stopped after {len(r)} steps: {reason(name)} | | | | |")
+        done = runs(name)
+        if any(len(r) < steps for r in done):
+            k, r = next((k, r) for k, r in enumerate(done, 1) if len(r) < steps)
+            print(f"| {preset} | {run} | stopped after {len(r)} steps: {reason(f'{name}.{k}')} | | | | |")
             continue
-        tps = tokens_per_s(r)
-        speedup = f"{flex_tps / tps:.2f}x" if flex_tps and run != "flexsp" else ""
+        tps, low, high = spread(name)
+        speedup = ""
+        if flex and run != "flexsp":
+            overlap = flex[1] <= high and low <= flex[2]
+            speedup = f"{flex[0] / tps:.2f}x" + (" (within the spread)" if overlap and rounds > 1 else "")
         layouts = defaultdict(int)
-        for x in r:
-            layouts[x.get("groups") or f'{x["strategy"]} sp={x["degree"]}'] += 1
+        for r in done:
+            for x in r:
+                layouts[x.get("groups") or f'{x["strategy"]} sp={x["degree"]}'] += 1
         common = sorted(layouts.items(), key=lambda kv: -kv[1])[:3]
         layout_text = ", ".join(f"{k} ({v})" for k, v in common) + (", ..." if len(layouts) > 3 else "")
-        plans = [x["plan_ms"] for x in r if x.get("plan_ms") is not None]
-        ready = sum(1 for x in r[1:] if x.get("plan_ready"))
-        plan_text = f"{statistics.median(plans):.2f}, {ready}/{len(r) - 1}" if plans else ""
-        print(f"| {preset} | {run} | {tps:.0f} | {speedup} | {alltoall_share(r):.0%} | {layout_text} | {plan_text} |")
+        plans = [x["plan_ms"] for r in done for x in r if x.get("plan_ms") is not None]
+        ready = sum(1 for r in done for x in r[1:] if x.get("plan_ready"))
+        plan_text = f"{statistics.median(plans):.2f}, {ready}/{sum(len(r) - 1 for r in done)}" if plans else ""
+        share = statistics.median(alltoall_share(r) for r in done)
+        print(f"| {preset} | {run} | {tps:.0f} ({low:.0f}-{high:.0f}) | {speedup} | {share:.0%} | {layout_text} | "
+              f"{plan_text} |")
         if run == "flexsp":
-            by_degree = defaultdict(list)
-            for x in after_first(r):
-                for mb in x.get("group_times", []):
-                    for degree, est, meas in mb:
-                        by_degree[degree].append(abs(est - meas) / meas)
-            errors[preset] = {d: (len(e), statistics.median(e)) for d, e in sorted(by_degree.items())}
-print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured; groups counted):\n")
+            by_degree, settled = defaultdict(list), defaultdict(list)
+            for r in done:
+                for step, x in enumerate(r):
+                    if step == 0:
+                        continue
+                    for mb in x.get("group_times", []):
+                        for degree, est, meas in mb:
+                            by_degree[degree].append(abs(est - meas) / meas)
+                            if step >= 8:
+                                settled[degree].append(abs(est - meas) / meas)
+            errors[preset] = {d: (len(e), statistics.median(e),
+                                  statistics.median(settled[d]) if settled[d] else None)
+                              for d, e in sorted(by_degree.items())}
+print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured over every step after the first; "
+      "after the eighth step; groups counted):\n")
 for preset, by in errors.items():
-    print(f"- {preset}: " + ", ".join(f"degree {d}: {e:.0%} ({n})" for d, (n, e) in by.items()))
+    print(f"- {preset}: " + ", ".join(
+        f"degree {d}: {e:.0%}" + (f", {s:.0%} after 8 steps" if s is not None else "") + f" ({n})"
+        for d, (n, e, s) in by.items()))
 plans = [json.loads(l) for l in open(out / "paper_plan.jsonl")] if (out / "paper_plan.jsonl").exists() else []
 if plans:
     print("\nPaper scale, estimated by `trident plan` (GPT-7B, 8 x 8 A100-40GB, 384K context, 512-sequence batches):\n")
@@ -129,4 +163,5 @@ if plans:
               f'(degree {p["static_sp"]["degree"]}), {p["speedup_vs_batchada"]:.2f}x BatchAda '
               f'(degree {p["batchada"]["degree"]})')
 PY
+bench_like_report "$out/flexsp.md"
 bench_stamp "$out/flexsp.md"

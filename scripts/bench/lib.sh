@@ -5,6 +5,8 @@
 #   out=$(bench_out runs/bench_NAME)  created empty; an earlier report there is moved aside, never deleted
 #   bench_stamp [FILE]                the report's first line: the command, commit, machine and date (read when the
 #                                     script sourced this file) put at the top of FILE, or printed when none
+#   bench_cluster NODES RANKS CONFIG  the emulated cluster: --inter-bw's one level, or --like's two levels
+#   bench_like_report FILE            the --like scaling's table appended to the report
 
 # The script's command line and where and when it runs, read as it starts (scripts/provenance.py).
 bench_script=$0  # as invoked: relative to where it was run from, before the script's cd
@@ -86,4 +88,38 @@ bench_options() {
     fi
     shift 2
   done
+}
+
+# bench_cluster NODES RANKS CONFIG [--set key=value]...: brings up the script's emulated cluster (the EXIT trap takes
+# it down) and sets `emu` and `cl` for `"${emu[@]}" run "${cl[@]}" -- PROGRAM`, and `bench_links` to its conditions
+# in words. With `like` set (the script's --like TESTBED): two levels at the testbed's ratios for CONFIG's model (the
+# sets override CONFIG's keys for its profile), both sides' table in $out/like.md. Otherwise one level, `inter_bw`
+# between nodes and shared memory inside them.
+bench_cluster() {
+  local nodes=$1 ranks=$2 config=$3 script
+  shift 3
+  script=$(basename "$0" .sh)
+  emu=(bash scripts/cluster/emucluster.sh)
+  cl=(--name "bench-${script//_/-}-$$")
+  trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
+  if [[ -z ${like:-} ]]; then
+    "${emu[@]}" up "${cl[@]}" --nodes "$nodes" --ranks-per-node "$ranks" --inter-bw "$inter_bw" >/dev/null
+    bench_links="$inter_bw between nodes, shared memory inside them"
+    return
+  fi
+  local dir=/tmp/${cl[1]} rates
+  TRIDENT=$trident "${emu[@]}" up "${cl[@]}" --dir "$dir" --nodes "$nodes" --ranks-per-node "$ranks" \
+    --like "$like" --config "$config" "$@" >/dev/null || die "the emulated cluster at $like's ratios did not come up"
+  cp "$dir/profile.yaml" "$out/like_profile.yaml"
+  sed "s|$dir/profile.yaml|$out/like_profile.yaml|" "$dir/like.md" >"$out/like.md"
+  rates=$(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\) .*/rank links \1, node links \2/p' \
+    "$out/like.md")
+  bench_links="two levels at the ratios of $(basename "$like" .yaml): $rates"
+}
+
+# bench_like_report FILE: appends the testbed scaling's table ($out/like.md, `trident like`) to the report, when
+# there is one.
+bench_like_report() {
+  [[ -f $out/like.md ]] || return 0
+  cat "$out/like.md" >>"$1"
 }

@@ -10,13 +10,16 @@
 # steps after the first: the cost model's estimate, and the prediction corrected by the steps measured before it), per
 # run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
 # needs root.
-# Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit] [--rounds 3]
+# Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3]
+# --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
+# testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
+# both sides' figures.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/select.sh: $*" >&2; exit 2; }
-steps=24 inter_bw=1gbit rounds=3
+steps=24 inter_bw=1gbit like= rounds=3
 source scripts/bench/lib.sh
-bench_options steps:count inter-bw:rate rounds:count -- "$@"
+bench_options steps:count inter-bw:rate like:words rounds:count -- "$@"
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
 
@@ -41,10 +44,7 @@ PY
 fi
 data=$(realpath "$data")
 
-emu=(bash scripts/cluster/emucluster.sh)
-cl=(--name "bench-select-$$")
-trap '"${emu[@]}" down "${cl[@]}" >/dev/null 2>&1' EXIT
-"${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 2 --inter-bw "$inter_bw" >/dev/null
+bench_cluster 2 2 "$(realpath configs/select_mixed.yaml)" --set device.memory_gb=4  # the profile: one whole sequence
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 common=(--set train.steps="$steps" --set data.path="$data")
 train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a batch it cannot hold) is reported
@@ -68,11 +68,11 @@ for round in $(seq "$rounds"); do
   done
 done
 
-/usr/bin/python3 - "$out" "$steps" "$inter_bw" "$rounds" <<'PY' | tee "$out/select.md"
+/usr/bin/python3 - "$out" "$steps" "$bench_links" "$rounds" <<'PY' | tee "$out/select.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-out, steps, inter_bw, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+out, steps, links, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 def rows(run):
     p = out / run / "metrics.jsonl"
     return [json.loads(l) for l in open(p)] if p.exists() else []
@@ -93,7 +93,7 @@ def median_tps(name):
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
 auto_tps = median_tps("auto")[0]
-print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({inter_bw} between nodes), {steps} steps, "
+print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({links}), {steps} steps, "
       f"{rounds} interleaved round(s)\n")
 print("| run | tokens/s, median (range) | auto's speedup | strategies run (steps, every round) | estimate error "
       "(median) |")
@@ -124,4 +124,5 @@ for k, xs in by.items():
     p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     print(f"- {k}: {len(xs)} steps, {e:.0%} / {p:.0%}")
 PY
+bench_like_report "$out/select.md"
 bench_stamp "$out/select.md"

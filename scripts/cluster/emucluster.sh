@@ -12,7 +12,7 @@
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
 #                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
-#                                        --config CONFIG    # two levels at a testbed's ratios (docs/emucluster.md)
+#                                        --config CONFIG [--set key=value]...  # two levels at a testbed's ratios
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
 #   scripts/cluster/emucluster.sh down   [--dir DIR] [--name NAME]  # safe to repeat, also after a failed up or a
@@ -42,6 +42,7 @@ usage() {
 usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE [--intra-bw RATE]
                      [--node-bw nodeI=RATE]...
        $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED --config CONFIG
+                     [--set key=value]...
        $0 status [--dir DIR] [--name NAME]
        $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
        $0 down   [--dir DIR] [--name NAME]
@@ -58,6 +59,7 @@ case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unkno
 
 name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= np= map_by=slot
 node_bw=()
+profile_sets=()
 program=()
 need() { [[ $# -ge 2 && -n $2 ]] || bad "$1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -70,6 +72,7 @@ while [[ $# -gt 0 ]]; do
     --intra-bw) [[ $action == up ]] || bad "--intra-bw belongs to 'up'"; need "$@"; intra_bw=$2; shift 2 ;;
     --like) [[ $action == up ]] || bad "--like belongs to 'up'"; need "$@"; like=$2; shift 2 ;;
     --config) [[ $action == up ]] || bad "--config belongs to 'up'"; need "$@"; like_config=$2; shift 2 ;;
+    --set) [[ $action == up ]] || bad "--set belongs to 'up'"; need "$@"; profile_sets+=(--set "$2"); shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
     --map-by) [[ $action == run ]] || bad "--map-by belongs to 'run'"; need "$@"; map_by=$2; shift 2 ;;
@@ -151,7 +154,8 @@ scale_to_testbed() {
   like_profile=$(mktemp --suffix=.yaml) like_report=$(mktemp)
   rm -f "$like_profile"  # bench profile writes a new file
   echo "$prog: profiling $like_config's model with one thread (trident bench profile)" >&2
-  OMP_NUM_THREADS=1 "$trident" bench profile "$like_config" --out "$like_profile" >/dev/null ||
+  OMP_NUM_THREADS=1 "$trident" bench profile "$like_config" ${profile_sets[@]+"${profile_sets[@]}"} \
+    --out "$like_profile" >/dev/null ||
     die "trident bench profile $like_config failed"
   # Ranks beyond the cores share them: each computes that much slower than the one-thread profile.
   local slowdown
@@ -168,6 +172,7 @@ up() {
   [[ $nodes =~ ^[1-9][0-9]*$ && $nodes -le 200 ]] || bad "--nodes: '$nodes' is not a whole number from 1 to 200"
   [[ $ranks =~ ^[1-9][0-9]*$ ]] || bad "--ranks-per-node: '$ranks' is not a positive whole number"
   [[ -z $like_config || -n $like ]] || bad "--config belongs with --like TESTBED"
+  [[ ${#profile_sets[@]} == 0 || -n $like ]] || bad "--set belongs with --like TESTBED (it overrides CONFIG's keys)"
   [[ -n $inter_bw || -n $like ]] || bad "up needs --inter-bw RATE (e.g. 1gbit) or --like TESTBED"
   [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
   local like_profile= like_report=

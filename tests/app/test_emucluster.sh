@@ -10,6 +10,7 @@
 #  - trident bench comm measures the configured rate of a 100mbit link within 15%;
 #  - a two-level cluster (a namespace a rank): ranks see their node's hostname, Trident groups them by it, the
 #    measured rates are within 20% of those set, and traffic inside a node crosses the rank links (tc's counters);
+#  - up --like builds two levels at the rates `trident like` computes for a config's model;
 #  - ATOM's averaging parts follow the peers' measured bandwidth (3 nodes, one behind a 100mbit link);
 #  - --profile writes a network section that parses as YAML, into a new file or merged into an existing one.
 # Each cluster gets a name of its own, so a cluster a user has up is never touched. Every command has a deadline
@@ -198,6 +199,26 @@ emu 0 run --map-by node -- "$trident" train "${lasp[@]}" --set run.dir="$tmp/two
 grep -q "\[rank 0\].*this rank's group: ranks \[0, 2\]" "$tmp/two_level_lasp/trident.log" ||
   fail "rank 0 (node0 with rank 2) is not grouped with rank 2: $(grep "group:" "$tmp/two_level_lasp/trident.log")"
 close "$tmp/two_level_lasp" "$tmp/local_lasp" 1e-5
+emu 0 down
+nothing_left
+
+check "--like: two levels whose rates trident like computed for the config's model on this machine"
+emu 2 up --nodes 2 --ranks-per-node 2 --like "$root/configs/clusters/a100-8x8-gpt7b.yaml"
+grep -q -- "--like needs --config" "$tmp/err" || fail "no error for --like without --config"
+testbed=$root/configs/clusters/a100-8x8-gpt7b.yaml
+emu 2 up --nodes 2 --ranks-per-node 2 --like "$testbed" --config "$configs/tiny_train.yaml" --inter-bw 1gbit
+grep -q -- "leave out --inter-bw" "$tmp/err" || fail "no error for --like with --inter-bw"
+emu 2 up --nodes 2 --ranks-per-node 2 --like "$tmp/no_testbed.yaml" --config "$configs/tiny_train.yaml"
+grep -q -- "--like: '$tmp/no_testbed.yaml' is not a file" "$tmp/err" || fail "no error naming the missing testbed"
+TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 2 --like "$root/configs/clusters/a100-8x8-gpt7b.yaml" \
+  --config "$configs/tiny_train.yaml"
+[[ $(ip netns list | grep -c "^$name-") == 7 ]] || fail "--like did not build two levels"
+rates=$(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\) .*/\1 \2/p' "$tmp/cluster/like.md")
+grep -q "| testbed | GPT-7B" "$tmp/cluster/like.md" || fail "like.md lacks the testbed's row"
+emu 0 status
+grep -q "scaled to .*a100-8x8-gpt7b.yaml" "$tmp/out" || fail "status does not name the testbed"
+grep -q "r0: .*(configured ${rates% *})" "$tmp/out" || fail "rank links are not at trident like's rate ${rates% *}"
+grep -q "node1: link .*(configured ${rates#* })" "$tmp/out" || fail "node links are not at trident like's ${rates#* }"
 emu 0 down
 nothing_left
 

@@ -52,6 +52,30 @@ model: {name: small, n_layer: 1, n_embd: 16, bytes_per_value: 4}
         Approx(base / 2));
 }
 
+TEST_CASE("attention's quadratic term counts at each side's longest sequence", "[cost][testbed]") {
+  // The testbed's token of a 10,000-token sequence computes in 1 ms + 1e-7 s x 10,000 = 2 ms: moving it takes half
+  // as long as computing it inside a node, so the link here may be twice as slow as without the quadratic term.
+  const char* long_testbed = R"(network:
+  intra_node: {bandwidth_gb_per_s: 1.28e-4, latency_us: 10}
+  inter_node: {bandwidth_gb_per_s: 3.2e-5, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-7, alpha2_s_per_token: 1.0e-3, beta1_s: 5}
+model: {name: big, n_layer: 2, n_embd: 4, bytes_per_value: 2, max_seq_len: 10000}
+)";
+  const ScaledLinks links =
+      scale_links_to_testbed(parse_profile(long_testbed, "tb.yaml"), parse_profile(kHere, "here.yaml"), 2);
+  CHECK(links.testbed.seconds_per_token == Approx(2e-3));  // beta1 is a step's, not a token's
+  CHECK(links.testbed.intra_ratio == Approx(0.5));
+  CHECK(links.here.intra_bytes_per_s == Approx(128000));
+  // Here's own longest sequence weighs its quadratic term the same way: 2 ms + 1e-6 s x 2,000 = 4 ms at slowdown 1.
+  const char* long_here = R"(compute: {alpha1_s_per_token2: 1.0e-6, alpha2_s_per_token: 2.0e-3, beta1_s: 0}
+model: {name: small, n_layer: 1, n_embd: 8, bytes_per_value: 4, max_seq_len: 2000}
+)";
+  const ScaledLinks both =
+      scale_links_to_testbed(parse_profile(long_testbed, "tb.yaml"), parse_profile(long_here, "h.yaml"));
+  CHECK(both.here.seconds_per_token == Approx(4e-3));
+  CHECK(both.here.intra_bytes_per_s == Approx(128000));
+}
+
 TEST_CASE("a profile without what the scaling needs is an error naming it", "[cost][testbed]") {
   const Profile here = parse_profile(kHere, "here.yaml");
   const Profile no_model = parse_profile("compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}\n",
@@ -64,8 +88,9 @@ TEST_CASE("a profile without what the scaling needs is an error naming it", "[co
       "latency_us: 1}\ncompute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 0, beta1_s: 0}\nmodel: {name: m, "
       "n_layer: 1, n_embd: 8}\n",
       "zero.yaml");
-  CHECK_THROWS_WITH(scale_links_to_testbed(idle, here),
-                    Catch::Contains("zero.yaml") && Catch::Contains("alpha2_s_per_token"));
+  CHECK_THROWS_WITH(scale_links_to_testbed(idle, here), Catch::Contains("zero.yaml") &&
+                                                           Catch::Contains("alpha2_s_per_token") &&
+                                                           Catch::Contains("no time a token"));
   CHECK_THROWS_AS(scale_links_to_testbed(parse_profile(kTestbed, "tb.yaml"), here, 0.5), ConfigError);
 }
 
