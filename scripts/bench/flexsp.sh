@@ -34,7 +34,7 @@ die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
 steps=12 rounds=1 inter_bw=1gbit like=
 presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
 source scripts/bench/lib.sh
-bench_options steps:count rounds:count inter-bw:rate like:words presets:words attention:one-of-softmax,linear \
+bench_options steps:count rounds:count inter-bw:rate like:file presets:words attention:one-of-softmax,linear \
   max-len:count memory-gb:number -- "$@"
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp

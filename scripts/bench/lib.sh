@@ -45,6 +45,7 @@ bench_is_rate() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]]; }
 # (dashes as underscores; the script sets its default first) once VALUE is of its KIND:
 #   count   a positive whole number            number  a positive decimal number
 #   rate    a link rate such as 100mbit, 1gbit  words   any non-empty text (a list the script checks itself)
+#   file    an existing file
 #   one-of-A,B,C  one of those words            sets    key=value, appended as `--NAME key=value` to the array sets
 #   flag    takes no value: sets NAME=1
 # -h/--help prints the script's header comment; anything else is an error naming the options, through die (exit 2).
@@ -77,6 +78,7 @@ bench_options() {
       number) [[ $2 =~ ^[0-9]*\.?[0-9]+$ && ! $2 =~ ^[0.]+$ ]] || die "$1: '$2' is not a positive number" ;;
       rate) bench_is_rate "$2" || die "$1: '$2' is not a rate like 100mbit or 1gbit" ;;
       words) ;;
+      file) [[ -f $2 ]] || die "$1: '$2' is not a file" ;;
       one-of-*) [[ ",${kind#one-of-}," == *",$2,"* ]] || die "$1: '$2' is not one of ${kind#one-of-}" ;;
       sets) [[ $2 == ?*=* ]] || die "$1 needs key=value, not '$2'" ;;
       *) die "bench_options: option $name has an unknown kind '$kind'" ;;

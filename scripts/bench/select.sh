@@ -19,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/select.sh: $*" >&2; exit 2; }
 steps=24 inter_bw=1gbit like= rounds=3
 source scripts/bench/lib.sh
-bench_options steps:count inter-bw:rate like:words rounds:count -- "$@"
+bench_options steps:count inter-bw:rate like:file rounds:count -- "$@"
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
 

@@ -14,10 +14,10 @@ cat >"$tmp/probe.sh" <<PROBE
 set -euo pipefail
 die() { echo "probe.sh: \$*" >&2; exit 2; }
 source "$root/scripts/bench/lib.sh"
-steps=3 inter_bw=1gbit attention=softmax presets=a,b memory_gb=0.5 quick=0 sets=()
+steps=3 inter_bw=1gbit attention=softmax presets=a,b memory_gb=0.5 quick=0 sets=() like=
 bench_options steps:count inter-bw:rate attention:one-of-softmax,linear presets:words memory-gb:number quick:flag \\
-  set:sets -- "\$@"
-echo "\$steps \$inter_bw \$attention \$presets \$memory_gb \$quick \${sets[*]}"
+  set:sets like:file -- "\$@"
+echo "\$steps \$inter_bw \$attention \$presets \$memory_gb \$quick \${sets[*]}\${like:+ like=\$like}"
 PROBE
 probe() { bash "$tmp/probe.sh" "$@"; }
 refused() {  # MESSAGE ARGS...: exit 2 and MESSAGE on stderr
@@ -38,9 +38,12 @@ refused "--inter-bw: '1g' is not a rate like 100mbit or 1gbit" --inter-bw 1g
 refused "--attention: 'lin' is not one of softmax,linear" --attention lin
 refused "--memory-gb: '0.0' is not a positive number" --memory-gb 0.0
 refused "--memory-gb: 'x' is not a positive number" --memory-gb x
+refused "--like: '$tmp/none.yaml' is not a file" --like "$tmp/none.yaml"
+[[ $(probe --like "$root/configs/clusters/a100-8x8-gpt7b.yaml") == *" like=$root/configs/clusters/a100-8x8-gpt7b.yaml" ]] ||
+  fail "--like FILE was not kept"
 refused "--set needs key=value, not 'ab'" --set ab
-refused "unknown argument '--stpes' (allowed: --steps, --inter-bw, --attention, --presets, --memory-gb, --quick, --set)" \
-  --stpes 3
+refused "unknown argument '--stpes' (allowed: --steps, --inter-bw, --attention, --presets, --memory-gb, --quick, \
+--set, --like)" --stpes 3
 refused "unknown argument 'extra'" extra
 [[ $(probe --help) == $'A probe of bench_options.\nUsage: probe.sh [--steps N] ...' ]] || fail "--help: $(probe --help)"
 
