@@ -4,12 +4,16 @@
 # 1, 2, 4, 8 of the ranks) and `trident bench sp --max-length-budget`, then writes OUT/bench_lasp.md (bytes per rank
 # vs N at T = 4 and 8, tokens/s, longest N per T) and OUT/bench_lasp.png (bytes per rank vs N, log-log).
 #   bash scripts/bench/lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
-#                              [--out DIR]
+#                              [--out DIR] [--like TESTBED]
 # Defaults: 8 ranks, N = 1K..64K (softmax needs the short ones), 1 GiB per rank, 2 s per case (warm-up + 3 calls;
 # a method's longer lengths are skipped past it), OUT = runs/bench_lasp; about 1 minute on 2 cores.
 # Builds nothing: TRIDENT names the binary (default build/trident). TIMEOUT_S bounds each mpirun (default 600).
 # Every rank runs 1 OpenMP thread; with more ranks than cores the times measure oversubscription, while the bytes
 # (communicator counters) and the longest lengths (allocations against a budget) do not depend on the machine.
+# --like TESTBED (e.g. configs/clusters/a100-80g-16x8-tnl1b.yaml, LASP's) runs the ranks on an emulated cluster of two
+# nodes with two levels of links at the testbed's ratio of communication to compute, for a one-layer linear model of
+# the benchmark's width (docs/emucluster.md; root); the report ends with both sides' figures. Without it the ranks
+# talk over shared memory.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -17,8 +21,9 @@ die() { echo "bench/lasp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
 source scripts/bench/lib.sh
-ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp
-bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words -- "$@"
+ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp like=
+bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words like:file -- "$@"
+[[ -z $like ]] || ((ranks % 2 == 0)) || die "--ranks: $ranks ranks cannot be split over two nodes (--like)"
 [[ $lengths =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths: '$lengths' is not a comma-separated list of positive whole numbers"
 timeout_s=${TIMEOUT_S:-600}
 is_count "$timeout_s" || die "TIMEOUT_S: '$timeout_s' is not a positive whole number of seconds"
@@ -29,13 +34,24 @@ cores=$(nproc)  # before OMP_NUM_THREADS=1: GNU nproc honours it
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMP_NUM_THREADS=1
+bench_links=""
+if [[ -n $like ]]; then
+  # The profile's model: one linear-attention block as wide as the benchmark's layer (H = 8 heads of D = 64).
+  bench_cluster 2 $((ranks / 2)) "$(realpath configs/experiments/lasp/scaled_linear.yaml)" --set model.n_layer=1 \
+    --set model.n_embd=512 --set model.n_head=8 --set model.max_seq_len=8192 --set device.memory_gb=4
+fi
 # run NAME ARGS...: trident bench --json sp ARGS under mpirun; JSON lines to OUT/NAME.jsonl
 run() {
   local name=$1 rc=0
   shift
   echo "bench/lasp.sh: mpirun -np $ranks trident bench --json sp $* -> $out/$name.jsonl" >&2
-  timeout "$timeout_s" mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
-    "$trident" bench --json sp "$@" >"$out/$name.out" 2>"$out/$name.err" || rc=$?
+  if [[ -n $like ]]; then
+    timeout "$timeout_s" "${emu[@]}" run "${cl[@]}" --np "$ranks" -- "$trident" bench --json sp "$@" \
+      >"$out/$name.out" 2>"$out/$name.err" || rc=$?
+  else
+    timeout "$timeout_s" mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+      "$trident" bench --json sp "$@" >"$out/$name.out" 2>"$out/$name.err" || rc=$?
+  fi
   if ((rc != 0)); then
     tail -n 20 "$out/$name.err" >&2
     ((rc == 124)) && echo "bench/lasp.sh: timed out after ${timeout_s}s (TIMEOUT_S)" >&2
@@ -49,7 +65,7 @@ run timing --lengths "$lengths" --max-case-seconds "$max_case_seconds"
 run max_length --max-length-budget "$budget"
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "$bench_command" <<'PY'
+/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "$bench_command" "$bench_links" <<'PY'
 import json, sys
 from pathlib import Path
 
@@ -60,6 +76,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 out, ranks, cores, wall, budget, command = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
     sys.argv[5], sys.argv[6]
+links = f"2 nodes, {sys.argv[7]}" if sys.argv[7] else "shared memory"
 
 def load(name):
     rows = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
@@ -80,8 +97,8 @@ by = {(label(r), r["T"], r["N"]): r for r in timing}
 dash = "—"
 
 md = [f"# Sequence-parallel attention: LASP-1, LASP-2, Ulysses, Ring Attention", "",
-      f"`{command}`: {ranks} ranks on {cores} core(s) (1 OpenMP thread each), {wall} s wall. One attention layer "
-      "forward + backward on one document of N tokens, H = 8, D = 64, chunk 64, fp32. Groups of T consecutive "
+      f"`{command}`: {ranks} ranks on {cores} core(s) (1 OpenMP thread each; {links}), {wall} s wall. One attention "
+      "layer forward + backward on one document of N tokens, H = 8, D = 64, chunk 64, fp32. Groups of T consecutive "
       "ranks all run at once.", "",
       f"**Timings are dominated by oversubscription** ({ranks} ranks on {cores} cores) and say little about the "
       "methods; the bytes (communicator counters) and the longest lengths (allocations against a budget) are what "
@@ -149,4 +166,5 @@ fig.tight_layout()
 fig.savefig(out / "bench_lasp.png", dpi=120)
 print(f"bench/lasp.sh: wrote {out}/bench_lasp.md and {out}/bench_lasp.png")
 PY
+bench_like_report "$out/bench_lasp.md"
 bench_stamp "$out/bench_lasp.md"

@@ -158,8 +158,9 @@ scale_to_testbed() {
     --out "$like_profile" >/dev/null ||
     die "trident bench profile $like_config failed"
   # Ranks beyond the cores share them: each computes that much slower than the one-thread profile.
-  local slowdown
-  slowdown=$(awk -v r=$((nodes * ranks)) -v c="$(nproc)" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
+  local cores slowdown
+  cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc honours both
+  slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
   "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" >"$like_report" ||
     die "trident like $like failed"
   read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
