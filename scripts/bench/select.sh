@@ -6,9 +6,9 @@
 # same estimates; a layout that cannot hold some batch stops with the reason. With --rounds N, N interleaved rounds of
 # every run (each round's auto measures its own profile), so the machine's drift falls on all of them alike. Prints a
 # markdown table: tokens/s of each run (median over the rounds, and the range), auto's speedup over it (the ratio of
-# the medians), which strategies each ran, and the estimate error (median |estimate - measured| / measured over the
-# steps after the first: the cost model's estimate, and the prediction corrected by the steps measured before it), per
-# run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
+# the medians; "within the spread" where the ranges overlap), which strategies each ran, and the estimate error
+# (median |estimate - measured| / measured over the steps after the first: the cost model's estimate, and the
+# prediction corrected by the steps measured before it), per run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
 # needs root.
 # Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
@@ -92,7 +92,7 @@ def runs(name):  # every round's rows
 def median_tps(name):
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
-auto_tps = median_tps("auto")[0]
+auto_tps, auto_low, auto_high = median_tps("auto")
 print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({links}), {steps} steps, "
       f"{rounds} interleaved round(s)\n")
 print("| run | tokens/s, median (range) | auto's speedup | strategies run (steps, every round) | estimate error "
@@ -112,7 +112,10 @@ for name in ["auto", "dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "
     tps, low, high = median_tps(name)
     err, corrected = error(done, "estimate_ms"), error(done, "predicted_ms")
     err_text = f"cost model {err:.0%}, corrected {corrected:.0%}" if err is not None else "n/a"
-    print(f"| {name} | {tps:.0f} ({low:.0f}-{high:.0f}) | {auto_tps / tps:.2f}x | {ran_text} | {err_text} |")
+    speedup = f"{auto_tps / tps:.2f}x" if name != "auto" else ""
+    if name != "auto" and rounds > 1 and auto_low <= high and low <= auto_high:
+        speedup += " (within the spread)"
+    print(f"| {name} | {tps:.0f} ({low:.0f}-{high:.0f}) | {speedup} | {ran_text} | {err_text} |")
 print("\nauto's estimate error per strategy it ran (median over its steps after the first, every round; cost model / "
       "corrected):\n")
 by = defaultdict(list)
