@@ -8,8 +8,8 @@
 # markdown table: tokens/s of each run (median over the rounds, and the range), auto's speedup over it (the ratio of
 # the medians; "within the spread" where the ranges overlap), which strategies each ran, and the estimate error
 # (median |estimate - measured| / measured over the steps after the first: the cost model's estimate, and the
-# prediction corrected by the steps measured before it), per run and per strategy auto ran. Writes runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores;
-# needs root.
+# prediction corrected by the steps measured before it), per run and per strategy auto ran. Writes
+# runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores; needs root.
 # Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
 # testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
