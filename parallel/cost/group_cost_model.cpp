@@ -1,5 +1,6 @@
 #include "parallel/cost/group_cost_model.h"
 
+#include <bit>
 #include <cmath>
 
 #include "kernels/common/error.h"
@@ -63,9 +64,33 @@ GroupCostModel GroupCostModel::with_exchange(GroupExchange exchange) const {
   return m;
 }
 
+GroupCostModel GroupCostModel::with_corrections(const std::map<int64_t, double>& factors) const {
+  GroupCostModel m = *this;
+  m.corrections_.clear();
+  for (const auto& [d, factor] : factors) {
+    if (d < 1 || d > max_degree_ || !std::has_single_bit(static_cast<uint64_t>(d))) continue;  // no such group here
+    const auto slot = static_cast<std::size_t>(std::countr_zero(static_cast<uint64_t>(d)));
+    if (m.corrections_.size() <= slot) m.corrections_.resize(slot + 1, 1.0);
+    m.corrections_[slot] = factor;
+  }
+  return m;
+}
+
+double GroupCostModel::correction(int64_t d) const {
+  if (d < 1) return 1;
+  const auto slot = static_cast<std::size_t>(std::countr_zero(static_cast<uint64_t>(d)));
+  return slot < corrections_.size() ? corrections_[slot] : 1.0;
+}
+
 Link GroupCostModel::alltoall_link(int64_t d) const { return group_link(*profile_.network, d, nodes_spanned(d)); }
 
 DegreeCost GroupCostModel::degree_cost(int64_t d) const {
+  DegreeCost k = model_degree_cost(d);
+  const double factor = correction(d);
+  return {k.per_token2 * factor, k.per_token * factor, k.overhead * factor};
+}
+
+DegreeCost GroupCostModel::model_degree_cost(int64_t d) const {
   const ComputeSection& c = *profile_.compute;
   const double dd = static_cast<double>(d);
   DegreeCost k{c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};

@@ -15,7 +15,9 @@
 // whatever S is (parallel/lasp/README.md). bandwidth(d) and latency(d) come from the profile's measured all-to-all
 // entry for d devices on the nodes a buddy-aligned group of d spans, else its intra- or inter-node link.
 #include <cstdint>
+#include <map>
 #include <span>
+#include <vector>
 
 #include "parallel/cost/profile.h"
 
@@ -47,6 +49,12 @@ class GroupCostModel {
   // The same cluster and model with another exchange inside groups (Ulysses unless set).
   GroupCostModel with_exchange(GroupExchange exchange) const;
   const GroupExchange& exchange() const { return exchange_; }
+  // The same model with every time of a degree (its DegreeCost, so sequence_s, group_overhead_s and group_time_s)
+  // multiplied by `factors[d]` (measured / estimated, as FlexSP learns them); a degree not in the map keeps 1.
+  // Replaces any earlier factors. Memory is unchanged.
+  GroupCostModel with_corrections(const std::map<int64_t, double>& factors) const;
+  // The factor with_corrections gave degree d (1 when none).
+  double correction(int64_t d) const;
 
   int64_t devices() const { return devices_; }
   int64_t devices_per_node() const { return devices_per_node_; }
@@ -72,12 +80,15 @@ class GroupCostModel {
   Link alltoall_link(int64_t d) const;
 
  private:
+  DegreeCost model_degree_cost(int64_t d) const;  // before corrections
+
   Profile profile_;
   int64_t devices_ = 0, devices_per_node_ = 0, max_degree_ = 0;
   int64_t tokens_per_device_ = 0;
   double alltoalls_ = 0;          // all-to-all calls per step: 8 L
   double bytes_per_token_moved_ = 0;  // h b per all-to-all
   GroupExchange exchange_;
+  std::vector<double> corrections_;  // by log2 of the degree; empty: none
 };
 
 }  // namespace trident::cost
