@@ -126,27 +126,47 @@ BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::GroupCo
 }
 
 BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t& degree,
-                                int64_t extra_micro_batches) {
+                                int64_t extra_micro_batches, std::map<int64_t, double>* times) {
   const int64_t longest = lengths.empty() ? 1 : *std::max_element(lengths.begin(), lengths.end());
   const int64_t first = std::max<int64_t>(1, cost.min_degree(longest));
   BatchPlan best;
   best.time_s = std::numeric_limits<double>::infinity();
   for (int64_t d = first; d <= cost.max_degree(); d *= 2) {
     BatchPlan plan = plan_homogeneous(lengths, cost, d, extra_micro_batches);
+    if (times) (*times)[d] = plan.time_s;
     if (plan.time_s < best.time_s) best = std::move(plan), degree = d;
   }
   return best;
 }
 
+const char* plan_kind_name(PlanChoice::Kind kind) { return kind == PlanChoice::Kind::batchada ? "batchada" : "flexsp"; }
+
+PlanChoice choose_plan(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
+                       const MicroBatchSolver* mixed, const MicroBatchSolver* refine, int64_t extra_micro_batches,
+                       int64_t static_degree) {
+  PlanChoice choice;
+  std::map<int64_t, double> times;
+  BatchPlan single = plan_best_homogeneous(lengths, cost, choice.batchada_degree, extra_micro_batches, &times);
+  choice.batchada_s = single.time_s;
+  if (const auto it = times.find(static_degree); it != times.end()) {
+    choice.static_degree = static_degree;
+    choice.static_s = it->second;
+  }
+  choice.kind = PlanChoice::Kind::batchada;
+  choice.plan = std::move(single);
+  if (!mixed) return choice;
+  BatchPlan plan = plan_batch(lengths, cost, *mixed, refine, extra_micro_batches);
+  choice.flexsp_s = plan.time_s;
+  if (plan.time_s <= choice.batchada_s) choice.kind = PlanChoice::Kind::flexsp, choice.plan = std::move(plan);
+  return choice;
+}
+
 BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
                       const MicroBatchSolver& choose, const MicroBatchSolver* refine, int64_t extra_micro_batches,
                       bool* fell_back) {
-  BatchPlan plan = plan_batch(lengths, cost, choose, refine, extra_micro_batches);
-  int64_t degree = 0;
-  BatchPlan single = plan_best_homogeneous(lengths, cost, degree, extra_micro_batches);
-  const bool fall_back = single.time_s < plan.time_s;
-  if (fell_back) *fell_back = fall_back;
-  return fall_back ? std::move(single) : std::move(plan);
+  PlanChoice choice = choose_plan(lengths, cost, &choose, refine, extra_micro_batches);
+  if (fell_back) *fell_back = choice.kind == PlanChoice::Kind::batchada;
+  return std::move(choice.plan);
 }
 
 }  // namespace trident::flexsp

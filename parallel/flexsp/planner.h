@@ -8,6 +8,7 @@
 // `choose` picks M (the fast solver: cheap enough to try every M); `refine`, when given (the MILP), re-solves the
 // chosen M's micro-batches. The baselines use the same machinery with one degree for every group.
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,14 +54,35 @@ BatchPlan plan_homogeneous(std::span<const int64_t> lengths, const cost::GroupCo
                            int64_t extra_micro_batches = 4);
 
 // The best single degree for this batch (BatchAda): plan_homogeneous for every degree that holds the longest
-// sequence, the fastest kept. `degree` is set to the one chosen.
+// sequence, the fastest kept. `degree` is set to the one chosen; `times`, when given, gets each degree's time.
 BatchPlan plan_best_homogeneous(std::span<const int64_t> lengths, const cost::GroupCostModel& cost, int64_t& degree,
-                                int64_t extra_micro_batches = 4);
+                                int64_t extra_micro_batches = 4, std::map<int64_t, double>* times = nullptr);
 
-// FlexSP's plan of a batch, never slower than the best single degree: plan_batch, or plan_best_homogeneous's plan
-// when the cost model finds that faster (the fast solver is a heuristic and can miss a homogeneous layout where
-// memory is tight). `fell_back`, when given, says whether the single-degree plan was taken. Since every degree that
-// holds the longest sequence is tried, the result is never slower than static SP either.
+// The plans a FlexSP step chooses between, all timed by one cost model (in training, the corrected one).
+struct PlanChoice {
+  enum class Kind { flexsp, batchada };
+  BatchPlan plan;  // the fastest
+  Kind kind = Kind::flexsp;
+  double flexsp_s = kNotPlanned;    // FlexSP's mixed plan
+  double batchada_s = kNotPlanned;  // the best single degree's plan
+  int64_t batchada_degree = 0;
+  double static_s = kNotPlanned;    // static SP: every group of static_degree (0: none asked, or it cannot hold the
+  int64_t static_degree = 0;        // longest sequence)
+  static constexpr double kNotPlanned = -1;
+};
+const char* plan_kind_name(PlanChoice::Kind kind);  // "flexsp", "batchada"
+
+// FlexSP's plan of a batch, never slower under `cost` than a plan it had: plan_batch with `mixed` (and `refine`),
+// or plan_best_homogeneous's plan (BatchAda) when that is faster (the fast solver is a heuristic and can miss a
+// homogeneous layout where memory is tight, and the corrections can make small groups slower than they look).
+// Without `mixed` (parallel.flexsp.degrees: single) BatchAda's plan alone. Static SP's plan, every group of
+// `static_degree`, is one of BatchAda's when that degree holds the longest sequence, so it is never faster; its time
+// is reported beside the others. FlexSP's plan is kept on ties.
+PlanChoice choose_plan(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
+                       const MicroBatchSolver* mixed, const MicroBatchSolver* refine = nullptr,
+                       int64_t extra_micro_batches = 4, int64_t static_degree = 0);
+
+// choose_plan's plan; `fell_back`, when given, says whether the single-degree plan was taken.
 BatchPlan plan_flexsp(std::span<const int64_t> lengths, const cost::GroupCostModel& cost,
                       const MicroBatchSolver& choose, const MicroBatchSolver* refine = nullptr,
                       int64_t extra_micro_batches = 4, bool* fell_back = nullptr);
