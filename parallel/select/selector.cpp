@@ -1,5 +1,7 @@
 #include "parallel/select/selector.h"
 
+#include <cmath>
+
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +15,11 @@ std::string Comparison::why_none() const {
   return "no parallel strategy can run this batch: " + reasons;
 }
 
+namespace {
+// a < b, a prediction that is not a number (an estimate gone wrong) after every one that is
+bool cheaper(double a, double b) { return a < b || (std::isnan(b) && !std::isnan(a)); }
+}  // namespace
+
 Comparison compare(std::span<const Candidate* const> candidates, const Batch& batch, const cost::StepCostModel* cost,
                    std::span<const double> corrections) {
   Comparison c;
@@ -25,7 +32,7 @@ Comparison compare(std::span<const Candidate* const> candidates, const Batch& ba
       o.estimate = candidates[i]->estimate(batch, *cost);
       o.predicted_s = o.estimate->seconds * o.correction;
     }
-    if (o.feasibility.ok && (c.cheapest < 0 || o.predicted_s < c.options[c.cheapest].predicted_s))
+    if (o.feasibility.ok && (c.cheapest < 0 || cheaper(o.predicted_s, c.options[c.cheapest].predicted_s)))
       c.cheapest = static_cast<int>(i);
     c.options.push_back(std::move(o));
   }

@@ -2,6 +2,8 @@
 // each candidate must win, and (under mpirun, [mpi]) a stream of batches that switches strategy from step to step
 // and still equals the single-rank step. Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins
 // the collectives that follow.
+#include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -278,6 +280,81 @@ TEST_CASE("the selector's corrections: measured steps move them, mode model igno
   CHECK_THROWS_WITH(selector.restore(no_runs),
                     Catch::Contains("corrections.dp: needs a non-negative integer 'runs'"));
   CHECK_THROWS_WITH(selector.restore(nlohmann::json::array()), Catch::Contains("corrections"));
+}
+
+namespace {
+
+// A candidate with a set estimate that never trains: the selector's choice alone is under test.
+class FixedEstimate final : public Strategy {
+ public:
+  FixedEstimate(std::string name, double seconds) : name_(std::move(name)), seconds_(seconds) {}
+  std::string name() const override { return name_; }
+  std::string method() const override { return "dp"; }
+  int degree() const override { return 1; }
+  Feasibility feasible(const Batch&) const override { return {}; }
+  cost::StepEstimate estimate(const Batch&, const cost::StepCostModel&) const override {
+    cost::StepEstimate e;
+    e.seconds = e.compute_s = seconds_;
+    return e;
+  }
+  StepSums train(GPT&, const Batch&, float) override { return {}; }
+  StepSums evaluate(GPT&, const Batch&) override { return {}; }
+
+ private:
+  std::string name_;
+  double seconds_;
+};
+
+}  // namespace
+
+TEST_CASE("auto never picks a candidate its own measurements on the batch's shape show slower than another measured "
+          "one", "[select]") {
+  if (world().size() != 1) return;  // rank 0 alone: choose() needs no broadcast
+  const Config c = tiny_config("linear");
+  const auto step_cost = cost::StepCostModel::from_profile(profile(1, 1), shape(c, 1, 1));
+  const Batch b = random_documents({20, 20}, 1);
+  const std::string shape_key = std::to_string(Selector::shape_of(b));
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    // Four candidates whose estimates are off by different factors, measured with noise.
+    std::vector<std::unique_ptr<Strategy>> owned;
+    std::map<std::string, double> estimate, truth;
+    std::uniform_real_distribution<double> spread(0.5, 4.0), noise(0.8, 1.25);
+    for (const char* name : {"a", "b", "c", "d"}) {
+      estimate[name] = 0.01 * spread(rng);
+      truth[name] = spread(rng);
+      owned.push_back(std::make_unique<FixedEstimate>(name, estimate[name]));
+    }
+    Selector selector(std::move(owned), step_cost, Selector::Mode::measured, world());
+    int picked_measured = 0;
+    for (int step = 0; step < 40; ++step) {
+      const Selector::Choice choice = selector.choose(b);
+      REQUIRE(choice.strategy);
+      const nlohmann::json corrections = selector.state()["corrections"];
+      // The predictions of the candidates measured on this shape, from their own ratios.
+      std::map<std::string, double> measured;
+      for (const auto& [name, history] : corrections.items())
+        if (history["by_longest"].contains(shape_key))
+          measured[name] = estimate[name] * history["by_longest"][shape_key]["ratio"].get<double>();
+      const std::string name = choice.strategy->name();
+      if (measured.count(name)) {
+        ++picked_measured;
+        CHECK(choice.comparison.options[choice.index].predicted_s == Approx(measured[name]));
+        for (const auto& [other, predicted] : measured) {
+          INFO("trial " << trial << " step " << step << ": picked " << name << " over measured " << other);
+          CHECK(measured[name] <= predicted);
+        }
+      }
+      selector.observe(choice, estimate[name] * truth[name] * noise(rng));
+    }
+    CHECK(picked_measured > 20);  // exploration ends: most steps run a measured candidate
+  }
+  // An estimate that is not a number never wins over one that is, wherever it is listed.
+  std::vector<std::unique_ptr<Strategy>> owned;
+  owned.push_back(std::make_unique<FixedEstimate>("broken", std::nan("")));
+  owned.push_back(std::make_unique<FixedEstimate>("fine", 1.0));
+  Selector selector(std::move(owned), step_cost, Selector::Mode::measured, world());
+  CHECK(selector.choose(b).strategy->name() == "fine");
 }
 
 TEST_CASE("a stream alternating short-document and long-document batches switches strategy and equals the "
