@@ -116,6 +116,12 @@ class Strategy : public Candidate {
   virtual StrategyTensors checkpoint_tensors() const { return {}; }
   // A resumed run's: what the checkpoint kept (empty when it kept nothing), before the first step.
   virtual void restore(const StrategyTensors& tensors) { (void)tensors; }
+  // This strategy's own state a checkpoint keeps as JSON (trainer_state.json, in the selector's state under the
+  // strategy's name; doubles round-trip exactly): FlexSP's corrections. Rank 0's. Null by default: none.
+  virtual nlohmann::json checkpoint_state() const { return nullptr; }
+  // A resumed run's: what checkpoint_state() returned (null when the checkpoint kept nothing), before the first step.
+  // A malformed value is a RuntimeError naming the field.
+  virtual void restore_state(const nlohmann::json& state) { (void)state; }
 };
 
 }  // namespace trident

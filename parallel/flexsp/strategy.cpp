@@ -1,7 +1,10 @@
 #include "parallel/flexsp/strategy.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -106,11 +109,37 @@ flexsp::BatchPlan decode(const std::vector<int64_t>& wire) {
   return plan;
 }
 
+// TRIDENT_TEST_FLEXSP_SLOWDOWN: "DEGREE:FACTOR,..." (empty when unset).
+std::map<int64_t, double> test_slowdown() {
+  constexpr const char* kVariable = "TRIDENT_TEST_FLEXSP_SLOWDOWN";
+  const char* value = std::getenv(kVariable);
+  std::map<int64_t, double> factors;
+  if (value == nullptr) return factors;
+  const std::string_view text(value);
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, end - at);
+    const std::size_t colon = item.find(':');
+    int64_t degree = 0;
+    double factor = 0;
+    const bool ok = colon != std::string_view::npos &&
+                    std::from_chars(item.data(), item.data() + colon, degree).ptr == item.data() + colon &&
+                    std::from_chars(item.data() + colon + 1, item.data() + item.size(), factor).ptr ==
+                        item.data() + item.size() &&
+                    degree >= 1 && factor > 0;
+    if (!ok) throw_config_error("{}='{}': '{}' is not DEGREE:FACTOR (a positive factor)", kVariable, text, item);
+    factors[degree] = factor;
+    at = end + 1;
+  }
+  return factors;
+}
+
 }  // namespace
 
 FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inner, Planner planner)
     : inner_(inner),
-      planner_(std::move(planner)),
+      learns_(env.config.parallel.select_mode != "model"),
+      test_slowdown_(test_slowdown()),
       capacity_(env.capacity_tokens),
       model_(env.config.model),
       precision_(precision_named(env.config.train.precision)),
@@ -124,17 +153,23 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
                                   ? LaspVariant::lasp2
                                   : LaspVariant::lasp1;  // LASP inside: as the planner costs it
-  if (!planner_) {
+  // Static SP's degree: the one that holds the longest document the config allows (as `trident plan`).
+  static_degree_ = cost_.min_degree(std::min(env.config.model.max_seq_len, cost_.token_capacity(cost_.max_degree())));
+  if (planner) {
+    choose_ = [planner = std::move(planner)](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
+      flexsp::PlanChoice given;
+      given.plan = planner(lengths, cost);
+      given.flexsp_s = given.plan.time_s;
+      return given;
+    };
+  } else {
     const int64_t tries = flexsp_config(env.config).micro_batch_tries;
-    if (flexsp_config(env.config).degrees == "single")
-      planner_ = [tries](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
-        int64_t degree = 0;
-        return flexsp::plan_best_homogeneous(lengths, cost, degree, tries);
-      };
-    else
-      planner_ = [tries](std::span<const int64_t> lengths, const cost::GroupCostModel& cost) {
-        return flexsp::plan_flexsp(lengths, cost, flexsp::FastSolver(), nullptr, tries);
-      };
+    const bool mixed = flexsp_config(env.config).degrees != "single";
+    choose_ = [tries, mixed, static_degree = static_degree_](std::span<const int64_t> lengths,
+                                                             const cost::GroupCostModel& cost) {
+      const flexsp::FastSolver fast;
+      return flexsp::choose_plan(lengths, cost, mixed ? &fast : nullptr, nullptr, tries, static_degree);
+    };
   }
   if (cost_.devices() != world)
     throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
@@ -167,42 +202,58 @@ Feasibility FlexSequenceParallel::feasible(const Batch& batch) const {
                              longest, most, cost_.max_degree())};
 }
 
-FlexSequenceParallel::Timed FlexSequenceParallel::timed_plan(const std::vector<int64_t>& lengths) const {
+const flexsp::Corrections& FlexSequenceParallel::planning_corrections() const {
+  static const flexsp::Corrections none;
+  if (!learns_) return none;
+  return pinned_ ? *pinned_ : learned_;
+}
+
+// Runs on the planning thread too: it reads only what never changes after construction and its own arguments.
+FlexSequenceParallel::Timed FlexSequenceParallel::timed_plan(const std::vector<int64_t>& lengths,
+                                                             const flexsp::Corrections& corrections) const {
   const auto start = std::chrono::steady_clock::now();
-  Timed t{planner_(lengths, cost_), 0};
-  flexsp::check_batch_plan(t.plan, cost_);  // a wrong plan never runs
+  const cost::GroupCostModel corrected = corrections.apply(cost_);
+  Timed t{choose_(lengths, corrected), 0, corrections.factors(cost_)};
+  flexsp::check_batch_plan(t.choice.plan, corrected);  // a wrong plan never runs
   t.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return t;
 }
 
 void FlexSequenceParallel::prepare(const Batch& next) {
   if (groups_.world().rank() != 0) return;
+  ++generation_;
   std::vector<int64_t> lengths = next.sequence_lengths();
-  if (ahead_.valid() && lengths == ahead_lengths_) return;
+  flexsp::Corrections corrections = planning_corrections();  // a copy: later steps update the learned ones
+  pinned_.reset();
+  if (ahead_.valid() && lengths == ahead_lengths_ && corrections.by_placement() == ahead_corrections_.by_placement())
+    return;
   if (ahead_.valid()) ahead_.wait();  // one plan ahead at a time
   ahead_lengths_ = std::move(lengths);
-  ahead_ = std::async(std::launch::async, [this, lengths = ahead_lengths_] { return timed_plan(lengths); });
+  ahead_corrections_ = corrections;
+  ahead_ = std::async(std::launch::async, [this, lengths = ahead_lengths_, corrections = std::move(corrections)] {
+    return timed_plan(lengths, corrections);
+  });
 }
 
-const flexsp::BatchPlan& FlexSequenceParallel::plan(const Batch& batch) const {
+const FlexSequenceParallel::Timed& FlexSequenceParallel::plan(const Batch& batch, bool this_step) const {
   std::vector<int64_t> lengths = batch.sequence_lengths();
-  if (lengths == planned_lengths_ && !planned_.micro_batches.empty()) return planned_;
-  Timed t;
+  if (lengths == planned_lengths_ && !planned_.choice.plan.micro_batches.empty() &&
+      (!this_step || planned_generation_ == generation_))
+    return planned_;
   if (ahead_.valid() && lengths == ahead_lengths_) {
     plan_ready_ = ahead_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    t = ahead_.get();  // rethrows what planning threw
+    planned_ = ahead_.get();  // rethrows what planning threw
   } else {
     plan_ready_ = false;
-    t = timed_plan(lengths);
+    planned_ = timed_plan(lengths, planning_corrections());
   }
-  planned_ = std::move(t.plan);
-  plan_ms_ = t.ms;
+  planned_generation_ = generation_;
   planned_lengths_ = std::move(lengths);
   return planned_;
 }
 
 cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
-  const flexsp::BatchPlan& p = plan(batch);
+  const flexsp::BatchPlan& p = plan(batch, true).choice.plan;
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
   e.comm_s = cost.gradient_allreduce_s();
@@ -228,17 +279,22 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
 const flexsp::BatchPlan& FlexSequenceParallel::shared_plan(const Batch& batch) {
   Communicator& world = groups_.world();
   std::vector<int64_t> wire;
-  if (world.rank() == 0) wire = encode(plan(batch));
+  if (world.rank() == 0) wire = encode(plan(batch, false).choice.plan);
   int64_t size = static_cast<int64_t>(wire.size());
   if (world.size() > 1) {
     world.broadcast(&size, 1, CommType::i64, 0);
     wire.resize(static_cast<std::size_t>(size));
     world.broadcast(wire.data(), size, CommType::i64, 0);
   }
-  last_plan_ = world.rank() == 0 ? plan(batch) : decode(wire);
+  last_plan_ = world.rank() == 0 ? planned_.choice.plan : decode(wire);
   report_ = {};
-  report_.plan_ms = world.rank() == 0 ? plan_ms_ : -1;
+  report_.plan_ms = world.rank() == 0 ? planned_.ms : -1;
   report_.plan_ready = plan_ready_;
+  if (world.rank() == 0) {
+    report_.choice = planned_.choice;
+    report_.choice.plan = {};
+    report_.corrections = planned_.corrections;
+  }
   if (last_plan_.lengths != batch.sequence_lengths())
     throw_runtime_error("flexsp: the plan rank 0 sent is for {} documents, but this rank's batch has {}: a plan "
                         "applied to another batch",
@@ -288,6 +344,20 @@ void FlexSequenceParallel::add_step_metrics(nlohmann::ordered_json& record) cons
   record["groups"] = report.layout;
   record["plan_ms"] = report.plan_ms >= 0 ? nlohmann::ordered_json(report.plan_ms) : nullptr;  // rank 0's
   record["plan_ready"] = report.plan_ready;
+  if (report.plan_ms >= 0) {  // rank 0 planned: which plan ran and why
+    const flexsp::PlanChoice& c = report.choice;
+    const auto ms = [](double s) { return s >= 0 ? nlohmann::ordered_json(s * 1e3) : nlohmann::ordered_json(); };
+    const auto degree = [](int64_t d) { return d > 0 ? nlohmann::ordered_json(d) : nlohmann::ordered_json(); };
+    record["plan"] = flexsp::plan_kind_name(c.kind);
+    record["plan_estimates"] = {{"flexsp_ms", ms(c.flexsp_s)},
+                                {"batchada_ms", ms(c.batchada_s)},
+                                {"batchada_degree", degree(c.batchada_degree)},
+                                {"static_sp_ms", ms(c.static_s)},
+                                {"static_sp_degree", degree(c.static_degree)}};
+    nlohmann::ordered_json corrections = nlohmann::ordered_json::object();
+    for (const auto& [d, factor] : report.corrections) corrections[std::to_string(d)] = factor;
+    record["plan_corrections"] = std::move(corrections);
+  }
   if (report.group_times.empty()) return;
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   for (const auto& micro : report.group_times) {
@@ -336,16 +406,40 @@ void FlexSequenceParallel::record_group_times(const std::vector<double>& timing)
   if (world.rank() != 0) return;
   std::vector<const double*> by_position(static_cast<std::size_t>(world.size()));
   for (int r = 0; r < world.size(); ++r) by_position[static_cast<std::size_t>(all[r * row])] = &all[r * row];
+  std::vector<flexsp::GroupSample> samples;
   for (std::size_t m = 0; m < last_plan_.micro_batches.size(); ++m) {
     std::vector<GroupTime> times;
     for (const flexsp::GroupPlan& g : last_plan_.micro_batches[m].groups) {
       double slowest = 0;
       for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p)
         slowest = std::max(slowest, by_position[static_cast<std::size_t>(p)][m + 1]);
-      times.push_back({g.degree, g.time_s * 1e3, slowest * 1e3});
+      std::vector<int64_t> lengths;
+      for (int64_t k : g.sequences) lengths.push_back(last_plan_.lengths[static_cast<std::size_t>(k)]);
+      const double estimated = cost_.group_time_s(lengths, g.degree);  // the profile's, uncorrected
+      if (!test_slowdown_.empty()) {
+        const auto factor = test_slowdown_.find(g.degree);
+        slowest = estimated * (factor == test_slowdown_.end() ? 1.0 : factor->second);
+      }
+      times.push_back({g.degree, estimated * 1e3, slowest * 1e3});
+      samples.push_back({{g.degree, cost_.nodes_spanned(g.degree)}, estimated, slowest});
     }
     report_.group_times.push_back(std::move(times));
   }
+  if (learns_) learned_.observe(samples);
+}
+
+nlohmann::json FlexSequenceParallel::checkpoint_state() const {
+  const flexsp::Corrections& next = pinned_ ? *pinned_ : generation_ > 0 ? ahead_corrections_ : learned_;
+  return {{"corrections", learned_.to_json()}, {"next_plan", next.to_json()}};
+}
+
+void FlexSequenceParallel::restore_state(const nlohmann::json& state) {
+  if (state.is_null()) return;
+  const std::string field = "selector state: strategies." + name();
+  if (!state.is_object() || !state.contains("corrections") || !state.contains("next_plan"))
+    throw_runtime_error("{}: needs 'corrections' and 'next_plan'", field);
+  learned_ = flexsp::Corrections::from_json(state["corrections"], field + ".corrections");
+  pinned_ = flexsp::Corrections::from_json(state["next_plan"], field + ".next_plan");
 }
 
 StepSums FlexSequenceParallel::evaluate(GPT& model, const Batch& batch) {

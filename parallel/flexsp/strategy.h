@@ -7,6 +7,17 @@
 // micro-batch to the next at no cost. Gradients are summed over all ranks with the loss normalised by the global
 // token count, so a step is the single-rank step. Rank 0 plans and broadcasts the plan with the document lengths it
 // was made for; a rank handed a plan for other documents stops with an error instead of running it.
+//
+// Each step rank 0 takes the fastest, under the corrected cost model (corrections.h; parallel.select.mode: measured),
+// of FlexSP's mixed plan and BatchAda's (the best single degree; static SP's degree is one of those it tries), so a
+// step never runs a plan slower than one it had. The plan of the next batch is made in the background while the
+// current one trains, with a copy of the corrections as they were when it started: a step's plan uses what the steps
+// up to the one before the previous taught. Checkpoints keep the corrections and the copy the prepared plan used
+// (checkpoint_state), so a resumed run plans each step with the corrections the uninterrupted run used.
+//
+// Test hook: if the environment variable TRIDENT_TEST_FLEXSP_SLOWDOWN is set ("DEGREE:FACTOR,...", e.g. "1:3"), each
+// group's measured time is replaced by its estimate times its degree's factor (1 when unlisted), so tests get
+// corrections that do not depend on the machine.
 #include <functional>
 #include <future>
 #include <map>
@@ -18,6 +29,7 @@
 
 #include "parallel/cost/group_cost_model.h"
 #include "parallel/dp/data_parallel.h"
+#include "parallel/flexsp/corrections.h"
 #include "parallel/flexsp/planner.h"
 #include "parallel/lasp/lasp.h"
 #include "parallel/static_sp/group_batch.h"
@@ -52,9 +64,10 @@ cost::GroupCostModel flexsp_cost_model(const cost::Profile& profile, const Confi
 
 class FlexSequenceParallel final : public Strategy {
  public:
-  // Plans a batch's document lengths (rank 0 only). The default: plan_flexsp with the fast solver (degrees mixed)
-  // or plan_best_homogeneous (degrees single), with parallel.flexsp.micro_batch_tries; tests hand in fixed plans.
-  // Every plan is checked (check_batch_plan) first.
+  // Plans a batch's document lengths (rank 0 only). The default: choose_plan with the fast solver (degrees mixed)
+  // or without it (degrees single: BatchAda), with parallel.flexsp.micro_batch_tries and static SP's degree (the one
+  // that holds model.max_seq_len, as `trident plan`); tests hand in fixed plans. Every plan is checked
+  // (check_batch_plan) first.
   using Planner = std::function<flexsp::BatchPlan(std::span<const int64_t> lengths, const cost::GroupCostModel& cost)>;
 
   // Needs env.profile. Collective over the world.
@@ -76,18 +89,30 @@ class FlexSequenceParallel final : public Strategy {
   // How the last batch was planned and ran.
   struct GroupTime {
     int64_t degree = 0;
-    double estimated_ms = 0;  // the plan's cost-model time of the group
+    double estimated_ms = 0;  // the profile's cost-model time of the group, uncorrected
     double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
   };
   struct PlanReport {
     std::string layout;      // each micro-batch's group sizes, "<2, 1x2> <4>"
     double plan_ms = -1;     // rank 0's planning time of that batch (-1: no plan)
     bool plan_ready = true;  // the plan was done before the step needed it (planned ahead in time)
+    // Rank 0: which plan ran and the others' times (choose_plan; the plan itself left empty) under the corrections it
+    // was planned with (degree -> factor; empty: none).
+    flexsp::PlanChoice choice;
+    std::map<int64_t, double> corrections;
     std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
   };
   PlanReport plan_report() const;
-  // groups, plan_ms, plan_ready and group_times ([degree, estimated ms, measured ms] per group, per micro-batch).
+  // groups, plan_ms, plan_ready, group_times ([degree, estimated ms, measured ms] per group, per micro-batch) and,
+  // from rank 0, plan, plan_estimates and plan_corrections (docs/metrics.md).
   void add_step_metrics(nlohmann::ordered_json& record) const override;
+
+  // {"corrections": ..., "next_plan": ...}: the learned corrections and those the prepared plan of the next step used
+  // (Corrections::to_json each). Rank 0's.
+  nlohmann::json checkpoint_state() const override;
+  // checkpoint_state() of an earlier run; null: no corrections. A malformed value is a RuntimeError naming the field.
+  void restore_state(const nlohmann::json& state) override;
+  const flexsp::Corrections& corrections() const { return learned_; }
 
   // Rank 0 plans `batch` and broadcasts the plan; every rank checks it was made for the documents of its own `batch`
   // (a RuntimeError otherwise) and keeps it as last_plan(). Collective; train and evaluate start with it.
@@ -95,21 +120,29 @@ class FlexSequenceParallel final : public Strategy {
   const flexsp::BatchPlan& last_plan() const { return last_plan_; }
 
  private:
-  // Rank 0's plan of `batch`: the one prepared ahead when it is for these documents, else planned now. The last one
-  // is kept: estimate and train ask for the same batch.
-  const flexsp::BatchPlan& plan(const Batch& batch) const;
   struct Timed {
-    flexsp::BatchPlan plan;
+    flexsp::PlanChoice choice;
     double ms = 0;
+    std::map<int64_t, double> corrections;  // the factors it was planned with
   };
-  Timed timed_plan(const std::vector<int64_t>& lengths) const;
+  // Rank 0's plan of `batch`: the one prepared ahead when it is for these documents, else planned now. The last one
+  // is kept: estimate and train ask for the same batch. `this_step`: only a plan made since the last prepare()
+  // (estimate, the first request of a step: a batch with the documents of the previous one is planned again, with
+  // the corrections of its own step); else any (train after its estimate).
+  const Timed& plan(const Batch& batch, bool this_step) const;
+  Timed timed_plan(const std::vector<int64_t>& lengths, const flexsp::Corrections& corrections) const;
+  // What the next plan uses: those restored for it on resume, else the learned ones; none in mode model.
+  const flexsp::Corrections& planning_corrections() const;
   void record_group_times(const std::vector<double>& timing);
   // This rank's part of each micro-batch of the plan (empty where it is in no group).
   std::vector<std::optional<GroupBatch>> local_micro_batches(const Batch& batch, const flexsp::BatchPlan& plan);
 
   FlexInner inner_;
-  cost::GroupCostModel cost_;
-  Planner planner_;
+  cost::GroupCostModel cost_;  // uncorrected
+  std::function<flexsp::PlanChoice(std::span<const int64_t>, const cost::GroupCostModel&)> choose_;
+  int64_t static_degree_ = 0;
+  bool learns_ = true;  // parallel.select.mode: measured
+  std::map<int64_t, double> test_slowdown_;  // TRIDENT_TEST_FLEXSP_SLOWDOWN
   int64_t capacity_;
   ModelConfig model_;
   Precision precision_;
@@ -122,9 +155,13 @@ class FlexSequenceParallel final : public Strategy {
   bool overlap_reduction_;
   std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one op per layer
   std::map<int, std::vector<AttentionOp*>> layer_ops_;
+  flexsp::Corrections learned_;                 // rank 0
+  std::optional<flexsp::Corrections> pinned_;  // restored: what the next prepared plan uses
+  flexsp::Corrections ahead_corrections_;       // what the latest prepared plan used
+  int64_t generation_ = 0;                      // prepare() calls
   mutable std::vector<int64_t> planned_lengths_;
-  mutable flexsp::BatchPlan planned_;
-  mutable double plan_ms_ = -1;
+  mutable Timed planned_;
+  mutable int64_t planned_generation_ = -1;
   mutable bool plan_ready_ = true;
   std::vector<int64_t> ahead_lengths_;  // what the background plan is for
   mutable std::future<Timed> ahead_;

@@ -116,7 +116,12 @@ nlohmann::json Selector::state() const {
       by_longest[std::to_string(shape)] = {{"ratio", c.ratio}, {"steps", c.steps}};
     corrections[name] = {{"runs", h.runs}, {"by_longest", by_longest}};
   }
-  return {{"mode", mode_ == Mode::model ? "model" : "measured"}, {"corrections", corrections}};
+  nlohmann::json state = {{"mode", mode_ == Mode::model ? "model" : "measured"}, {"corrections", corrections}};
+  nlohmann::json own = nlohmann::json::object();
+  for (const auto& s : strategies_)
+    if (nlohmann::json kept = s->checkpoint_state(); !kept.is_null()) own[s->name()] = std::move(kept);
+  if (!own.empty()) state["strategies"] = std::move(own);
+  return state;
 }
 
 void Selector::restore(const nlohmann::json& state) {
@@ -152,6 +157,11 @@ void Selector::restore(const nlohmann::json& state) {
         bad(field + ": needs a positive 'ratio' and a non-negative integer 'steps'");
       history.by_shape[bound] = {c["ratio"].get<double>(), c["steps"].get<int64_t>()};
     }
+  }
+  if (const auto own = state.find("strategies"); own != state.end()) {
+    if (!own->is_object()) bad("'strategies' is not an object");
+    for (const auto& s : strategies_)
+      if (const auto kept = own->find(s->name()); kept != own->end()) s->restore_state(*kept);
   }
   history_ = std::move(restored);
 }

@@ -79,11 +79,12 @@ class Selector {
   bool has_cost_model() const { return cost_.has_value(); }
 
   // The corrections, for checkpoints: {"mode": ..., "corrections": {name: {"runs": n, "by_longest": {"512":
-  // {"ratio": r, "steps": n}, ...}}}}, keyed by the longest document's power-of-two bound.
+  // {"ratio": r, "steps": n}, ...}}}, "strategies": {name: checkpoint_state()}}, keyed by the longest document's
+  // power-of-two bound; "strategies" holds the strategies whose state is not null (none: no key).
   nlohmann::json state() const;
-  // Restores state() of an earlier run. Names this run does not have are ignored, and so is the state of a version
-  // that kept one correction per candidate (its corrections start over); a malformed value is a RuntimeError naming
-  // the field.
+  // Restores state() of an earlier run, each strategy's own state included (restore_state). Names this run does not
+  // have are ignored, and so is the state of a version that kept one correction per candidate (its corrections start
+  // over); a malformed value is a RuntimeError naming the field.
   void restore(const nlohmann::json& state);
 
   // The shape a batch's corrections are kept under: its longest document rounded up to a power of two (1 if empty).

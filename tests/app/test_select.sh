@@ -2,7 +2,8 @@
 # parallel.strategy: auto end to end under mpirun (oversubscribed): with a memory budget that holds a long document
 # only when a group shares it, the selector switches between data parallelism and 4-rank groups from step to step and
 # still gives the single-rank losses; mode `model` resumes bit for bit choosing what the uninterrupted run chose;
-# FlexSP trains with groups planned per micro-batch (single-rank losses, bit-exact resume with a profile file); a
+# FlexSP trains with groups planned per micro-batch (single-rank losses, the plan it chose and why, bit-exact resume
+# with a profile file and its corrections kept in the checkpoint); a
 # run without a profile measures one at start-up and keeps its corrections in checkpoints; `trident plan` shows the
 # candidates; and every bad input is a one-line configuration error before any step.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_select.sh tests/app/configs
@@ -32,6 +33,35 @@ config_error() {
   local line text
   line=$(grep -m 1 "^trident: config error:" "$tmp/err") || fail "no 'trident: config error:' line"
   for text in "$@"; do [[ $line == *"$text"* ]] || fail "the error line lacks '$text'"; done
+}
+
+# python3_corrections RUN SLOWDOWN: each step of a FlexSP run planned with the corrections the rule gives, when every
+# group's measured time is its estimate times SLOWDOWN's factor for its degree: step k's plan knows the degrees
+# measured in steps 1 .. k-2 (step 0 is not counted; step k is planned while step k-1 trains), each at its factor,
+# the others at the mean of those.
+python3_corrections() {
+  /usr/bin/python3 - "$1/metrics.jsonl" "$2" <<'PY' || fail "$1: the plans' corrections do not follow the rule"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+slow = {int(d): float(f) for d, f in (p.split(":") for p in sys.argv[2].split(","))}
+for k, r in enumerate(rows):
+    seen = {g[0] for j in range(1, k - 1) for mb in rows[j]["group_times"] for g in mb}
+    factors = {d: slow.get(d, 1.0) for d in seen}
+    want = {str(d): factors.get(d, sum(factors.values()) / len(factors)) for d in (1, 2, 4)} if factors else {}
+    got = r["plan_corrections"]
+    assert got.keys() == want.keys() and all(abs(got[d] - want[d]) <= 1e-9 * want[d] for d in want), (k, got, want)
+PY
+}
+# same_steps A B: run B resumed from A's step 6 checkpoint: steps 6-11 have the same losses, plans and corrections.
+same_steps() {
+  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" <<'PY'
+import json, sys
+a = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
+b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
+keys = ("loss", "groups", "plan", "plan_estimates", "plan_corrections", "group_times")
+assert sorted(b) == list(range(6, 12)) and all([a[s][k] for k in keys] == [b[s][k] for k in keys] for s in b), \
+    [(s, [(a[s][k], b[s][k]) for k in keys if a[s][k] != b[s][k]]) for s in b]
+PY
 }
 
 # The reference: one rank with room for any document.
@@ -104,8 +134,11 @@ mpi 2 0 train "$tiny" "${base[@]}" --set parallel.strategy=dp --set run.dir="$tm
 close "$tmp/single" "$tmp/dp2" 1e-5
 
 # FlexSP trains: groups planned per micro-batch, the single rank's losses, the layouts in the metrics; with a
-# profile file its plans are a pure function of the batch, so it resumes bit for bit. The linear model runs LASP
-# inside its groups (parallel.flexsp.inner: auto), and Ulysses when asked.
+# profile file its plans are a pure function of the batch and its corrections, and measured times that do not depend
+# on the machine (single ranks at 4x their estimate: TRIDENT_TEST_FLEXSP_SLOWDOWN) make the corrections the same in
+# every run, so it resumes bit for bit. The linear model runs LASP inside its groups (parallel.flexsp.inner: auto),
+# and Ulysses when asked.
+export TRIDENT_TEST_FLEXSP_SLOWDOWN=1:4
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp \
   --set parallel.select.profile="$tmp/node4.yaml" --set checkpoint.every=6 --set run.dir="$tmp/flexsp"
 close "$tmp/single" "$tmp/flexsp" 1e-5
@@ -125,18 +158,60 @@ for r in rows:  # each group's estimate beside its measured time, micro-batch by
     assert " ".join("<" + ", ".join(str(g[0]) for g in mb) + ">" for mb in r["group_times"]).replace(" ", "") \
         .count("<") == r["groups"].count("<"), r
     assert all(g[1] > 0 and g[2] > 0 for mb in r["group_times"] for g in mb), r
+for r in rows:  # the plan that ran is the fastest under the corrections it was planned with
+    e = r["plan_estimates"]
+    assert r["plan"] in ("flexsp", "batchada") and e["batchada_degree"] >= 1 and e["static_sp_degree"] == 4, r
+    ran = e["flexsp_ms"] if r["plan"] == "flexsp" else e["batchada_ms"]
+    assert ran <= min(e["flexsp_ms"], e["batchada_ms"], e["static_sp_ms"]), r
 PY
+python3_corrections "$tmp/flexsp" 1:4
 mkdir -p "$tmp/flexsp_resumed/checkpoints"
 cp -r "$tmp/flexsp/checkpoints/step_00000006" "$tmp/flexsp_resumed/checkpoints/"
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set parallel.strategy=flexsp \
   --set parallel.select.profile="$tmp/node4.yaml" --set run.dir="$tmp/flexsp_resumed"
-/usr/bin/python3 - "$tmp/flexsp/metrics.jsonl" "$tmp/flexsp_resumed/metrics.jsonl" <<'PY' || fail "FlexSP resume diverged"
-import json, sys
-a = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
-b = {r["step"]: r for r in map(json.loads, open(sys.argv[2]))}
-assert sorted(b) == list(range(6, 12)) and all((a[s]["loss"], a[s]["groups"]) == (b[s]["loss"], b[s]["groups"])
-                                               for s in b), [(s, a[s]["loss"], b[s]["loss"]) for s in b]
+same_steps "$tmp/flexsp" "$tmp/flexsp_resumed" || fail "FlexSP resume diverged"
+
+# Corrections change FlexSP's plans: documents of 120 and 30-40 tokens put a pair beside single ranks; single ranks
+# measured at 20x their estimate send the short documents to pairs from the first step planned after that was
+# measured. The losses stay the single rank's; a resumed run plans as the uninterrupted one did, because the
+# checkpoint keeps the corrections and those the next step's plan was made with.
+/usr/bin/python3 - "$tmp/docs.u16" <<'PY'
+import array, random, sys
+random.seed(3)
+ids = array.array("H")
+for _ in range(200):
+    for n in (121, 31, 31, 31, 41):  # a document of n ids trains n - 1 tokens
+        ids.extend(random.randrange(63) for _ in range(n))
+        ids.append(63)
+open(sys.argv[1], "wb").write(ids.tobytes())
 PY
+docs=(--set model.max_seq_len=128 --set data.kind=tokens --set data.path="$tmp/docs.u16" --set data.token_dtype=uint16
+      --set data.eot_token=63)
+mixed=("${docs[@]}" "${small[@]}" --set parallel.strategy=flexsp --set parallel.select.profile="$tmp/node4.yaml")
+mpi 1 0 train "$tiny" "${base[@]}" "${docs[@]}" --set run.dir="$tmp/mixed_single"
+mpi 4 0 train "$tiny" "${base[@]}" "${mixed[@]}" --set parallel.select.mode=model --set run.dir="$tmp/mixed_model"
+export TRIDENT_TEST_FLEXSP_SLOWDOWN=1:20
+mpi 4 0 train "$tiny" "${base[@]}" "${mixed[@]}" --set checkpoint.every=6 --set run.dir="$tmp/mixed"
+close "$tmp/mixed_single" "$tmp/mixed" 1e-5
+python3_corrections "$tmp/mixed" 1:20
+/usr/bin/python3 - "$tmp/mixed_model/metrics.jsonl" "$tmp/mixed/metrics.jsonl" \
+  "$tmp/mixed/checkpoints/step_00000006/trainer_state.json" <<'PY' || fail "the corrections did not change the plans"
+import json, sys
+model, corrected = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+degrees = lambda r: {g[0] for mb in r["group_times"] for g in mb}
+assert any(1 in degrees(r) for r in model[4:]), [r["groups"] for r in model]  # uncorrected: single ranks
+first = next(k for k, r in enumerate(corrected) if r["plan_corrections"].get("1", 1) > 10)
+assert all(1 not in degrees(r) for r in corrected[first:]), [r["groups"] for r in corrected]
+assert [r["groups"] for r in model] != [r["groups"] for r in corrected]
+state = json.load(open(sys.argv[3]))["selector"]["strategies"]["flexsp-lasp"]
+ratios = {g["degree"]: g["ratio"] for g in state["corrections"]["groups"]}
+assert state["corrections"]["steps_seen"] == 6 and abs(ratios[1] - 20) < 1e-9 and state["next_plan"]["groups"], state
+PY
+mkdir -p "$tmp/mixed_resumed/checkpoints"
+cp -r "$tmp/mixed/checkpoints/step_00000006" "$tmp/mixed_resumed/checkpoints/"
+mpi 4 0 train "$tiny" "${base[@]}" "${mixed[@]}" --set run.dir="$tmp/mixed_resumed"
+same_steps "$tmp/mixed" "$tmp/mixed_resumed" || fail "the resumed run with corrections diverged"
+unset TRIDENT_TEST_FLEXSP_SLOWDOWN
 # trident plan --replay: the cost model's error per group degree, from the run's metrics
 run 0 plan --replay "$tmp/flexsp"
 stdout_has "FlexSP steps" "| degree | groups | estimated ms | measured ms | error | measured / estimated |"

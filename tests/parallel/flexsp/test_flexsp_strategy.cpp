@@ -2,6 +2,8 @@
 // models with Ulysses inside each group, linear ones with LASP-1 and LASP-2 inside), the groups come from the
 // communicators made at start-up, and a plan made for other documents is refused. The [mpi] cases run as a 1-rank world (ctest) and under mpirun with 2 and 4 ranks.
 // Checks use CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <span>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "parallel/flexsp/strategy.h"
 #include "parallel/lasp/config.h"
 #include "parallel/select/registry.h"
+#include "parallel/select/selector.h"
 #include "support/assert_close.h"
 #include "support/fixtures.h"
 #include "support/strategy_fixtures.h"
@@ -29,6 +32,28 @@ std::vector<int> all_degrees(int world) {
   for (int k = 1; k <= world; k *= 2) d.push_back(k);
   return d;
 }
+
+// A FlexSP checkpoint state whose corrections (learned and for the next plan) are `ratios` (degree -> ratio), one
+// node.
+nlohmann::json state_with(const std::map<int64_t, double>& ratios) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& [d, r] : ratios) groups.push_back({{"degree", d}, {"nodes", 1}, {"ratio", r}, {"steps", 1}});
+  const nlohmann::json corrections = {{"steps_seen", 2}, {"groups", groups}};
+  return {{"corrections", corrections}, {"next_plan", corrections}};
+}
+
+std::set<int64_t> degrees_of(const flexsp::BatchPlan& plan) {
+  std::set<int64_t> d;
+  for (const flexsp::MicroBatchPlan& mb : plan.micro_batches)
+    for (const flexsp::GroupPlan& g : mb.groups) d.insert(g.degree);
+  return d;
+}
+
+// TRIDENT_TEST_FLEXSP_SLOWDOWN set for one scope.
+struct Slowdown {
+  explicit Slowdown(const char* value) { setenv("TRIDENT_TEST_FLEXSP_SLOWDOWN", value, 1); }
+  ~Slowdown() { unsetenv("TRIDENT_TEST_FLEXSP_SLOWDOWN"); }
+};
 
 }  // namespace
 
@@ -224,4 +249,186 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   CHECK(chain.sequence_s(50, 4) < ulysses.sequence_s(50, 4));
   CHECK(chain.sequence_s(50, 4) == Approx(gather.sequence_s(50, 4)));
   CHECK(chain.group_overhead_s(1) == ulysses.group_overhead_s(1));  // one rank: no exchange
+}
+
+TEST_CASE("FlexSP planned under corrections still gives the single-rank step", "[mpi][flexsp_train]") {
+  const int W = world().size();
+  if (W == 1 || (W & (W - 1)) != 0) return;  // one rank has one degree: nothing to correct between
+  const Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(W);
+  RunGroups groups(world(), {}, all_degrees(W));
+  const Batch b = random_documents({90, 30, 20, 12, 8, 5}, 7);
+  int64_t targets = 0;
+  for (int32_t t : b.targets) targets += t >= 0;
+  GPT model(c.model, 256, test_allocator());
+  model.init_weights(3);
+  const TokenBatch whole{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(),
+                         b.num_tokens(), b.num_sequences()};
+  model.zero_grads();
+  const double expected_loss = model.forward_backward(whole, 1.0f / static_cast<float>(targets));
+  const std::vector<float> expected(model.grads(), model.grads() + model.num_params());
+  // Single ranks measured 50x slower than estimated force one degree for every group (BatchAda's plan, or the same
+  // layout found by the mixed planner); groups of all ranks 50x slower (4 ranks) keep every group smaller, where
+  // uncorrected one group of 4 runs the batch fastest.
+  std::vector<std::map<int64_t, double>> cases = {{{1, 50.0}, {2, 1.0}, {W, 1.0}}};
+  if (W == 4) cases.push_back({{1, 1.0}, {2, 1.0}, {4, 50.0}});
+  for (const auto& ratios : cases) {
+    FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
+    flexsp.restore_state(state_with(ratios));
+    model.zero_grads();
+    const StepSums sums = flexsp.train(model, b, 1.0f / static_cast<float>(targets));
+    INFO("degree 1 corrected by " << ratios.at(1) << " on " << W << " ranks");
+    CHECK(sums.loss_sum == Approx(expected_loss).epsilon(1e-5));
+    check_close_per_tensor("gradient through corrected FlexSP", model.layout(),
+                           std::vector<float>(model.grads(), model.grads() + model.num_params()), expected, 1e-5);
+    const std::set<int64_t> degrees = degrees_of(flexsp.last_plan());  // every rank ran the plan rank 0 sent
+    if (ratios.at(1) > 1) {
+      CHECK(degrees.size() == 1);
+      CHECK(degrees.count(1) == 0);
+    } else {
+      CHECK(degrees.count(4) == 0);
+    }
+    if (world().rank() != 0) continue;
+    const FlexSequenceParallel::PlanReport report = flexsp.plan_report();
+    CHECK(report.corrections == ratios);
+    nlohmann::ordered_json record;
+    flexsp.add_step_metrics(record);
+    CHECK((record["plan"] == "flexsp" || record["plan"] == "batchada"));
+    CHECK(record["plan_corrections"]["1"].get<double>() == ratios.at(1));
+    const double chosen = record["plan"] == "flexsp" ? record["plan_estimates"]["flexsp_ms"].get<double>()
+                                                     : record["plan_estimates"]["batchada_ms"].get<double>();
+    CHECK(chosen <= record["plan_estimates"]["batchada_ms"].get<double>());
+    CHECK(chosen <= record["plan_estimates"]["flexsp_ms"].get<double>());
+    CHECK(chosen <= record["plan_estimates"]["static_sp_ms"].get<double>());
+    CHECK(record["plan_estimates"]["static_sp_degree"] == W);  // holds model.max_seq_len = 256 of 48 a rank: all
+  }
+}
+
+TEST_CASE("FlexSP learns corrections from its steps, in mode measured only", "[mpi][flexsp_train]") {
+  const int W = world().size();
+  if ((W & (W - 1)) != 0) return;
+  Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(W);
+  RunGroups groups(world(), {}, all_degrees(W));
+  GPT model(c.model, 256, test_allocator());
+  model.init_weights(3);
+  const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20}, 5);
+  for (const char* mode : {"measured", "model"}) {
+    c.parallel.select_mode = mode;
+    FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
+    for (int step = 0; step < 3; ++step) {
+      model.zero_grads();
+      flexsp.train(model, b, 0.01f);
+    }
+    INFO("mode " << mode);
+    if (world().rank() != 0) continue;  // rank 0 keeps them
+    const bool measured = std::string(mode) == "measured";
+    CHECK(flexsp.corrections().steps_seen() == (measured ? 3 : 0));
+    CHECK(flexsp.corrections().empty() == !measured);
+    for (const auto& [placement, correction] : flexsp.corrections().by_placement()) {
+      CHECK(correction.steps == 2);  // the first step is not counted
+      CHECK(correction.ratio > 0);
+    }
+  }
+}
+
+TEST_CASE("a resumed FlexSP plans each step with the corrections the uninterrupted one used", "[flexsp_train]") {
+  if (world().size() != 1) return;
+  const Slowdown slowdown("1:3");  // every group measured at 3x its estimate, on any machine
+  const Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(1);
+  RunGroups groups(world(), {}, {1});
+  const StrategyEnv env{groups, cpu_backend(), c, 256, &profile};
+  const cost::StepCostModel step_cost = cost::StepCostModel::from_profile(
+      profile, {.n_layer = c.model.n_layer, .n_embd = c.model.n_embd, .n_head = c.model.n_head,
+                .num_params = model_layout(c.model).num_params});
+  GPT model(c.model, 256, test_allocator());
+  model.init_weights(3);
+  // Batches 0 and 1 have the same documents: each is planned with its own step's corrections.
+  const std::vector<Batch> batches = {random_documents({30, 20}, 0), random_documents({30, 20}, 1),
+                                      random_documents({25, 10}, 2), random_documents({40}, 3),
+                                      random_documents({12, 12, 12}, 4), random_documents({50, 3}, 5)};
+  const int n = static_cast<int>(batches.size());
+  // The loop's order: the step's estimate (the selector's choice), the next batch prepared, the step trained.
+  const auto step = [&](FlexSequenceParallel& flexsp, int k) {
+    flexsp.estimate(batches[k], step_cost);
+    if (k + 1 < n) flexsp.prepare(batches[k + 1]);
+    model.zero_grads();
+    flexsp.train(model, batches[k], 0.01f);
+    return flexsp.plan_report().corrections;
+  };
+  FlexSequenceParallel uninterrupted(env, FlexInner::ulysses);
+  std::vector<std::map<int64_t, double>> used;
+  nlohmann::json saved;
+  uninterrupted.prepare(batches[0]);
+  for (int k = 0; k < n; ++k) {
+    used.push_back(step(uninterrupted, k));
+    if (k == 1) saved = nlohmann::json::parse(uninterrupted.checkpoint_state().dump());
+  }
+  // A step's plan is made while the previous one trains: it knows the steps before that. Step 0 is not counted, so
+  // the first correction plans step 3.
+  CHECK(used[0].empty());
+  CHECK(used[1].empty());
+  CHECK(used[2].empty());
+  CHECK(used[3].at(1) == Approx(3.0));
+  CHECK(used[5].at(1) == Approx(3.0));
+  // Resumed after step 1: step 2 plans without the correction step 1 taught, as the uninterrupted run did.
+  FlexSequenceParallel resumed(env, FlexInner::ulysses);
+  resumed.restore_state(saved);
+  CHECK(resumed.corrections() == flexsp::Corrections::from_json(saved["corrections"], "x"));
+  resumed.prepare(batches[2]);
+  for (int k = 2; k < n; ++k) CHECK(step(resumed, k) == used[k]);
+  CHECK(resumed.checkpoint_state() == uninterrupted.checkpoint_state());
+}
+
+TEST_CASE("FlexSP's checkpoint state round-trips through the selector's, malformed values name the field",
+          "[flexsp_train]") {
+  if (world().size() != 1) return;
+  const Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(1);
+  RunGroups groups(world(), {}, {1});
+  const StrategyEnv env{groups, cpu_backend(), c, 256, &profile};
+  const nlohmann::json kept = state_with({{1, 1.0 / 3.0}});
+  std::vector<std::unique_ptr<Strategy>> one;
+  one.push_back(std::make_unique<FlexSequenceParallel>(env, FlexInner::ulysses));
+  Selector selector(std::move(one), std::nullopt, Selector::Mode::measured, world());
+  const nlohmann::json fresh = selector.state();
+  CHECK(fresh["strategies"]["flexsp"]["corrections"]["groups"].empty());
+  nlohmann::json state = fresh;
+  state["strategies"]["flexsp"] = kept;
+  selector.restore(nlohmann::json::parse(state.dump()));
+  CHECK(selector.state() == state);  // 1/3 back exactly
+  selector.restore(fresh);
+  CHECK(selector.state() == fresh);
+  // A checkpoint of a version without FlexSP's state: nothing restored, no error.
+  selector.restore(nlohmann::json{{"mode", "measured"}, {"corrections", nlohmann::json::object()}});
+  CHECK(selector.state() == fresh);
+  nlohmann::json bad = state;
+  bad["strategies"]["flexsp"]["corrections"]["groups"][0]["ratio"] = "slow";
+  CHECK_THROWS_WITH(selector.restore(bad),
+                    Catch::Contains("selector state: strategies.flexsp.corrections.groups[0].ratio"));
+  bad = state;
+  bad["strategies"]["flexsp"]["next_plan"]["groups"][0]["degree"] = 6;
+  CHECK_THROWS_WITH(selector.restore(bad), Catch::Contains("strategies.flexsp.next_plan.groups[0].degree"));
+  bad = state;
+  bad["strategies"]["flexsp"].erase("next_plan");
+  CHECK_THROWS_WITH(selector.restore(bad), Catch::Contains("strategies.flexsp: needs 'corrections' and 'next_plan'"));
+  bad = state;
+  bad["strategies"] = 3;
+  CHECK_THROWS_WITH(selector.restore(bad), Catch::Contains("'strategies' is not an object"));
+}
+
+TEST_CASE("TRIDENT_TEST_FLEXSP_SLOWDOWN must be DEGREE:FACTOR pairs", "[flexsp_train]") {
+  if (world().size() != 1) return;
+  const Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(1);
+  RunGroups groups(world(), {}, {1});
+  const StrategyEnv env{groups, cpu_backend(), c, 256, &profile};
+  for (const char* wrong : {"1", "1:x", "1:-2", "0:2", "1:2,", "1:2;2:3"}) {
+    const Slowdown slowdown(wrong);
+    CHECK_THROWS_WITH(FlexSequenceParallel(env, FlexInner::ulysses),
+                      Catch::Contains("TRIDENT_TEST_FLEXSP_SLOWDOWN") && Catch::Contains("DEGREE:FACTOR"));
+  }
+  const Slowdown slowdown("1:3,4:0.5");
+  CHECK_NOTHROW(FlexSequenceParallel(env, FlexInner::ulysses));
 }
