@@ -9,8 +9,9 @@
 //                          momentum), when it has any
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
 //                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601), and "selector" (the
-//                           strategy selector's corrections, opaque here: parallel/select/selector.h) when given,
-//                           "crc32" (of the compact JSON of every other key, in order: state_crc32)}
+//                           strategy selector's corrections and the strategies' own JSON state, FlexSP's corrections,
+//                           opaque here: parallel/select/selector.h) when given, "crc32" (of the compact JSON of every
+//                           other key, in order: state_crc32)}
 // and RUN_DIR/checkpoints/latest, one line naming the newest directory written.
 //
 // A checkpoint is built in step_XXXXXXXX.tmp/, every file fsynced, then the directory is renamed into place, so a

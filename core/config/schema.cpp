@@ -100,8 +100,9 @@ const std::vector<Key>& common_keys() {
        "parallel strategy: auto (each step, the cheapest estimated candidate of every registered strategy that can "
        "run the batch) or the name of a registered strategy, which then runs alone (configs/README.md lists them)"},
       {"parallel.select.mode", StringField{member(&C::parallel, &ParallelConfig::select_mode), {"measured", "model"}},
-       "auto: measured (measured step times correct each candidate's estimates; kept in checkpoints) or model (the "
-       "choice is a pure function of the batch and parallel.select.profile, so a resumed run chooses the same)"},
+       "auto: measured (measured step times correct each candidate's estimates, and FlexSP's group costs; kept in "
+       "checkpoints) or model (the choice and FlexSP's plans are a pure function of the batch and "
+       "parallel.select.profile, so a resumed run chooses and plans the same)"},
       {"parallel.select.profile", StringField{member(&C::parallel, &ParallelConfig::select_profile)},
        "cluster profile the strategies' estimates and plans come from (parallel/cost/README.md); \"\" "
        "= measured at start-up and written to RUN_DIR/profile.yaml"},
