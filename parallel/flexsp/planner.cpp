@@ -145,6 +145,8 @@ PlanChoice choose_plan(std::span<const int64_t> lengths, const cost::GroupCostMo
                        const MicroBatchSolver* mixed, const MicroBatchSolver* refine, int64_t extra_micro_batches,
                        int64_t static_degree) {
   PlanChoice choice;
+  BatchPlan plan;  // first: its errors name a sequence that fits nowhere
+  if (mixed) plan = plan_batch(lengths, cost, *mixed, refine, extra_micro_batches);
   std::map<int64_t, double> times;
   BatchPlan single = plan_best_homogeneous(lengths, cost, choice.batchada_degree, extra_micro_batches, &times);
   choice.batchada_s = single.time_s;
@@ -152,12 +154,10 @@ PlanChoice choose_plan(std::span<const int64_t> lengths, const cost::GroupCostMo
     choice.static_degree = static_degree;
     choice.static_s = it->second;
   }
-  choice.kind = PlanChoice::Kind::batchada;
-  choice.plan = std::move(single);
-  if (!mixed) return choice;
-  BatchPlan plan = plan_batch(lengths, cost, *mixed, refine, extra_micro_batches);
-  choice.flexsp_s = plan.time_s;
-  if (plan.time_s <= choice.batchada_s) choice.kind = PlanChoice::Kind::flexsp, choice.plan = std::move(plan);
+  if (mixed) choice.flexsp_s = plan.time_s;
+  const bool single_faster = !mixed || single.time_s < plan.time_s;  // FlexSP's plan on ties
+  choice.kind = single_faster ? PlanChoice::Kind::batchada : PlanChoice::Kind::flexsp;
+  choice.plan = single_faster ? std::move(single) : std::move(plan);
   return choice;
 }
 

@@ -180,6 +180,8 @@ TEST_CASE("with the fast solver, a corrected plan is never slower than BatchAda'
   CHECK(corrected.plan.time_s <= corrected.batchada_s);
   CHECK(corrected.plan.time_s <= corrected.static_s);
   CHECK(corrected.plan.time_s < slow_singles.group_time_s(std::vector<int64_t>{120}, 1));
+  // A sequence no group holds is named as plan_batch names it.
+  CHECK_THROWS_WITH(choose_plan(std::vector<int64_t>{600, 10}, cost, &fast), Catch::Contains("600 tokens does not fit"));
 }
 
 }  // namespace
