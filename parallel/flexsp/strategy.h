@@ -127,8 +127,8 @@ class FlexSequenceParallel final : public Strategy {
   };
   // Rank 0's plan of `batch`: the one prepared ahead when it is for these documents, else planned now. The last one
   // is kept: estimate and train ask for the same batch. `this_step`: only a plan made since the last prepare()
-  // (estimate, the first request of a step: a batch with the documents of the previous one is planned again, with
-  // the corrections of its own step); else any (train after its estimate).
+  // (estimate, a step's first request: a batch with the documents of the previous one gets its own step's plan,
+  // made with its own step's corrections); else any (train, after its estimate).
   const Timed& plan(const Batch& batch, bool this_step) const;
   Timed timed_plan(const std::vector<int64_t>& lengths, const flexsp::Corrections& corrections) const;
   // What the next plan uses: those restored for it on resume, else the learned ones; none in mode model.
@@ -155,10 +155,10 @@ class FlexSequenceParallel final : public Strategy {
   bool overlap_reduction_;
   std::map<int, std::vector<std::unique_ptr<AttentionOp>>> ops_;  // per group size: one op per layer
   std::map<int, std::vector<AttentionOp*>> layer_ops_;
-  flexsp::Corrections learned_;                 // rank 0
+  flexsp::Corrections learned_;                // rank 0
   std::optional<flexsp::Corrections> pinned_;  // restored: what the next prepared plan uses
-  flexsp::Corrections ahead_corrections_;       // what the latest prepared plan used
-  int64_t generation_ = 0;                      // prepare() calls
+  flexsp::Corrections ahead_corrections_;      // what the latest prepared plan used
+  int64_t generation_ = 0;                     // prepare() calls
   mutable std::vector<int64_t> planned_lengths_;
   mutable Timed planned_;
   mutable int64_t planned_generation_ = -1;
