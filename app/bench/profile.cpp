@@ -194,7 +194,7 @@ void run_profile(const Options& options, const std::string& config_path, const s
   update.memory = cost::MemorySection{params * 16 / (1 << 30), std::max(per_token, 1.0), 0};
   update.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
                                     activation_value_bytes(precision_named(config.train.precision)),
-                                    config.model.max_seq_len};
+                                    config.model.max_seq_len, static_cast<int64_t>(params)};
   if (!std::filesystem::exists(out))  // a new file describes this machine; an existing one keeps its cluster
     update.cluster = cost::ClusterSection{hostname(), 1, 1, config.device.memory_gb};
   cost::merge_profile_into(out, update);

@@ -162,7 +162,8 @@ MemorySection read_memory(const MapReader& r) {
 ModelSection read_model(const MapReader& r) {
   return {r.text("name"), r.integer("n_layer", 1), r.integer("n_embd", 1),
           r.has("bytes_per_value") ? r.integer("bytes_per_value", 1) : 2,
-          r.has("max_seq_len") ? r.integer("max_seq_len", 1) : 0};
+          r.has("max_seq_len") ? r.integer("max_seq_len", 1) : 0,
+          r.has("parameters") ? r.integer("parameters", 1) : 0};
 }
 
 YAML::Node load_yaml(const std::string& yaml_text, const std::string& source) {
@@ -252,6 +253,7 @@ std::vector<std::pair<std::string, YAML::Node>> section_nodes(const Profile& p) 
     n["n_embd"] = p.model->n_embd;
     n["bytes_per_value"] = p.model->bytes_per_value;
     if (p.model->max_seq_len > 0) n["max_seq_len"] = p.model->max_seq_len;
+    if (p.model->parameters > 0) n["parameters"] = p.model->parameters;
     out.emplace_back("model", n);
   }
   return out;
@@ -287,7 +289,8 @@ Profile parse_profile(const std::string& yaml_text, const std::string& source) {
     p.memory = read_memory(
         MapReader(root["memory"], "memory", source, {"model_states_gb", "bytes_per_token", "reserved_gb"}));
   if (top.has("model"))
-    p.model = read_model(MapReader(root["model"], "model", source, {"name", "n_layer", "n_embd", "bytes_per_value", "max_seq_len"}));
+    p.model = read_model(MapReader(root["model"], "model", source,
+                                   {"name", "n_layer", "n_embd", "bytes_per_value", "max_seq_len", "parameters"}));
   return p;
 }
 

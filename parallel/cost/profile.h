@@ -68,6 +68,8 @@ struct ModelSection {
   int64_t bytes_per_value = 2;  // activation element size (bf16 = 2, fp32 = 4)
   int64_t max_seq_len = 0;      // the longest sequence the workload trains (0: not stated); `trident like` compares
                                 // compute per token there
+  int64_t parameters = 0;       // the model's parameter count (0: not stated); `trident like --exchange pipeline`
+                                // weighs a round of parameter averaging with it
 };
 
 struct Profile {

@@ -10,8 +10,8 @@ namespace trident::cost {
 
 namespace {
 
-// The side's model and its seconds a token, validated.
-ScaledSide side_of(const Profile& p, double slowdown) {
+// The side's model and its seconds a token, validated; a pipeline's per stage of `stages`.
+ScaledSide side_of(const Profile& p, double slowdown, Exchange exchange, int64_t stages) {
   if (!p.compute) throw_config_error("{}: the profile has no 'compute' section (alpha2_s_per_token)", p.source);
   if (!p.model)
     throw_config_error("{}: the profile has no 'model' section (n_layer, n_embd, bytes_per_value)", p.source);
@@ -29,6 +29,12 @@ ScaledSide side_of(const Profile& p, double slowdown) {
   side.max_seq_len = m.max_seq_len;
   side.seconds_per_token = per_token * slowdown;
   side.bytes_per_token = 8.0 * static_cast<double>(m.n_layer * m.n_embd * m.bytes_per_value);
+  if (exchange == Exchange::pipeline) {
+    side.stages = stages;
+    side.parameters = m.parameters;
+    side.seconds_per_token /= static_cast<double>(stages);
+    side.bytes_per_token = static_cast<double>(m.n_embd * m.bytes_per_value);
+  }
   return side;
 }
 
@@ -36,13 +42,33 @@ double ratio(const ScaledSide& side, double link_bytes_per_s) {
   return side.bytes_per_token / link_bytes_per_s / side.seconds_per_token;
 }
 
+// Seconds the inter link takes for a round of fp32 parameters over seconds a token of the whole model (0 when P is not
+// stated).
+double round_tokens(const ScaledSide& side) {
+  if (side.parameters <= 0) return 0;
+  const double round_s = 4.0 * static_cast<double>(side.parameters) / side.inter_bytes_per_s;
+  return round_s / (side.seconds_per_token * static_cast<double>(side.stages));
+}
+
 }  // namespace
 
-ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown) {
+ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown, Exchange exchange,
+                                   int64_t stages_here) {
   if (!(slowdown >= 1)) throw_config_error("slowdown {}: ranks cannot compute faster than one rank alone", slowdown);
   if (!testbed.network)
     throw_config_error("{}: the profile has no 'network' section (intra_node, inter_node)", testbed.source);
-  ScaledLinks links{side_of(testbed, 1), side_of(here, slowdown)};
+  int64_t stages_testbed = 1;
+  if (exchange == Exchange::pipeline) {
+    if (!testbed.cluster)
+      throw_config_error("{}: the profile has no 'cluster' section: a pipeline's stages are its devices",
+                         testbed.source);
+    stages_testbed = testbed.cluster->nodes * testbed.cluster->devices_per_node;
+    if (stages_testbed < 2)
+      throw_config_error("{}: cluster: {} device(s): a pipeline needs at least 2 stages", testbed.source,
+                         stages_testbed);
+    if (stages_here < 2) throw_config_error("stages {}: a pipeline needs at least 2 stages here", stages_here);
+  }
+  ScaledLinks links{side_of(testbed, 1, exchange, stages_testbed), side_of(here, slowdown, exchange, stages_here)};
   ScaledSide& tb = links.testbed;
   tb.intra_bytes_per_s = testbed.network->intra_node.bandwidth_gb_per_s * 1e9;
   tb.inter_bytes_per_s = testbed.network->inter_node.bandwidth_gb_per_s * 1e9;
@@ -56,6 +82,8 @@ ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, 
   h.inter_bytes_per_s = h.bytes_per_token / (tb.inter_ratio * h.seconds_per_token);
   h.intra_ratio = ratio(h, h.intra_bytes_per_s);
   h.inter_ratio = ratio(h, h.inter_bytes_per_s);
+  tb.round_tokens = round_tokens(tb);
+  h.round_tokens = round_tokens(h);
   return links;
 }
 

@@ -16,6 +16,12 @@
 // Each side's longest sequence sets how much attention's quadratic term weighs: on FlexSP's testbed (GPT-7B, 384K)
 // it is ~10x the linear term, as on a small model at 4K here, so the two are compared where each trains longest.
 //
+// A pipeline (exchange `pipeline`, ATOM's baseline: one stage a device) moves instead a token's d values of b bytes
+// over a stage boundary each way while a stage computes its 1/k of the token (k stages: the testbed's devices, the
+// ranks here), so there bytes_per_token = d b and seconds_per_token = (alpha2 + alpha1 S) / k, for both links. ATOM's
+// peers average their fp32 parameters instead, off the step's path: round_tokens = (4 P / inter link) / seconds a
+// token (the whole model on one device) is how many tokens a peer computes while one round crosses the link.
+//
 // Matching device FLOP/s per link byte/s instead would be wrong whenever the models differ: a model of width d moves
 // d values a token per layer for ~72 d^2 FLOPs, so a model 16x narrower than the testbed's spends 16x more of its
 // step communicating on the same hardware ratio.
@@ -24,6 +30,10 @@
 #include "parallel/cost/profile.h"
 
 namespace trident::cost {
+
+// What the benchmark's ranks exchange: sequence parallelism's all-to-alls (FlexSP, LASP, auto) or a pipeline's
+// stage boundaries (ATOM's baseline).
+enum class Exchange { sequence, pipeline };
 
 // One machine running one model, per device.
 struct ScaledSide {
@@ -34,17 +44,22 @@ struct ScaledSide {
   double bytes_per_token = 0;  // 8 L d b
   double intra_bytes_per_s = 0, inter_bytes_per_s = 0;
   double intra_ratio = 0, inter_ratio = 0;  // seconds moving a token / seconds computing it
+  int64_t stages = 1;          // pipeline: the stages a token's compute is shared by
+  int64_t parameters = 0;      // pipeline: P (0: not stated)
+  double round_tokens = 0;     // pipeline: tokens computed (whole model, one device) while 4 P bytes cross the inter link
 };
 
 struct ScaledLinks {
   ScaledSide testbed, here;
 };
 
-// `testbed` needs its network, compute (a positive time a token) and model sections; `here` (written by `trident bench profile`)
-// its compute and model sections. `slowdown` multiplies here's alpha2: the ranks that will share this machine's cores
-// compute that much slower than the profile measured (>= 1). ConfigError naming the file and the missing section or
-// value otherwise.
-ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown = 1);
+// `testbed` needs its network, compute (a positive time a token) and model sections; `here` (written by `trident bench
+// profile`) its compute and model sections. `slowdown` multiplies here's seconds a token: the ranks that will share
+// this machine's cores compute that much slower than the profile measured (>= 1). `pipeline` also needs the testbed's
+// cluster section (its stages: nodes x devices_per_node) and here's stage count (`stages_here` >= 2). ConfigError
+// naming the file and the missing section or value otherwise.
+ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown = 1,
+                                   Exchange exchange = Exchange::sequence, int64_t stages_here = 0);
 
 // A rate in bits per second in tc's notation, rounded down to whole kbit ("412345kbit").
 std::string tc_rate(double bytes_per_s);

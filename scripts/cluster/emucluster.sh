@@ -12,7 +12,8 @@
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-bw RATE
 #                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
-#                                        --config CONFIG [--set key=value]...  # two levels at a testbed's ratios
+#                                        --config CONFIG [--set key=value]... [--exchange sequence|pipeline]
+#                                        # two levels at a testbed's ratios
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
 #   scripts/cluster/emucluster.sh down   [--dir DIR] [--name NAME]  # safe to repeat, also after a failed up or a
@@ -24,7 +25,9 @@
 # node1; --map-by node deals ranks round robin (rank 0 on node0, rank 1 on node1, ...).
 # --like TESTBED (a cluster file of configs/clusters/) profiles CONFIG's model here (trident bench profile, one thread
 # a rank) and builds two levels whose rates `trident like` computes: moving a token's activations takes the same
-# share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md.
+# share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md. --exchange pipeline
+# scales a pipeline's stage boundaries instead of sequence parallelism's all-to-alls (ATOM's baseline: one stage a
+# rank here, a device on the testbed).
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
 # In a two-level cluster each rank is a host of its own to mpirun (nodeI-rK, one slot), whose launch agent runs it in
 # the namespace NAME-nodeI-rK; the rank itself sees the hostname nodeI, which is how Trident groups ranks into nodes.
@@ -57,7 +60,7 @@ action=$1
 shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
-name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= np= map_by=slot
+name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= np= map_by=slot
 node_bw=()
 profile_sets=()
 program=()
@@ -72,6 +75,7 @@ while [[ $# -gt 0 ]]; do
     --intra-bw) [[ $action == up ]] || bad "--intra-bw belongs to 'up'"; need "$@"; intra_bw=$2; shift 2 ;;
     --like) [[ $action == up ]] || bad "--like belongs to 'up'"; need "$@"; like=$2; shift 2 ;;
     --config) [[ $action == up ]] || bad "--config belongs to 'up'"; need "$@"; like_config=$2; shift 2 ;;
+    --exchange) [[ $action == up ]] || bad "--exchange belongs to 'up'"; need "$@"; exchange=$2; shift 2 ;;
     --set) [[ $action == up ]] || bad "--set belongs to 'up'"; need "$@"; profile_sets+=(--set "$2"); shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
@@ -161,8 +165,10 @@ scale_to_testbed() {
   local cores slowdown
   cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc honours both
   slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
-  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" >"$like_report" ||
-    die "trident like $like failed"
+  local pipeline=()
+  [[ $exchange != pipeline ]] || pipeline=(--exchange pipeline --stages $((nodes * ranks)))
+  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" ${pipeline[@]+"${pipeline[@]}"} \
+    >"$like_report" || die "trident like $like failed"
   read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
   [[ -n $intra_bw && -n $inter_bw ]] || die "trident like printed no rates: $(cat "$like_report")"
 }
@@ -174,12 +180,18 @@ up() {
   [[ $ranks =~ ^[1-9][0-9]*$ ]] || bad "--ranks-per-node: '$ranks' is not a positive whole number"
   [[ -z $like_config || -n $like ]] || bad "--config belongs with --like TESTBED"
   [[ ${#profile_sets[@]} == 0 || -n $like ]] || bad "--set belongs with --like TESTBED (it overrides CONFIG's keys)"
+  [[ -z $exchange || -n $like ]] || bad "--exchange belongs with --like TESTBED"
+  [[ -z $exchange || $exchange == sequence || $exchange == pipeline ]] ||
+    bad "--exchange: '$exchange' is not sequence or pipeline"
+  [[ $exchange != pipeline || $((nodes * ranks)) -ge 2 ]] || bad "--exchange pipeline needs at least 2 ranks (stages)"
+  exchange=${exchange:-sequence}
   [[ -n $inter_bw || -n $like ]] || bad "up needs --inter-bw RATE (e.g. 1gbit) or --like TESTBED"
   [[ $(id -u) == 0 ]] || die "must run as root (it creates network namespaces)"
   local like_profile= like_report=
   if [[ -n $like ]]; then
     # Already up at this testbed's scale: nothing to measure.
-    if [[ -f $config ]] && grep -qFx "like=$like" "$config" && grep -qFx "state=up" "$config" &&
+    if [[ -f $config ]] && grep -qFx "like=$like" "$config" && grep -qFx "exchange=$exchange" "$config" &&
+      grep -qFx "state=up" "$config" &&
       grep -qFx "nodes=$nodes" "$config" && grep -qFx "ranks_per_node=$ranks" "$config" && [[ -n $(namespaces) ]]; then
       echo "$prog: $name is already up (nodes=$nodes ranks_per_node=$ranks like=$like)"
       return
@@ -229,8 +241,9 @@ up() {
     sed "s|$like_profile|$dir/profile.yaml|" "$like_report" >"$dir/like.md" && rm -f "$like_report"
   fi
   # Written first, so that `down` finds what to remove whatever step below fails.
-  printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nsubnet=%s.0.0/16\nstate=starting\n' \
-    "$name" "$nodes" "$ranks" "${rates[*]}" "$intra_bw" "$like" "$subnet" >"$config"
+  printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nexchange=%s\nsubnet=%s.0.0/16\n' \
+    "$name" "$nodes" "$ranks" "${rates[*]}" "$intra_bw" "$like" "$exchange" "$subnet" >"$config"
+  echo "state=starting" >>"$config"
   trap 'echo "$prog: up failed; cleaning up" >&2; down >/dev/null 2>&1 || true' ERR
 
   local head=$name-head

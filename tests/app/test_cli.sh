@@ -101,5 +101,25 @@ run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$tmp/missing.yaml"
 stderr_line "trident: config error:" "missing.yaml"
 run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-80g-16x8-tnl1b.yaml" --slowdown 0.5
 stderr_line "trident: usage error:" "--slowdown"
+# --exchange pipeline: ATOM's testbed (8 peers, GPT-3 6.7B) against itself on 2 stages: the stage computes 4x more
+# a token, so the link may be 4x slower for the same ratio, and a round of parameters weighs 4x more tokens
+run 0 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange pipeline --stages 2 \
+  --json
+"$python" - "$tmp/out" <<'PY' ||
+import json, sys
+o = json.load(open(sys.argv[1]))
+tb, here = o["testbed"], o["here"]
+assert o["exchange"] == "pipeline" and tb["stages"] == 8 and here["stages"] == 2, o
+assert abs(here["inter_ratio"] / tb["inter_ratio"] - 1) < 1e-9, o
+assert abs(tb["inter_bytes_per_s"] / here["inter_bytes_per_s"] - 4) < 1e-9, o
+assert abs(here["round_tokens"] / tb["round_tokens"] - 4) < 1e-9, o
+PY
+  fail "like --exchange pipeline: the stages do not scale the link and the round as computed"
+run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange pipeline --stages 1
+stderr_line "trident: usage error:" "--stages"
+run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange pipeline
+stderr_line "trident: config error:" "at least 2 stages"
+run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange ring
+stderr_line "trident: usage error:" "--exchange"
 
 echo "all $checks checks passed"

@@ -225,6 +225,22 @@ grep -q "node1: link .*(configured ${rates#* })" "$tmp/out" || fail "node links 
 emu 0 down
 nothing_left
 
+check "--like --exchange pipeline: the link a pipeline's stage boundary needs at ATOM's testbed's ratios"
+emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --exchange pipeline
+grep -q -- "--exchange belongs with --like" "$tmp/err" || fail "no error for --exchange without --like"
+atom_testbed=$root/configs/clusters/rtx4090-8x1-gpt6.7b.yaml
+emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --exchange ring
+grep -q -- "--exchange: 'ring' is not sequence or pipeline" "$tmp/err" || fail "no error naming the bad exchange"
+TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" \
+  --exchange pipeline
+grep -q "a pipeline's stage boundary" "$tmp/cluster/like.md" || fail "like.md does not scale a pipeline"
+grep -q "| testbed | GPT-3 6.7B .* | 8 " "$tmp/cluster/like.md" || fail "like.md lacks the testbed's 8 stages"
+emu 0 status
+grep -q "node1: link .*(configured $(sed -n 's/^emucluster: .* --inter-bw \([^ ]*\) .*/\1/p' \
+  "$tmp/cluster/like.md"))" "$tmp/out" || fail "the node link is not at trident like's pipeline rate"
+emu 0 down
+nothing_left
+
 check "bench comm measures a 100mbit link within 15% (node0 1gbit, node1 100mbit: the slower link counts)"
 emu 0 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --node-bw node1=100mbit
 emu 0 run -- "$trident" bench comm --max-bytes 1048576 --repeat 0.05 --json

@@ -37,7 +37,7 @@ layers:
 memory:
   model_states_gb: 16
   bytes_per_token: 500000
-model: {name: gpt, n_layer: 32, n_embd: 4096, max_seq_len: 8192}
+model: {name: gpt, n_layer: 32, n_embd: 4096, max_seq_len: 8192, parameters: 6658396160}
 )";
 
 std::string error_of(const std::string& yaml) {
@@ -83,6 +83,7 @@ TEST_CASE("the documented profile format parses", "[cost]") {
   CHECK(p.model->n_layer == 32);
   CHECK(p.model->bytes_per_value == 2);  // the default
   CHECK(p.model->max_seq_len == 8192);
+  CHECK(p.model->parameters == 6658396160);
   // every section is optional in the file
   CHECK_FALSE(parse_profile("network: {intra_node: {bandwidth_gb_per_s: 1, latency_us: 0}, inter_node: "
                             "{bandwidth_gb_per_s: 1, latency_us: 0}}", "n.yaml").compute);
@@ -100,9 +101,12 @@ TEST_CASE("what profile_yaml writes reads back equal", "[cost]") {
   CHECK(q.layers->outside.alpha2_s_per_token == p.layers->outside.alpha2_s_per_token);
   CHECK(q.model->n_embd == p.model->n_embd);
   CHECK(q.model->max_seq_len == p.model->max_seq_len);
+  CHECK(q.model->parameters == p.model->parameters);
   Profile unstated = p;
   unstated.model->max_seq_len = 0;  // not written, and read back as not stated
+  unstated.model->parameters = 0;
   CHECK(profile_yaml(unstated).find("max_seq_len") == std::string::npos);
+  CHECK(profile_yaml(unstated).find("parameters") == std::string::npos);
 }
 
 TEST_CASE("a malformed profile is an error naming the file, line and key", "[cost]") {

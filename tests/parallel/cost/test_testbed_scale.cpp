@@ -76,6 +76,47 @@ model: {name: small, n_layer: 1, n_embd: 8, bytes_per_value: 4, max_seq_len: 200
   CHECK(both.here.intra_bytes_per_s == Approx(128000));
 }
 
+TEST_CASE("a pipeline's stage boundary scales with each side's stages and width", "[cost][testbed]") {
+  // The testbed: 4 stages (2 nodes x 2 devices) of a width-4 bf16 model, 1e6 parameters: a boundary moves 4 x 2 = 8
+  // bytes a token one way while a stage computes its 1 ms / 4 = 0.25 ms: 8 / 32,000 B/s = 0.25 ms between nodes,
+  // ratio 1. A round of fp32 parameters, 4e6 bytes, takes 125 s there: 125,000 tokens of 1 ms.
+  const char* testbed = R"(cluster: {name: tb, nodes: 2, devices_per_node: 2, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.28e-4, latency_us: 10}
+  inter_node: {bandwidth_gb_per_s: 3.2e-5, latency_us: 20}
+compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}
+model: {name: big, n_layer: 2, n_embd: 4, bytes_per_value: 2, parameters: 1000000}
+)";
+  // Here: 2 stages of a width-8 fp32 model (32 bytes a token) of 2 ms a token, 1 ms a stage (2 ms at slowdown 2):
+  // ratio 1 needs 32 bytes in 2 ms, 16,000 B/s; a round of 4 x 1000 bytes takes 0.25 s there: 62.5 tokens of 4 ms.
+  const char* here = R"(compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 2.0e-3, beta1_s: 0}
+model: {name: small, n_layer: 1, n_embd: 8, bytes_per_value: 4, parameters: 1000}
+)";
+  const ScaledLinks links = scale_links_to_testbed(parse_profile(testbed, "tb.yaml"), parse_profile(here, "h.yaml"),
+                                                   2, Exchange::pipeline, 2);
+  CHECK(links.testbed.stages == 4);
+  CHECK(links.testbed.bytes_per_token == 8);
+  CHECK(links.testbed.seconds_per_token == Approx(2.5e-4));
+  CHECK(links.testbed.inter_ratio == Approx(1.0));
+  CHECK(links.testbed.round_tokens == Approx(125000));
+  CHECK(links.here.stages == 2);
+  CHECK(links.here.bytes_per_token == 32);
+  CHECK(links.here.seconds_per_token == Approx(2e-3));
+  CHECK(links.here.inter_bytes_per_s == Approx(16000));
+  CHECK(links.here.inter_ratio == Approx(1.0));
+  CHECK(links.here.round_tokens == Approx(62.5));
+  // Without a parameter count there is no round to weigh; without the testbed's devices no stages to count.
+  CHECK(scale_links_to_testbed(parse_profile(testbed, "tb.yaml"), parse_profile(kHere, "here.yaml"), 1,
+                               Exchange::pipeline, 2)
+            .here.round_tokens == 0);
+  CHECK_THROWS_WITH(scale_links_to_testbed(parse_profile(kTestbed, "tb.yaml"), parse_profile(here, "h.yaml"), 1,
+                                           Exchange::pipeline, 2),
+                    Catch::Contains("tb.yaml") && Catch::Contains("'cluster'"));
+  CHECK_THROWS_WITH(scale_links_to_testbed(parse_profile(testbed, "tb.yaml"), parse_profile(here, "h.yaml"), 1,
+                                           Exchange::pipeline, 1),
+                    Catch::Contains("at least 2 stages"));
+}
+
 TEST_CASE("a profile without what the scaling needs is an error naming it", "[cost][testbed]") {
   const Profile here = parse_profile(kHere, "here.yaml");
   const Profile no_model = parse_profile("compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}\n",
