@@ -354,8 +354,12 @@ bool Trainer::end_step(int64_t step, const Counters& before, Watchdog& watchdog)
   if (!independent_ && setup_.ranks.size() > 1) setup_.ranks.allreduce_sum(stops, 2, CommType::i32);
   const bool stop = stops[0] > 0, data_changed = stops[1] > 0;
   const bool periodic = config_.checkpoint.every > 0 && (step + 1) % config_.checkpoint.every == 0;
-  if (periodic || stop || step + 1 == config_.train.steps || data_changed) save(step + 1);
-  watchdog.step_done(step + 1, std::chrono::duration<double>(Clock::now() - before.start).count());
+  const double step_s = std::chrono::duration<double>(Clock::now() - before.start).count();
+  if (periodic || stop || step + 1 == config_.train.steps || data_changed) {
+    const Watchdog::Untimed checkpoint(watchdog);
+    save(step + 1);
+  }
+  watchdog.step_done(step + 1, step_s);
   if (data_changed)
     throw_runtime_error("{}: the run stopped after step {} with a checkpoint; put the data back as it was and "
                         "resume, or start a new run.dir", data_change.value_or("a data file changed on another rank"),

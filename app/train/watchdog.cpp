@@ -19,12 +19,12 @@ namespace {
 constexpr int kQuery = 61, kAnswer = 62;  // rank 0's question, and a rank's steps completed
 constexpr double kCensusS = 5;            // how long rank 0 waits for the answers
 
-int64_t now_ns() {
+}  // namespace
+
+int64_t Watchdog::now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-}  // namespace
 
 Watchdog::Watchdog(Communicator& ranks, double deadline_s) : deadline_s_(deadline_s) {
   if (deadline_s <= 0 || ranks.size() == 1 || !mpi_thread_multiple()) return;
@@ -64,6 +64,7 @@ void Watchdog::watch() {
       int64_t steps = steps_done_;
       comm_->send(&steps, 1, CommType::i64, 0, kAnswer);
     }
+    if (untimed_) continue;
     const double deadline = std::max(deadline_s_, 10 * longest_step_s_.load());
     const double waited = seconds_since_progress();
     if (root && waited > deadline)

@@ -5,6 +5,9 @@
 // every rank's watchdog which step it has completed, names the ranks that did not answer (stopped or dead) or are
 // behind, and ends the job with exit 1 (MPI_Abort), so Slurm or mpirun can requeue it. Rank 0 may be the frozen one:
 // another rank's watchdog ends the job itself once twice its deadline (plus 10 s) has passed.
+// Writing a checkpoint is not timed: it gathers the model and optimizer state over the links, which on a slow link
+// takes far longer than a step, and the watchdogs' own messages queue behind it there (a rank busy sending would look
+// silent). A rank that dies then ends the job through MPI; one frozen during a checkpoint is not caught.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -23,10 +26,26 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // A step (and whatever followed it: evaluation, a checkpoint) completed, after `step_s` seconds of its own.
+  // A step (and the evaluation that followed it) completed, after `step_s` seconds of its own.
   void step_done(int64_t steps_done, double step_s);
 
+  // For its lifetime (a checkpoint being written) no deadline runs; the next step's clock starts when it ends.
+  class Untimed {
+   public:
+    explicit Untimed(Watchdog& watchdog) : watchdog_(watchdog) { watchdog_.untimed_ = true; }
+    ~Untimed() {
+      watchdog_.progress_ns_ = now_ns();
+      watchdog_.untimed_ = false;
+    }
+    Untimed(const Untimed&) = delete;
+    Untimed& operator=(const Untimed&) = delete;
+
+   private:
+    Watchdog& watchdog_;
+  };
+
  private:
+  static int64_t now_ns();  // steady clock
   void watch();
   double seconds_since_progress() const;
   [[noreturn]] void end_job(const std::string& why);
@@ -37,6 +56,7 @@ class Watchdog {
   std::atomic<int64_t> steps_done_{0};
   std::atomic<double> longest_step_s_{0};
   std::atomic<int64_t> progress_ns_{0};  // steady clock at the last progress
+  std::atomic<bool> untimed_{false};     // a checkpoint is being written
   std::mutex mutex_;
   std::condition_variable wake_;
   bool quit_ = false;

@@ -46,7 +46,8 @@ struct ScaledSide {
   double intra_ratio = 0, inter_ratio = 0;  // seconds moving a token / seconds computing it
   int64_t stages = 1;          // pipeline: the stages a token's compute is shared by
   int64_t parameters = 0;      // pipeline: P (0: not stated)
-  double round_tokens = 0;     // pipeline: tokens computed (whole model, one device) while 4 P bytes cross the inter link
+  double round_tokens = 0;     // pipeline: tokens one device computes (whole model) while 4 P bytes cross the inter
+                               // link
 };
 
 struct ScaledLinks {

@@ -63,7 +63,8 @@ import re, sys, yaml
 source, copy, bw = sys.argv[1:]
 value, unit = re.fullmatch(r"([0-9.]+)(kbit|mbit|gbit)", bw).groups()
 cluster = yaml.safe_load(open(source))
-cluster["network"]["inter_node"]["bandwidth_gb_per_s"] = float(value) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit] / 8e9
+bits = float(value) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
+cluster["network"]["inter_node"]["bandwidth_gb_per_s"] = bits / 8e9
 open(copy, "w").write(f"# {source} with the link between peers at {bw}\n" + yaml.safe_dump(cluster, sort_keys=False))
 PY
   like=$copy bench_cluster 2 1 "$config" --exchange pipeline "${sets[@]}"
@@ -85,8 +86,11 @@ for bw in "${bandwidth_list[@]}"; do
   if [[ -n $testbed ]]; then
     like_at "$bw"
     hidden=$(<"$out/${bw}_hidden_every")
-    for strategy in pipeline atom; do train "${bw}_$strategy" --set parallel.strategy="$strategy"; done
-    train "${bw}_atom_hidden" --set parallel.strategy=atom --set parallel.atom.average_every="$hidden"
+    # At a slow link's ratio a step that waits for a round of the parameters legitimately outlasts the watchdog's
+    # default deadline (run.watchdog_s, docs/reliability.md).
+    slow=(--set run.watchdog_s=7200)
+    for strategy in pipeline atom; do train "${bw}_$strategy" --set parallel.strategy="$strategy" "${slow[@]}"; done
+    train "${bw}_atom_hidden" --set parallel.strategy=atom --set parallel.atom.average_every="$hidden" "${slow[@]}"
     continue
   fi
   "${emu[@]}" up "${cl[@]}" --nodes 2 --ranks-per-node 1 --inter-bw "$bw" >/dev/null

@@ -95,7 +95,8 @@ bench_options() {
 # bench_cluster NODES RANKS CONFIG [--set key=value]...: brings up the script's emulated cluster (the EXIT trap takes
 # it down) and sets `emu` and `cl` for `"${emu[@]}" run "${cl[@]}" -- PROGRAM`, and `bench_links` to its conditions
 # in words. With `like` set (the script's --like TESTBED): two levels at the testbed's ratios for CONFIG's model (the
-# sets override CONFIG's keys for its profile), both sides' table in $out/like.md. Otherwise one level, `inter_bw`
+# sets override CONFIG's keys for its profile, measured once: $out/like_profile.yaml), both sides' table in
+# $out/like.md. Otherwise one level, `inter_bw`
 # between nodes and shared memory inside them.
 bench_cluster() {
   local nodes=$1 ranks=$2 config=$3 script
@@ -110,8 +111,11 @@ bench_cluster() {
     return
   fi
   local dir=/tmp/${cl[1]} rates
+  local measured=()  # a cluster after the first shares the first one's profile
+  [[ ! -f $out/like_profile.yaml ]] || measured=(--profile "$out/like_profile.yaml")
   TRIDENT=$trident "${emu[@]}" up "${cl[@]}" --dir "$dir" --nodes "$nodes" --ranks-per-node "$ranks" \
-    --like "$like" --config "$config" "$@" >/dev/null || die "the emulated cluster at $like's ratios did not come up"
+    --like "$like" --config "$config" ${measured[@]+"${measured[@]}"} "$@" >/dev/null ||
+    die "the emulated cluster at $like's ratios did not come up"
   cp "$dir/profile.yaml" "$out/like_profile.yaml"
   sed "s|$dir/profile.yaml|$out/like_profile.yaml|" "$dir/like.md" >"$out/like.md"
   rates=$(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\) .*/rank links \1, node links \2/p' \

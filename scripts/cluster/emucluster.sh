@@ -13,6 +13,7 @@
 #                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
 #                                        --config CONFIG [--set key=value]... [--exchange sequence|pipeline]
+#                                        [--profile FILE]
 #                                        # two levels at a testbed's ratios
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
@@ -27,7 +28,8 @@
 # a rank) and builds two levels whose rates `trident like` computes: moving a token's activations takes the same
 # share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md. --exchange pipeline
 # scales a pipeline's stage boundaries instead of sequence parallelism's all-to-alls (ATOM's baseline: one stage a
-# rank here, a device on the testbed).
+# rank here, a device on the testbed). --profile FILE takes CONFIG's profile from FILE (an earlier DIR/profile.yaml)
+# instead of measuring it, so clusters brought up one after another share one measurement.
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
 # In a two-level cluster each rank is a host of its own to mpirun (nodeI-rK, one slot), whose launch agent runs it in
 # the namespace NAME-nodeI-rK; the rank itself sees the hostname nodeI, which is how Trident groups ranks into nodes.
@@ -60,7 +62,7 @@ action=$1
 shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
-name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= np= map_by=slot
+name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= given_profile= np= map_by=slot
 node_bw=()
 profile_sets=()
 program=()
@@ -76,6 +78,7 @@ while [[ $# -gt 0 ]]; do
     --like) [[ $action == up ]] || bad "--like belongs to 'up'"; need "$@"; like=$2; shift 2 ;;
     --config) [[ $action == up ]] || bad "--config belongs to 'up'"; need "$@"; like_config=$2; shift 2 ;;
     --exchange) [[ $action == up ]] || bad "--exchange belongs to 'up'"; need "$@"; exchange=$2; shift 2 ;;
+    --profile) [[ $action == up ]] || bad "--profile belongs to 'up'"; need "$@"; given_profile=$2; shift 2 ;;
     --set) [[ $action == up ]] || bad "--set belongs to 'up'"; need "$@"; profile_sets+=(--set "$2"); shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
@@ -157,18 +160,22 @@ scale_to_testbed() {
   [[ -x $trident ]] || die "no trident binary at $trident (build it, or set TRIDENT)"
   like_profile=$(mktemp --suffix=.yaml) like_report=$(mktemp)
   rm -f "$like_profile"  # bench profile writes a new file
-  echo "$prog: profiling $like_config's model with one thread (trident bench profile)" >&2
-  OMP_NUM_THREADS=1 "$trident" bench profile "$like_config" ${profile_sets[@]+"${profile_sets[@]}"} \
-    --out "$like_profile" >/dev/null ||
-    die "trident bench profile $like_config failed"
+  if [[ -n $given_profile ]]; then
+    cp "$given_profile" "$like_profile"
+  else
+    echo "$prog: profiling $like_config's model with one thread (trident bench profile)" >&2
+    OMP_NUM_THREADS=1 "$trident" bench profile "$like_config" ${profile_sets[@]+"${profile_sets[@]}"} \
+      --out "$like_profile" >/dev/null ||
+      die "trident bench profile $like_config failed"
+  fi
   # Ranks beyond the cores share them: each computes that much slower than the one-thread profile.
   local cores slowdown
   cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc honours both
   slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
   local pipeline=()
   [[ $exchange != pipeline ]] || pipeline=(--exchange pipeline --stages $((nodes * ranks)))
-  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" ${pipeline[@]+"${pipeline[@]}"} \
-    >"$like_report" || die "trident like $like failed"
+  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" \
+    ${pipeline[@]+"${pipeline[@]}"} >"$like_report" || die "trident like $like failed"
   read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
   [[ -n $intra_bw && -n $inter_bw ]] || die "trident like printed no rates: $(cat "$like_report")"
 }
@@ -181,6 +188,8 @@ up() {
   [[ -z $like_config || -n $like ]] || bad "--config belongs with --like TESTBED"
   [[ ${#profile_sets[@]} == 0 || -n $like ]] || bad "--set belongs with --like TESTBED (it overrides CONFIG's keys)"
   [[ -z $exchange || -n $like ]] || bad "--exchange belongs with --like TESTBED"
+  [[ -z $given_profile || -n $like ]] || bad "--profile belongs with --like TESTBED"
+  [[ -z $given_profile || -f $given_profile ]] || bad "--profile: '$given_profile' is not a file"
   [[ -z $exchange || $exchange == sequence || $exchange == pipeline ]] ||
     bad "--exchange: '$exchange' is not sequence or pipeline"
   [[ $exchange != pipeline || $((nodes * ranks)) -ge 2 ]] || bad "--exchange pipeline needs at least 2 ranks (stages)"

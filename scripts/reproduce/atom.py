@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """ATOM (docs/methods.md §4) reproduced, in two halves; writes OUT/atom.md and two PNGs.
 
-Measured here: (1) the same model and global batch (configs/experiments/atom/atom_peers_cpu.yaml) trained by ATOM's
-peers (two whole replicas averaging their parameters in the background every parallel.atom.average_every steps), by
-GPipe over the two ranks (the baseline ATOM is set against) and by synchronous data parallelism, on the emulated
-cluster of 2 nodes x 1 rank with the link between them limited to each bandwidth in turn; (2) one peer whose model
+Measured here: (1) the same model and global batch (configs/experiments/atom/atom_peers_cpu.yaml) trained by
+GPipe over two ranks (the baseline ATOM is set against) and by ATOM's peers (two whole replicas averaging their
+parameters in the background every parallel.atom.average_every steps, and as seldom as a round needs), on the emulated
+cluster of 2 nodes x 1 rank whose link gives a pipeline's stage boundary the share of a stage's compute it has on the
+testbed (configs/clusters/rtx4090-8x1-gpt6.7b.yaml) at each of its link speeds in turn; (2) one peer whose model
 does not fit its device budget (configs/experiments/atom/atom_swap_cpu.yaml) swapping sub-models over an emulated
 host-to-device link, against the same model resident.
 
@@ -15,7 +16,9 @@ claim of up to 20x over decentralized pipeline parallelism. What the report says
 read from them (`trident config`), from `trident plan` and from the runs' logs.
 """
 import json
+import math
 import re
+import shutil
 import statistics
 import sys
 
@@ -30,12 +33,12 @@ PEERS = "configs/experiments/atom/atom_peers_cpu.yaml"
 SWAP = "configs/experiments/atom/atom_swap_cpu.yaml"
 PAPER = "configs/experiments/atom/paper_gpt6.7b.yaml"
 CLUSTER = "configs/clusters/rtx4090-8x1-gpt6.7b.yaml"
-STRATEGIES = ("atom", "pipeline", "dp")
+MEASURED = ("pipeline", "atom", "atom_hidden")  # atom_hidden: averaging as seldom as a round needs on the link
 PAPER_LINKS = {"10gbit": 1.25, "1gbit": 0.125, "100mbit": 0.0125}  # GB/s
 PUBLISHED_OVER_PIPELINE = 20.0  # "up to 20x" over decentralized pipeline parallelism, slow networks (abstract)
 
 MODES = {  # bandwidths of the peers' link, steps a run; the swap runs: tokens a batch, budgets (1/k of the state)
-    "smoke": {"bandwidths": ["1gbit"], "steps": 4, "swap_tokens": 256, "budgets": [2], "swap_steps": 3},
+    "smoke": {"bandwidths": ["10gbit"], "steps": 4, "swap_tokens": 256, "budgets": [2], "swap_steps": 3},
     "quick": {"bandwidths": ["10gbit", "1gbit", "100mbit"], "steps": 8, "swap_tokens": 1024, "budgets": [2, 4],
               "swap_steps": 5},
     "full": {"bandwidths": ["10gbit", "1gbit", "100mbit"], "steps": 16, "swap_tokens": 1024, "budgets": [2, 4, 8],
@@ -55,23 +58,48 @@ def averaging(every: int) -> str:
         "summing the gradients every step (exact peers)"
 
 
+def cluster_at(name: str, out) -> str:
+    """The testbed's cluster file with the peers' link at PAPER_LINKS[name], written to OUT/runs/cluster_NAME.yaml."""
+    cluster = common.read_yaml(CLUSTER)
+    cluster["network"]["inter_node"]["bandwidth_gb_per_s"] = PAPER_LINKS[name]
+    path = out / "runs" / f"cluster_{name}.yaml"
+    path.write_text(yaml.safe_dump(cluster, sort_keys=False))
+    return str(path)
+
+
 def peers_over_links(mode: dict, out) -> dict:
+    """For each of the testbed's link speeds, the emulated link at which a pipeline's stage boundary weighs on this
+    model's stage as on GPT-3 6.7B's 8 stages (`emucluster.sh up --like ... --exchange pipeline`); there GPipe,
+    ATOM averaging as its config says, and ATOM averaging as seldom as a round of its parameters needs on that link
+    (the scaling's round tokens over a peer's tokens a step, rounded up)."""
     results = {}
+    tokens_a_peer = common.resolved_config(PEERS)["train"]["batch_tokens"] // 2
+    profile = out / "runs" / "like_profile.yaml"  # measured by the first cluster, shared by the others
     for bandwidth in mode["bandwidths"]:
-        with common.EmulatedCluster("reproduce-atom", 2, 1, bandwidth) as cluster:
-            for strategy in STRATEGIES:
-                print(f"reproduce/atom.sh: measured: {strategy} over {bandwidth} ({cluster.where})", file=sys.stderr)
-                run_dir = out / "runs" / f"{bandwidth}_{strategy}"
-                code, _ = cluster.run(["train", PEERS, "--set", f"train.steps={mode['steps']}", "--set",
-                                       f"parallel.strategy={strategy}", "--set", f"run.dir={run_dir}"],
-                                      out / "runs" / f"{bandwidth}_{strategy}.log")
+        with common.EmulatedCluster("reproduce-atom", 2, 1, like=cluster_at(bandwidth, out), config=PEERS,
+                                    exchange="pipeline", profile=str(profile) if profile.exists() else "") as cluster:
+            if cluster.scaling and not profile.exists():
+                shutil.copyfile(cluster.profile_path, profile)
+            runs = {"pipeline": ["--set", "parallel.strategy=pipeline"], "atom": ["--set", "parallel.strategy=atom"]}
+            hidden = None
+            if cluster.scaling:
+                round_tokens = float(common.scaling_row(cluster.scaling, "here")["round tokens"])
+                hidden = max(1, math.ceil(round_tokens / tokens_a_peer))
+                runs["atom_hidden"] = runs["atom"] + ["--set", f"parallel.atom.average_every={hidden}"]
+            results[bandwidth] = {"scaling": cluster.scaling, "hidden_every": hidden, "link_here": cluster.inter_rate}
+            for name, sets in runs.items():
+                print(f"reproduce/atom.sh: measured: {name} at {bandwidth}'s ratio ({cluster.where})", file=sys.stderr)
+                run_dir = out / "runs" / f"{bandwidth}_{name}"
+                # a step waiting for a round on the slowest link outlasts the watchdog's default deadline
+                code, _ = cluster.run(["train", PEERS, "--set", f"train.steps={mode['steps']}", *sets, "--set",
+                                       "run.watchdog_s=7200", "--set", f"run.dir={run_dir}"],
+                                      out / "runs" / f"{bandwidth}_{name}.log")
                 rows = common.metrics(run_dir)
                 if code != 0 or len(rows) < mode["steps"]:
-                    raise common.Failure(f"{strategy} over {bandwidth}: exit {code}, see {run_dir}.log")
-                results[(bandwidth, strategy)] = {"tokens_per_s": common.tokens_per_s(rows),
-                                                  "step_ms": common.median(rows, "step_ms"),
-                                                  "mb_sent": statistics.mean(r["comm_bytes"] for r in
-                                                                             common.steady(rows)) / 1e6}
+                    raise common.Failure(f"{name} at {bandwidth}'s ratio: exit {code}, see {run_dir}.log")
+                results[(bandwidth, name)] = {"tokens_per_s": common.tokens_per_s(rows),
+                                              "mb_sent": statistics.mean(r["comm_bytes"] for r in
+                                                                         common.steady(rows)) / 1e6}
         results["where"] = cluster.place
     results["parameters"] = common.logged_parameters(out / "runs" / f"{mode['bandwidths'][0]}_atom")
     return results
@@ -108,11 +136,8 @@ def paper_scale(mode: dict, out) -> dict:
     """`trident plan --json` at each link speed: the swap plan of a peer, and its "peers" object (ATOM against
     GPipe)."""
     found = {}
-    for name, gb_per_s in PAPER_LINKS.items():
-        cluster = common.read_yaml(CLUSTER)
-        cluster["network"]["inter_node"]["bandwidth_gb_per_s"] = gb_per_s
-        path = out / "runs" / f"cluster_{name}.yaml"
-        path.write_text(yaml.safe_dump(cluster, sort_keys=False))
+    for name in PAPER_LINKS:
+        path = cluster_at(name, out)
         code, output = common.run(["plan", PAPER, "--cluster", path, "--json"], out / "runs" / f"plan_{name}.log")
         if code != 0:
             raise common.Failure(f"trident plan at {name}: exit {code}, see {out}/runs/plan_{name}.log")
@@ -125,25 +150,34 @@ def report(args, mode: dict, plans: dict, swaps: dict, links: dict, wall_s: floa
     peers, swap, big = (common.resolved_config(c) for c in (PEERS, SWAP, PAPER))
     peers_every = peers["parallel"]["atom"]["average_every"]
     md = common.header("ATOM reproduced: measured here, and at paper scale from the cost model", args, wall_s)
-    md += ["## Measured here: peers against the pipeline over slow links", "",
+    md += ["## Measured here: peers against the pipeline at the testbed's ratios", "",
            f"`{PEERS}` ({common.describe_model(peers['model'])}; {links['parameters'] / 1e6:.1f}M parameters; "
-           f"{peers['train']['batch_tokens']:,} tokens a step) on {links['where']}, the link between the nodes at each "
-           f"rate below; {mode['steps']} steps a run, tokens/s over the steps after the first. ATOM: each rank a whole "
-           f"replica on half the batch, {averaging(peers_every)}{' on a thread of its own' if peers_every else ''}; "
-           "pipeline: GPipe, one stage a node; dp: the gradients summed every step.", ""]
+           f"{peers['train']['batch_tokens']:,} tokens a step) on {links['where']}. For each of the testbed's links "
+           f"between peers (`{CLUSTER}`), the link between the nodes is set so that a pipeline's stage boundary "
+           "(a token's activations one way) takes the same share of a stage's compute here as on the testbed's "
+           "stages (`emucluster.sh up --like ... --exchange pipeline`: the tables below). "
+           f"{mode['steps']} steps a run, tokens/s over the steps after the first. pipeline: GPipe, one stage a node; "
+           f"atom: each rank a whole replica on half the batch, {averaging(peers_every)} on a thread of its own; "
+           "atom_hidden: the same, averaging as seldom as a round of the parameters needs on that link (the table's "
+           "round tokens over a peer's tokens a step).", ""]
     rows = []
     for bw in mode["bandwidths"]:
-        r = {s: links[(bw, s)] for s in STRATEGIES}
-        for s in STRATEGIES:
-            speedup = f"**{r['atom']['tokens_per_s'] / r[s]['tokens_per_s']:.2f}x**" if s != "atom" else ""
-            rows.append([bw, s, f"{r[s]['step_ms']:.0f}", f"{r[s]['tokens_per_s']:,.0f}", speedup,
-                         f"{r[s]['mb_sent']:.2f}"])
-    md += common.table(["link", "strategy", "step ms (median)", "tokens/s", "ATOM's speedup", "MB sent a step"], rows)
-    pipeline_mb = max(links[(bw, "pipeline")]["mb_sent"] for bw in mode["bandwidths"])
-    md += ["", "At this scale the pipeline pays its bubble and recompute more than the link (it sends up to "
-           f"{pipeline_mb:.1f} MB a step; a round averages {links['parameters'] / 1e6:.1f}M fp32 parameters, "
-           f"{4 * links['parameters'] / 1e6:.1f} MB), so ATOM's lead over it grows less with a slower link than at "
-           "paper scale, and most against data parallelism, whose every step waits for the gradients.", ""]
+        pipeline = links[(bw, "pipeline")]["tokens_per_s"]
+        for s in (s for s in MEASURED if (bw, s) in links):
+            r = links[(bw, s)]
+            every = {"pipeline": "", "atom": str(peers_every), "atom_hidden": str(links[bw]["hidden_every"])}[s]
+            speedup = f"**{r['tokens_per_s'] / pipeline:.2f}x**" if s != "pipeline" else ""
+            rows.append([bw, links[bw]["link_here"], s, every, f"{r['tokens_per_s']:,.0f}", speedup,
+                         f"{r['mb_sent']:.2f}"])
+    md += common.table(["testbed link", "link here", "run", "averaging every", "tokens/s", "over pipeline",
+                        "MB sent a step"], rows)
+    md += ["", f"A round averages {links['parameters'] / 1e6:.1f}M fp32 parameters "
+           f"({4 * links['parameters'] / 1e6:.1f} MB). The links match the pipeline's ratio; how much a round weighs "
+           "follows each model's parameters per byte a stage boundary moves a token (P / (d b k)), which this model "
+           "does not share with GPT-3 6.7B: compare the round tokens of the two sides below.", ""]
+    for bw in mode["bandwidths"]:
+        if links[bw]["scaling"]:
+            md += [f"### The link for the testbed's {bw}", "", common.scaling_text(links[bw]["scaling"]), ""]
     md += ["## Measured here: a peer swapping a model its device budget cannot hold", "",
            f"`{SWAP}` ({common.describe_model(swap['model'])}; {swaps['state_gib'] * 1024:.0f} MiB of weights, "
            f"gradients and AdamW state) on one rank, {mode['swap_tokens']:,} tokens a step, copies over an emulated "
@@ -192,10 +226,10 @@ def report(args, mode: dict, plans: dict, swaps: dict, links: dict, wall_s: floa
     print("\n".join(md))
 
     xs = [mbit(bw) for bw in mode["bandwidths"]]
-    plot.lines(out / "measured_throughput.png", "Tokens/s against bandwidth (measured here, 2 nodes x 1 rank)",
-               "bandwidth between the nodes (Mbit/s)", "tokens/s",
+    plot.lines(out / "measured_throughput.png", "Tokens/s at the testbed's ratios (measured here, 2 nodes x 1 rank)",
+               "the testbed's link between peers (Mbit/s)", "tokens/s",
                [{"label": s, "x": xs, "y": [links[(bw, s)]["tokens_per_s"] for bw in mode["bandwidths"]]}
-                for s in STRATEGIES], logx=10)
+                for s in MEASURED if all((bw, s) in links for bw in mode["bandwidths"])], logx=10, logy=10)
     names = list(paper)
     xs = [mbit(n) for n in names]
     plot.lines(out / "paper_throughput.png", f"A {model} on {count} peers (estimated)",

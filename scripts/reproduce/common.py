@@ -103,23 +103,38 @@ def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900, launcher: l
 class EmulatedCluster:
     """Ranks on scripts/cluster/emucluster.sh's emulated nodes (rate-limited links between them), up for the `with`
     block and taken down after it, also on failure. Where network namespaces cannot be made (not root, no `ip`), the
-    same number of ranks runs on this machine with no link limit; `where` says which, for the report."""
+    same number of ranks runs on this machine with no link limit; `where` says which, for the report.
 
-    def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str):
-        self.cluster = ["--name", f"{name}-{os.getpid()}"]
-        self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node), "--inter-bw", inter_bw]
+    With `like` (a testbed's cluster file, configs/clusters/) and `config` (the runs' model), two levels whose links
+    give CONFIG's model the testbed's ratio of communication to compute (`emucluster.sh up --like`, docs/emucluster.md;
+    `sets` override CONFIG's keys for the profile, `exchange` is sequence or pipeline, `profile` an earlier cluster's
+    `profile_path` to take instead of measuring); `scaling` is then both sides' table (`trident like`) for the report.
+    Otherwise one level, `inter_bw` between nodes."""
+
+    def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str = "", like: str = "",
+                 config: str = "", sets: list | None = None, exchange: str = "sequence", profile: str = ""):
+        self.cluster = ["--name", f"{name}-{os.getpid()}", "--dir", f"/tmp/{name}-{os.getpid()}"]
+        self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node)]
+        if like:
+            self.layout += ["--like", str(ROOT / like), "--config", str(ROOT / config), "--exchange", exchange]
+            self.layout += [a for kv in (sets or []) for a in ("--set", kv)]
+            self.layout += ["--profile", profile] if profile else []
+        else:
+            self.layout += ["--inter-bw", inter_bw]
+        self.like, self.scaling, self.inter_rate = like, "", inter_bw
+        self.profile_path = Path(self.cluster[3]) / "profile.yaml"  # --like's, while the cluster is up
         self.ranks = nodes * ranks_per_node
         self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
         if not self.emulated and os.environ.get("TRIDENT_CI"):  # CI has root, ip and tc: a fallback there is a fault
             raise Failure("CI (TRIDENT_CI): the emulated cluster needs root, ip and tc, and one is missing")
-        # where the ranks ran, without and with the link's rate, for the reports
+        # where the ranks ran, without and with the links' rates, for the reports
         self.place = (f"the emulated cluster, {nodes} nodes x {ranks_per_node} rank(s)" if self.emulated
                       else f"{self.ranks} local ranks (no emulated links: needs root, ip and tc)")
-        self.where = f"{self.place}, {inter_bw} between nodes" if self.emulated else self.place
+        self.where = f"{self.place}, {inter_bw} between nodes" if self.emulated and not like else self.place
 
     def _emucluster(self, *args) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(ROOT / "scripts" / "cluster" / "emucluster.sh"), *args], cwd=ROOT,
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=dict(os.environ, TRIDENT=str(trident_binary())))
 
     def __enter__(self):
         if self.emulated:
@@ -127,6 +142,12 @@ class EmulatedCluster:
             if up.returncode != 0:
                 self._emucluster("down", *self.cluster)  # what a failed `up` left behind
                 raise Failure(f"scripts/cluster/emucluster.sh up failed: {up.stderr.strip()}")
+            if self.like:
+                self.scaling = (Path(self.cluster[3]) / "like.md").read_text().strip()
+                rates = re.search(r"^emucluster: --intra-bw (\d+)kbit --inter-bw (\d+)kbit", self.scaling, re.M)
+                self.inter_rate = f"{int(rates[2]) / 1e3:.4g} Mbit/s"
+                self.where = (f"{self.place}, two levels at the ratios of {self.like}: rank links "
+                              f"{int(rates[1]) / 1e3:.4g} Mbit/s, node links {self.inter_rate}")
         return self
 
     def __exit__(self, *exc):
@@ -138,6 +159,18 @@ class EmulatedCluster:
             return run(args, log, ranks=self.ranks, timeout_s=timeout_s)
         launcher = ["bash", str(ROOT / "scripts" / "cluster" / "emucluster.sh"), "run", *self.cluster, "--"]
         return run(args, log, timeout_s=timeout_s, launcher=launcher)
+
+
+def scaling_row(like_md: str, side: str) -> dict:
+    """One side's row ("testbed" or "here") of `trident like`'s table, column -> cell."""
+    lines = [[c.strip() for c in line.strip().strip("|").split("|")] for line in like_md.splitlines()
+             if line.startswith("|")]
+    return dict(zip(lines[0], next(cells for cells in lines[2:] if cells[0] == side)))
+
+
+def scaling_text(like_md: str) -> str:
+    """`trident like`'s table (an emulated cluster's `scaling`) for a report section: its heading made a sentence."""
+    return re.sub(r"^#+ (.*)$", r"\1.", like_md.strip(), count=1, flags=re.M)
 
 
 @functools.cache

@@ -3,7 +3,9 @@
 
 Measured here: training runs of configs/experiments/flexsp/flexsp_longtail.yaml (a softmax model on synthetic
 documents with the paper's Wikipedia, CommonCrawl and GitHub length distributions) on the emulated cluster, 2 nodes x
-4 ranks with a slow link between them, per preset and context limit: FlexSP (groups of several sizes per
+4 ranks on two levels of links at the paper's testbed's ratio of communication to compute for this model
+(configs/clusters/a100-8x8-gpt7b.yaml, `emucluster.sh up --like`; its table per setting), per preset and context
+limit: FlexSP (groups of several sizes per
 micro-batch, its profile measured at start-up), BatchAda (the best single group size per batch, planned on that
 profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
 FlexSP's speedups, the share of the step rank 0 spends inside all-to-alls, and the cost model's error per group
@@ -31,7 +33,7 @@ PRESETS = ("wikipedia", "commoncrawl", "github")
 MODELS = ("7b", "13b", "30b")
 CONTEXTS = (192 * 1024, 384 * 1024)
 BATCH_SEQUENCES = 512  # a planned global batch, as the paper's
-INTER_BW = "100mbit"  # where all-to-all volume shows on these 2 cores (at 1 Gbit the step is compute-bound)
+TESTBED = "configs/clusters/a100-8x8-gpt7b.yaml"  # measured here at its ratio of communication to compute
 
 MODES = {  # measured settings (preset, context limit, device.memory_gb), steps per run, planned batches per setting
     "smoke": {"settings": [("wikipedia", 2048, 0.02)], "steps": 3, "batch_tokens": 4096, "batches": 1},
@@ -62,10 +64,13 @@ def replay(run_dir, log) -> dict:
 
 
 def measured(mode: dict, out) -> dict:
-    results = {}
-    with common.EmulatedCluster("reproduce-flexsp", 2, 4, INTER_BW) as cluster:
-        for preset, context, memory_gb in mode["settings"]:
+    results = {"scaling": {}}
+    for preset, context, memory_gb in mode["settings"]:
+        # The links follow this context's profile (one sequence up to it; memory only squeezes training's groups).
+        with common.EmulatedCluster("reproduce-flexsp", 2, 4, like=TESTBED, config=SCALED,
+                                    sets=[f"model.max_seq_len={context}", "device.memory_gb=4"]) as cluster:
             tag = f"{preset}_{context}"
+            results["scaling"][(preset, context)] = cluster.scaling
             base = ["train", SCALED, "--set", f"train.steps={mode['steps']}", "--set", f"data.preset={preset}",
                     "--set", f"model.max_seq_len={context}", "--set", f"data.synthetic_max_length={context}",
                     "--set", f"device.memory_gb={memory_gb}", "--set", f"train.batch_tokens={mode['batch_tokens']}"]
@@ -91,7 +96,11 @@ def measured(mode: dict, out) -> dict:
                     sum(r["step_ms"] for r in common.steady(rows)),
                     "layouts": ", ".join(f"{k} ({v})" for k, v in layouts.most_common(2)) +
                     (", ..." if len(layouts) > 2 else "")}
-    results["where"], results["ranks"] = cluster.where, cluster.ranks
+    results["where"], results["ranks"] = cluster.place, cluster.ranks
+    if cluster.scaling:
+        results["where"] += f", two levels at the ratios of `{TESTBED}` (each setting's links: the tables below)"
+    else:
+        results["where"] += " (not at the testbed's ratios)" if not cluster.emulated else ""
     return results
 
 
@@ -153,11 +162,16 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
                         "layouts (steps)"], rows)
     speedups = {name: [runs[(p, c, "flexsp")]["tokens_per_s"] / runs[(p, c, name)]["tokens_per_s"]
                        for p, c, _ in mode["settings"]] for name in ("static", "batchada")}
-    ranks, cores = runs["ranks"], os.cpu_count() or 1
+    alltoall = {a["group_size"]: a for a in common.read_yaml(TESTBED)["network"]["alltoall"]}
+    widest = max(alltoall)
+    spans = min((g for g in alltoall if alltoall[g]["nodes"] > 1), default=widest)
     over_static = PUBLISHED["FlexSP over DeepSpeed-Ulysses (static SP)"]
     over_batchada = PUBLISHED["FlexSP over BatchAda"]
-    cpu = (f"On this machine {ranks} ranks share {cores} core(s), so compute is {ranks / cores:.3g}x slower than the "
-           "ranks' count suggests and the link" if ranks > cores else "On CPU cores the link")
+    scale = (f"The links give this model the testbed's ratio of moving a token's activations to computing it, but "
+             f"static SP spans 2 nodes here and all {alltoall[widest]['nodes']} there, where its all-to-all runs at "
+             f"{alltoall[widest]['bandwidth_gb_per_s']} GB/s a GPU against the {alltoall[spans]['bandwidth_gb_per_s']} "
+             f"GB/s of a group spanning {alltoall[spans]['nodes']} nodes (`{TESTBED}`)."
+             if any(runs["scaling"].values()) else "These runs are not at the testbed's ratios (no emulated cluster).")
     errors = estimate_errors([runs[(p, c, name)]["errors"] for p, c, _ in mode["settings"]
                               for name in ("flexsp", "batchada")])
     errors = (f"are off by this much a group (the median error per degree, `trident plan --replay` on the FlexSP "
@@ -166,9 +180,12 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     md += ["", f"FlexSP over static SP: {min(speedups['static']):.2f}-{max(speedups['static']):.2f}x; over BatchAda: "
            f"{min(speedups['batchada']):.2f}-{max(speedups['batchada']):.2f}x (the paper, on {gpus} GPUs: up to "
            f"{over_static:.2f}x and {over_batchada:.2f}x). "
-           f"{cpu} carries a smaller share of the step than on the paper's GPUs. The gain over static SP is keeping "
-           "short documents inside a node, off the slow link. Against BatchAda the plans choose between layouts whose "
-           f"estimates, from the profile measured at start-up, {errors}.", ""]
+           f"{scale} The gain over static SP is keeping short documents inside a node, off the slow link. Against "
+           f"BatchAda the plans choose between layouts whose estimates, from the profile measured at start-up, "
+           f"{errors}.", ""]
+    for (preset, context), scaling in runs["scaling"].items():
+        if scaling:
+            md += [f"### The links for {preset} at {context:,}", "", common.scaling_text(scaling), ""]
 
     md += [f"## At paper scale: {testbed['nodes']} x {testbed['devices_per_node']} GPUs of "
            f"{testbed['device_memory_gb']} GB (`{testbed['name']}`), estimated by `trident plan`", "",

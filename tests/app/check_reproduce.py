@@ -47,7 +47,7 @@ def lasp(out: Path) -> str:
 
 
 def flexsp(out: Path) -> str:
-    rows = report(out, "flexsp", ["## Measured here", "## At paper scale", "### Beside the paper"])
+    rows = report(out, "flexsp", ["## Measured here", "## At paper scale", "### Beside the paper", "### The links for"])
     measured = [r for r in rows if len(r) == 7 and r[2] in ("flexsp", "batchada", "static")]
     assert len(measured) >= 3 and len(measured) % 3 == 0, measured
     assert all(number(r[3]) > 0 and r[5].endswith("%") for r in measured), measured
@@ -60,10 +60,11 @@ def flexsp(out: Path) -> str:
 
 def atom(out: Path) -> str:
     rows = report(out, "atom", ["## Measured here: peers against the pipeline", "## Measured here: a peer swapping",
-                                "## At paper scale"])
-    links = [r for r in rows if len(r) == 6 and r[1] in ("atom", "pipeline", "dp")]
-    assert len(links) >= 3 and len(links) % 3 == 0 and all(number(r[3]) > 0 for r in links), links
-    assert all(r[4].endswith("x**") for r in links if r[1] != "atom"), links
+                                "## At paper scale", "### The link for the testbed's"])
+    links = [r for r in rows if len(r) == 7 and r[2] in ("pipeline", "atom", "atom_hidden")]
+    assert len(links) >= 3 and len(links) % 3 == 0 and all(number(r[4]) > 0 for r in links), links
+    assert all(r[1].endswith("Mbit/s") for r in links), links
+    assert all(r[5].endswith("x**") and int(r[3]) >= 1 for r in links if r[2] != "pipeline"), links
     swaps = [r for r in rows if r[0] in ("resident", "1/2")]
     assert len(swaps) == 2 and swaps[1][1] != "1" and swaps[1][3].endswith("x**"), swaps
     paper = [r for r in rows if r[0] in ("10gbit", "1gbit", "100mbit") and len(r) == 8]

@@ -112,4 +112,15 @@ kill -CONT "$frozen" 2>/dev/null
 grep -q "trident: error: watchdog: step [0-9]* has not completed within 3 s .*rank 2 did not answer" "$tmp/err" ||
   fail "the watchdog's message does not name the step and rank 2"
 
+# A checkpoint that takes longer than the watchdog's deadline (on a slow link its gather does) is not a frozen rank:
+# writing it is not timed, so the run ends with exit 0 and its checkpoint.
+checks=$((checks + 1))
+echo "check $checks: a checkpoint slower than run.watchdog_s -> exit 0, not the watchdog"
+TRIDENT_TEST_CHECKPOINT_DELAY_MS=4000 timeout 120 mpirun -np 2 -x TRIDENT_TEST_CHECKPOINT_DELAY_MS "$trident" train \
+  "$tiny" "${base[@]}" --set train.steps=3 --set run.watchdog_s=1 --set run.dir="$tmp/slow_checkpoint" \
+  >"$tmp/out" 2>"$tmp/err"
+code=$?
+[[ $code == 0 ]] || fail "exit code $code, expected 0: $(grep -m1 'watchdog' "$tmp/err")"
+[[ $(cat "$tmp/slow_checkpoint/checkpoints/latest") == step_00000003 ]] || fail "the final checkpoint is not step 3"
+
 echo "all $checks checks passed"

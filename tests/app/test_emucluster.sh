@@ -222,6 +222,7 @@ emu 0 status
 grep -q "scaled to .*a100-8x8-gpt7b.yaml" "$tmp/out" || fail "status does not name the testbed"
 grep -q "r0: .*(configured ${rates% *})" "$tmp/out" || fail "rank links are not at trident like's rate ${rates% *}"
 grep -q "node1: link .*(configured ${rates#* })" "$tmp/out" || fail "node links are not at trident like's ${rates#* }"
+cp "$tmp/cluster/profile.yaml" "$tmp/tiny_profile.yaml"
 emu 0 down
 nothing_left
 
@@ -231,8 +232,15 @@ grep -q -- "--exchange belongs with --like" "$tmp/err" || fail "no error for --e
 atom_testbed=$root/configs/clusters/rtx4090-8x1-gpt6.7b.yaml
 emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --exchange ring
 grep -q -- "--exchange: 'ring' is not sequence or pipeline" "$tmp/err" || fail "no error naming the bad exchange"
+emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --profile "$tmp/tiny_profile.yaml"
+grep -q -- "--profile belongs with --like" "$tmp/err" || fail "no error for --profile without --like"
+emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --profile "$tmp/none"
+grep -q -- "--profile: '$tmp/none' is not a file" "$tmp/err" || fail "no error naming the missing profile"
+# --profile: the earlier cluster's measurement, not a new one
 TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" \
-  --exchange pipeline
+  --exchange pipeline --profile "$tmp/tiny_profile.yaml"
+! grep -q "profiling" "$tmp/err" || fail "--profile measured a new profile"
+cmp -s "$tmp/tiny_profile.yaml" "$tmp/cluster/profile.yaml" || fail "the cluster does not keep the given profile"
 grep -q "a pipeline's stage boundary" "$tmp/cluster/like.md" || fail "like.md does not scale a pipeline"
 grep -q "| testbed | GPT-3 6.7B .* | 8 " "$tmp/cluster/like.md" || fail "like.md lacks the testbed's 8 stages"
 emu 0 status
