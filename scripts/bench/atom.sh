@@ -54,8 +54,8 @@ train() {  # NAME ARGS...: a run on the cluster that is up; one that stops is re
     >"$out/$name.log" 2>&1 || echo "bench/atom.sh: $name stopped (see $out/$name.log)" >&2
 }
 # like_at BW: the emulated cluster at TESTBED's ratios with its peers' link set to BW (not in a subshell: the EXIT
-# trap takes it down); writes to $out/BW_hidden_every the steps a round of the parameters takes here (round tokens
-# over a peer's tokens a step, rounded up), with the slowdown emucluster.sh applied (ranks over cores).
+# trap takes it down); writes to $out/BW_hidden_every the steps a round of the parameters takes here (the scaling's
+# round tokens over a peer's tokens a step, rounded up).
 like_at() {
   local bw=$1 copy=$out/testbed_$1.yaml
   /usr/bin/python3 - "$testbed" "$copy" "$bw" <<'PY'
@@ -69,14 +69,12 @@ open(copy, "w").write(f"# {source} with the link between peers at {bw}\n" + yaml
 PY
   like=$copy bench_cluster 2 1 "$config" --exchange pipeline "${sets[@]}"
   mv "$out/like.md" "$out/like_$bw.md"
-  local cores slowdown
-  cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
-  slowdown=$(awk -v c="$cores" 'BEGIN { s = 2 / c; printf "%.6g", (s > 1 ? s : 1) }')
-  "$trident" like "$copy" "$out/like_profile.yaml" --exchange pipeline --stages 2 --slowdown "$slowdown" --json |
-    /usr/bin/python3 -c '
+  mv "$out/like.json" "$out/like_$bw.json"
+  /usr/bin/python3 -c '
 import json, math, sys
-here, tokens = json.load(sys.stdin)["here"], int(sys.argv[1]) // 2
-print(max(1, math.ceil(here["round_tokens"] / tokens)))' "$(batch_tokens)" >"$out/${bw}_hidden_every"
+here, tokens = json.load(open(sys.argv[1]))["here"], int(sys.argv[2]) // 2
+print(max(1, math.ceil(here["round_tokens"] / tokens)))' "$out/like_$bw.json" "$(batch_tokens)" \
+    >"$out/${bw}_hidden_every"
 }
 batch_tokens() {
   OMP_NUM_THREADS=1 "$trident" config "$config" "${sets[@]}" | sed -n 's/^  batch_tokens: \([0-9][0-9]*\).*/\1/p'

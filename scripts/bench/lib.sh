@@ -96,8 +96,8 @@ bench_options() {
 # it down) and sets `emu` and `cl` for `"${emu[@]}" run "${cl[@]}" -- PROGRAM`, and `bench_links` to its conditions
 # in words. With `like` set (the script's --like TESTBED): two levels at the testbed's ratios for CONFIG's model (the
 # sets override CONFIG's keys for its profile, measured once: $out/like_profile.yaml), both sides' table in
-# $out/like.md. Otherwise one level, `inter_bw`
-# between nodes and shared memory inside them.
+# $out/like.md and its figures in $out/like.json. Otherwise one level, `inter_bw` between nodes and shared memory
+# inside them.
 bench_cluster() {
   local nodes=$1 ranks=$2 config=$3 script
   shift 3
@@ -118,6 +118,7 @@ bench_cluster() {
     die "the emulated cluster at $like's ratios did not come up"
   cp "$dir/profile.yaml" "$out/like_profile.yaml"
   sed "s|$dir/profile.yaml|$out/like_profile.yaml|" "$dir/like.md" >"$out/like.md"
+  sed "s|$dir/profile.yaml|$out/like_profile.yaml|" "$dir/like.json" >"$out/like.json"
   rates=$(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\) .*/rank links \1, node links \2/p' \
     "$out/like.md")
   bench_links="two levels at the ratios of $(basename "$like" .yaml): $rates"

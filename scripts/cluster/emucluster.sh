@@ -26,7 +26,8 @@
 # node1; --map-by node deals ranks round robin (rank 0 on node0, rank 1 on node1, ...).
 # --like TESTBED (a cluster file of configs/clusters/) profiles CONFIG's model here (trident bench profile, one thread
 # a rank) and builds two levels whose rates `trident like` computes: moving a token's activations takes the same
-# share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md. --exchange pipeline
+# share of computing it as on the testbed, inside and between nodes. Its report is DIR/like.md (DIR/like.json: the
+# same figures as `trident like --json` prints them, for scripts). --exchange pipeline
 # scales a pipeline's stage boundaries instead of sequence parallelism's all-to-alls (ATOM's baseline: one stage a
 # rank here, a device on the testbed). --profile FILE takes CONFIG's profile from FILE (an earlier DIR/profile.yaml)
 # instead of measuring it, so clusters brought up one after another share one measurement.
@@ -129,7 +130,7 @@ down() {
   local ns
   for ns in $nss; do ip netns del "$ns"; done
   rm -f "$config" "$dir/hostfile" "$dir/hostfile.by-node" "$dir/hosts" "$dir/agent" "$dir/rank" "$dir/like.md" \
-    "$dir/profile.yaml"
+    "$dir/like.json" "$dir/profile.yaml"
   rmdir "$dir" 2>/dev/null || true
   if [[ -n $nss ]]; then echo "$prog: $name is down"; else echo "$prog: $name was not up"; fi
 }
@@ -149,7 +150,7 @@ read_config() {
 
 # scale_to_testbed: sets intra_bw and inter_bw from --like TESTBED and --config CONFIG: this machine's profile of
 # CONFIG's model, measured with one thread a rank (as the ranks run), and `trident like` (parallel/cost/testbed_scale.h).
-# The report goes to $like_report.
+# The report goes to $like_report, its JSON to $like_report.json.
 scale_to_testbed() {
   [[ -n $like_config ]] || bad "--like needs --config CONFIG (the benchmark's model, profiled on this machine)"
   [[ -z $inter_bw && -z $intra_bw && ${#node_bw[@]} == 0 ]] ||
@@ -172,10 +173,9 @@ scale_to_testbed() {
   local cores slowdown
   cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc honours both
   slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
-  local pipeline=()
-  [[ $exchange != pipeline ]] || pipeline=(--exchange pipeline --stages $((nodes * ranks)))
-  "$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks" \
-    ${pipeline[@]+"${pipeline[@]}"} >"$like_report" || die "trident like $like failed"
+  local scale=("$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks")
+  [[ $exchange != pipeline ]] || scale+=(--exchange pipeline --stages $((nodes * ranks)))
+  "${scale[@]}" >"$like_report" && "${scale[@]}" --json >"$like_report.json" || die "trident like $like failed"
   read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
   [[ -n $intra_bw && -n $inter_bw ]] || die "trident like printed no rates: $(cat "$like_report")"
 }
@@ -247,7 +247,9 @@ up() {
   mkdir -p "$dir"
   if [[ -n $like ]]; then
     mv "$like_profile" "$dir/profile.yaml"
-    sed "s|$like_profile|$dir/profile.yaml|" "$like_report" >"$dir/like.md" && rm -f "$like_report"
+    sed "s|$like_profile|$dir/profile.yaml|" "$like_report" >"$dir/like.md"
+    sed "s|$like_profile|$dir/profile.yaml|" "$like_report.json" >"$dir/like.json"
+    rm -f "$like_report" "$like_report.json"
   fi
   # Written first, so that `down` finds what to remove whatever step below fails.
   printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nexchange=%s\nsubnet=%s.0.0/16\n' \

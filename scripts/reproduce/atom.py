@@ -83,8 +83,7 @@ def peers_over_links(mode: dict, out) -> dict:
             runs = {"pipeline": ["--set", "parallel.strategy=pipeline"], "atom": ["--set", "parallel.strategy=atom"]}
             hidden = None
             if cluster.scaling:
-                round_tokens = float(common.scaling_row(cluster.scaling, "here")["round tokens"])
-                hidden = max(1, math.ceil(round_tokens / tokens_a_peer))
+                hidden = max(1, math.ceil(cluster.scaled["here"]["round_tokens"] / tokens_a_peer))
                 runs["atom_hidden"] = runs["atom"] + ["--set", f"parallel.atom.average_every={hidden}"]
             results[bandwidth] = {"scaling": cluster.scaling, "hidden_every": hidden, "link_here": cluster.inter_rate}
             for name, sets in runs.items():

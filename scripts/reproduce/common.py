@@ -108,7 +108,8 @@ class EmulatedCluster:
     With `like` (a testbed's cluster file, configs/clusters/) and `config` (the runs' model), two levels whose links
     give CONFIG's model the testbed's ratio of communication to compute (`emucluster.sh up --like`, docs/emucluster.md;
     `sets` override CONFIG's keys for the profile, `exchange` is sequence or pipeline, `profile` an earlier cluster's
-    `profile_path` to take instead of measuring); `scaling` is then both sides' table (`trident like`) for the report.
+    `profile_path` to take instead of measuring); `scaling` is then both sides' table (`trident like`) for the report
+    and `scaled` its figures (`trident like --json`).
     Otherwise one level, `inter_bw` between nodes."""
 
     def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str = "", like: str = "",
@@ -121,7 +122,7 @@ class EmulatedCluster:
             self.layout += ["--profile", profile] if profile else []
         else:
             self.layout += ["--inter-bw", inter_bw]
-        self.like, self.scaling, self.inter_rate = like, "", inter_bw
+        self.like, self.scaling, self.scaled, self.inter_rate = like, "", {}, inter_bw
         self.profile_path = Path(self.cluster[3]) / "profile.yaml"  # --like's, while the cluster is up
         self.ranks = nodes * ranks_per_node
         self.emulated = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
@@ -144,6 +145,7 @@ class EmulatedCluster:
                 raise Failure(f"scripts/cluster/emucluster.sh up failed: {up.stderr.strip()}")
             if self.like:
                 self.scaling = (Path(self.cluster[3]) / "like.md").read_text().strip()
+                self.scaled = json.loads((Path(self.cluster[3]) / "like.json").read_text())
                 rates = re.search(r"^emucluster: --intra-bw (\d+)kbit --inter-bw (\d+)kbit", self.scaling, re.M)
                 self.inter_rate = f"{int(rates[2]) / 1e3:.4g} Mbit/s"
                 self.where = (f"{self.place}, two levels at the ratios of {self.like}: rank links "
@@ -159,13 +161,6 @@ class EmulatedCluster:
             return run(args, log, ranks=self.ranks, timeout_s=timeout_s)
         launcher = ["bash", str(ROOT / "scripts" / "cluster" / "emucluster.sh"), "run", *self.cluster, "--"]
         return run(args, log, timeout_s=timeout_s, launcher=launcher)
-
-
-def scaling_row(like_md: str, side: str) -> dict:
-    """One side's row ("testbed" or "here") of `trident like`'s table, column -> cell."""
-    lines = [[c.strip() for c in line.strip().strip("|").split("|")] for line in like_md.splitlines()
-             if line.startswith("|")]
-    return dict(zip(lines[0], next(cells for cells in lines[2:] if cells[0] == side)))
 
 
 def scaling_text(like_md: str) -> str:

@@ -243,6 +243,11 @@ TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --
 cmp -s "$tmp/tiny_profile.yaml" "$tmp/cluster/profile.yaml" || fail "the cluster does not keep the given profile"
 grep -q "a pipeline's stage boundary" "$tmp/cluster/like.md" || fail "like.md does not scale a pipeline"
 grep -q "| testbed | GPT-3 6.7B .* | 8 " "$tmp/cluster/like.md" || fail "like.md lacks the testbed's 8 stages"
+/usr/bin/python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["exchange"] == "pipeline" and o["testbed"]["stages"] == 8 and o["here"]["round_tokens"] > 0, o' \
+  "$tmp/cluster/like.json" || fail "like.json lacks the pipeline scaling's figures"
 emu 0 status
 grep -q "node1: link .*(configured $(sed -n 's/^emucluster: .* --inter-bw \([^ ]*\) .*/\1/p' \
   "$tmp/cluster/like.md"))" "$tmp/out" || fail "the node link is not at trident like's pipeline rate"
