@@ -20,6 +20,7 @@ struct LikeArgs {
   int64_t ranks_per_node = 1;
   cost::Exchange exchange = cost::Exchange::sequence;
   int64_t stages = 0;
+  int64_t alltoall_group = 0;
   bool json = false;
 };
 
@@ -39,7 +40,8 @@ bench::Row side_row(const char* name, const cost::ScaledSide& side, cost::Exchan
 
 void print_like(const LikeArgs& args) {
   const cost::ScaledLinks links = cost::scale_links_to_testbed(
-      cost::read_profile(args.testbed), cost::read_profile(args.here), args.slowdown, args.exchange, args.stages);
+      cost::read_profile(args.testbed), cost::read_profile(args.here), args.slowdown, args.exchange, args.stages,
+      args.alltoall_group);
   const bool pipeline = args.exchange == cost::Exchange::pipeline;
   const double node_link = links.here.inter_bytes_per_s * static_cast<double>(args.ranks_per_node);
   if (args.json) {
@@ -57,20 +59,26 @@ void print_like(const LikeArgs& args) {
     };
     const nlohmann::ordered_json out{{"testbed", side(links.testbed)}, {"here", side(links.here)},
                                      {"exchange", pipeline ? "pipeline" : "sequence"},
+                                     {"alltoall_group", args.alltoall_group},
                                      {"slowdown", args.slowdown}, {"ranks_per_node", args.ranks_per_node},
                                      {"intra_bw", cost::tc_rate(links.here.intra_bytes_per_s)},
                                      {"inter_bw", cost::tc_rate(node_link)}};
     fmt::print("{}\n", out.dump());
     return;
   }
+  const std::string inter =
+      args.alltoall_group > 0
+          ? fmt::format("; the testbed's inter link is its all-to-all over {} devices (network.alltoall)",
+                        args.alltoall_group)
+          : "";
   const std::string what =
       pipeline ? "a pipeline's stage boundary: seconds moving a token's activations one way per second a stage "
                  "computes it (ratio); round tokens: tokens one device computes while a peer's parameters cross the "
                  "inter link once"
                : "seconds moving a token's activations per second computing it (ratio), per device";
   bench::Report report(fmt::format("Scaled to {} ({}), {}, at each side's longest sequence; here: s/token measured in "
-                                   "{}, times {:.3g} for the ranks sharing its cores",
-                                   links.testbed.model, links.testbed.source, what, args.here, args.slowdown),
+                                   "{}, times {:.3g} for the ranks sharing its cores{}",
+                                   links.testbed.model, links.testbed.source, what, args.here, args.slowdown, inter),
                        false);
   report.add(side_row("testbed", links.testbed, args.exchange));
   report.add(side_row("here", links.here, args.exchange));
@@ -103,6 +111,10 @@ void add_like_command(CLI::App& app) {
                                                 {"pipeline", cost::Exchange::pipeline}},
           CLI::ignore_case));
   cmd->add_option("--stages", args->stages, "With --exchange pipeline: the benchmark's stages here (its ranks, >= 2)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  cmd->add_option("--alltoall-group", args->alltoall_group,
+                  "Scale the inter link from the testbed's all-to-all over this many devices (its network.alltoall "
+                  "row) instead of its inter_node link: all ranks here stand for that group (sequence exchange)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   cmd->add_flag("--json", args->json, "One JSON object instead of the table");
   cmd->callback([args] { print_like(*args); });

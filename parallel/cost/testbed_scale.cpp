@@ -50,11 +50,25 @@ double round_tokens(const ScaledSide& side) {
   return round_s / (side.seconds_per_token * static_cast<double>(side.stages));
 }
 
+// The testbed's inter link in bytes/s: inter_node, or its all-to-all over `group` devices.
+double testbed_inter_link(const NetworkSection& network, const std::string& source, int64_t group) {
+  if (group <= 0) return network.inter_node.bandwidth_gb_per_s * 1e9;
+  for (const AlltoallLink& row : network.alltoall)
+    if (row.group_size == group) return row.link.bandwidth_gb_per_s * 1e9;
+  std::string sizes;
+  for (const AlltoallLink& row : network.alltoall)
+    sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", row.group_size);
+  throw_config_error("{}: network.alltoall has no row of group_size {} (it has: {})", source, group,
+                     sizes.empty() ? "none" : sizes);
+}
+
 }  // namespace
 
 ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown, Exchange exchange,
-                                   int64_t stages_here) {
+                                   int64_t stages_here, int64_t alltoall_group) {
   if (!(slowdown >= 1)) throw_config_error("slowdown {}: ranks cannot compute faster than one rank alone", slowdown);
+  if (alltoall_group > 0 && exchange == Exchange::pipeline)
+    throw_config_error("alltoall group {}: a pipeline's stage boundary is not an all-to-all", alltoall_group);
   if (!testbed.network)
     throw_config_error("{}: the profile has no 'network' section (intra_node, inter_node)", testbed.source);
   int64_t stages_testbed = 1;
@@ -71,9 +85,11 @@ ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, 
   ScaledLinks links{side_of(testbed, 1, exchange, stages_testbed), side_of(here, slowdown, exchange, stages_here)};
   ScaledSide& tb = links.testbed;
   tb.intra_bytes_per_s = testbed.network->intra_node.bandwidth_gb_per_s * 1e9;
-  tb.inter_bytes_per_s = testbed.network->inter_node.bandwidth_gb_per_s * 1e9;
+  tb.inter_bytes_per_s = testbed_inter_link(*testbed.network, testbed.source, alltoall_group);
+  links.alltoall_group = alltoall_group;
   if (tb.intra_bytes_per_s <= 0 || tb.inter_bytes_per_s <= 0)
-    throw_config_error("{}: network: intra_node and inter_node need bandwidth_gb_per_s > 0", testbed.source);
+    throw_config_error("{}: network: intra_node and {} need bandwidth_gb_per_s > 0", testbed.source,
+                       alltoall_group > 0 ? fmt::format("alltoall group_size {}", alltoall_group) : "inter_node");
   tb.intra_ratio = ratio(tb, tb.intra_bytes_per_s);
   tb.inter_ratio = ratio(tb, tb.inter_bytes_per_s);
   // Equal ratios: link = bytes_per_token / (ratio * seconds_per_token).

@@ -22,6 +22,11 @@
 // peers average their fp32 parameters instead, off the step's path: round_tokens = (4 P / inter link) / seconds a
 // token (the whole model on one device) is how many tokens a peer computes while one round crosses the link.
 //
+// A testbed's largest groups may see a slower all-to-all than its inter_node link (FlexSP's: 10.3 GB/s a device for
+// 16 GPUs on 2 nodes, 4.9 GB/s for 64 on 8). With `alltoall_group` G the inter link is scaled from the network.alltoall
+// row of G devices instead, so that an all-to-all over every rank here, spanning every emulated node, stands for one
+// over G devices there: static SP at all ranks here pays what static SP at degree G pays there.
+//
 // Matching device FLOP/s per link byte/s instead would be wrong whenever the models differ: a model of width d moves
 // d values a token per layer for ~72 d^2 FLOPs, so a model 16x narrower than the testbed's spends 16x more of its
 // step communicating on the same hardware ratio.
@@ -52,15 +57,18 @@ struct ScaledSide {
 
 struct ScaledLinks {
   ScaledSide testbed, here;
+  int64_t alltoall_group = 0;  // the testbed's inter link is its all-to-all over this many devices (0: inter_node)
 };
 
 // `testbed` needs its network, compute (a positive time a token) and model sections; `here` (written by `trident bench
 // profile`) its compute and model sections. `slowdown` multiplies here's seconds a token: the ranks that will share
 // this machine's cores compute that much slower than the profile measured (>= 1). `pipeline` also needs the testbed's
 // cluster section (its stages: nodes x devices_per_node) and here's stage count (`stages_here` >= 2). ConfigError
-// naming the file and the missing section or value otherwise.
+// naming the file and the missing section or value otherwise. `alltoall_group` > 0 (sequence exchange only) takes the
+// testbed's inter link from its network.alltoall row of that group_size; ConfigError if it has none.
 ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown = 1,
-                                   Exchange exchange = Exchange::sequence, int64_t stages_here = 0);
+                                   Exchange exchange = Exchange::sequence, int64_t stages_here = 0,
+                                   int64_t alltoall_group = 0);
 
 // A rate in bits per second in tc's notation, rounded down to whole kbit ("412345kbit").
 std::string tc_rate(double bytes_per_s);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# FlexSP training against its baselines on the emulated cluster (2 nodes x 4 ranks, 1 Gbit between the nodes, shared
-# memory inside them), for each synthetic long-tail length preset (configs/experiments/flexsp/flexsp_longtail.yaml):
+# FlexSP training against its baselines on the emulated cluster (8 ranks: 2 nodes x 4 ranks by default, 1 Gbit between
+# the nodes, shared memory inside them), for each synthetic long-tail length preset (configs/experiments/flexsp/flexsp_longtail.yaml):
 # in one run of this script, per preset and round,
 #   flexsp    groups of several sizes per micro-batch (parallel.strategy: flexsp; its profile is measured at start-up
 #             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
@@ -21,10 +21,13 @@
 # needs root.
 # Usage: bash scripts/bench/flexsp.sh [--steps 12] [--rounds 1] [--inter-bw 1gbit | --like TESTBED]
 #                                     [--presets wikipedia,commoncrawl,github] [--attention softmax|linear]
-#                                     [--max-len 4096] [--memory-gb 0.02]
+#                                     [--max-len 4096] [--memory-gb 0.02] [--nodes 2] [--alltoall-group G]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
 # testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
-# both sides' figures.
+# both sides' figures. --nodes 4 (or 8) spreads the 8 ranks over that many nodes; with --like, --alltoall-group G
+# scales the node links from the testbed's all-to-all over G devices (e.g. 64 for a100-8x8: 4.9 GB/s a GPU, where
+# static SP spans all 8 nodes) instead of its inter_node link, so static SP here, spanning every node, pays what
+# static SP there pays (docs/emucluster.md).
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
@@ -32,10 +35,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
 steps=12 rounds=1 inter_bw=1gbit like=
-presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02
+presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02 nodes=2 alltoall_group=
 source scripts/bench/lib.sh
 bench_options steps:count rounds:count inter-bw:rate like:file presets:words attention:one-of-softmax,linear \
-  max-len:count memory-gb:number -- "$@"
+  max-len:count memory-gb:number nodes:one-of-2,4,8 alltoall-group:count -- "$@"
+[[ -z $alltoall_group || -n $like ]] || die "--alltoall-group belongs with --like TESTBED"
+ranks_per_node=$((8 / nodes))
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
 IFS=, read -r -a preset_list <<<"$presets"
@@ -48,7 +53,9 @@ out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 
 # The profile for --like: this model at one sequence up to max-len (memory-gb only squeezes training's groups).
-bench_cluster 2 4 "$config" --set model.attention="$attention" --set model.max_seq_len="$max_len" \
+group=()
+[[ -z $alltoall_group ]] || group=(--alltoall-group "$alltoall_group")
+bench_cluster "$nodes" "$ranks_per_node" "$config" ${group[@]+"${group[@]}"} --set model.attention="$attention" --set model.max_seq_len="$max_len" \
   --set device.memory_gb=4
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
@@ -76,13 +83,13 @@ done
   >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench/flexsp.sh: trident plan failed (see $out/paper_plan.log)" >&2
 
-report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds")
+report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds" "$nodes")
 /usr/bin/python3 - "${report_args[@]}" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
 out, steps, links, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
-attention, max_len, rounds = sys.argv[5], sys.argv[6], int(sys.argv[7])
+attention, max_len, rounds, nodes = sys.argv[5], sys.argv[6], int(sys.argv[7]), int(sys.argv[8])
 method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
@@ -103,8 +110,8 @@ def runs(name):  # every round's rows
 def spread(name):  # (median, low, high) tokens/s over the rounds that finished
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
-print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), 2 nodes x 4 ranks "
-      f"({links}), documents up to {max_len} tokens, {steps} steps, {rounds} interleaved round(s)\n")
+print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), {nodes} nodes x "
+      f"{8 // nodes} ranks ({links}), documents up to {max_len} tokens, {steps} steps, {rounds} interleaved round(s)\n")
 print("| preset | run | tokens/s, median (range) | FlexSP's speedup | all-to-all share | layouts (steps, every round) "
       "| plan ms (median), ready |")
 print("|---|---|---|---|---|---|---|")

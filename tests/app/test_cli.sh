@@ -121,5 +121,25 @@ run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.y
 stderr_line "trident: config error:" "at least 2 stages"
 run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange ring
 stderr_line "trident: usage error:" "--exchange"
+# --alltoall-group: FlexSP's testbed against itself, the inter link its all-to-all over 64 GPUs (4.9 GB/s, not
+# inter_node's 10.3): the testbed's inter ratio grows by 10.3 / 4.9 and here's inter link follows it
+run 0 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-8x8-gpt7b.yaml" --alltoall-group 64 --json
+"$python" - "$tmp/out" <<'PY' ||
+import json, sys
+o = json.load(open(sys.argv[1]))
+tb, here = o["testbed"], o["here"]
+assert o["alltoall_group"] == 64 and abs(tb["inter_bytes_per_s"] - 4.9e9) < 1, o
+assert abs(here["inter_bytes_per_s"] - 4.9e9) < 1 and abs(here["intra_bytes_per_s"] - 119.5e9) < 1, o
+PY
+  fail "like --alltoall-group 64: the inter link is not the 64-GPU all-to-all's"
+run 0 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-8x8-gpt7b.yaml" --alltoall-group 64
+grep -q "all-to-all over 64 devices" "$tmp/out" || fail "like --alltoall-group: the table does not say which link"
+run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-8x8-gpt7b.yaml" --alltoall-group 12
+stderr_line "trident: config error:" "a100-8x8-gpt7b.yaml" "no row of group_size 12" "2, 4, 8, 16, 32, 64"
+run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange pipeline --stages 2 \
+  --alltoall-group 8
+stderr_line "trident: config error:" "not an all-to-all"
+run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-8x8-gpt7b.yaml" --alltoall-group 1
+stderr_line "trident: usage error:" "--alltoall-group"
 
 echo "all $checks checks passed"

@@ -236,6 +236,14 @@ emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --profile "$tmp/tiny_prof
 grep -q -- "--profile belongs with --like" "$tmp/err" || fail "no error for --profile without --like"
 emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --profile "$tmp/none"
 grep -q -- "--profile: '$tmp/none' is not a file" "$tmp/err" || fail "no error naming the missing profile"
+emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --alltoall-group 64
+grep -q -- "--alltoall-group belongs with --like" "$tmp/err" || fail "no error for --alltoall-group without --like"
+emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --alltoall-group x
+grep -q -- "--alltoall-group: 'x' is not a whole number" "$tmp/err" || fail "no error naming the bad --alltoall-group"
+emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --alltoall-group 8 \
+  --exchange pipeline
+grep -q -- "--alltoall-group belongs with --exchange sequence" "$tmp/err" ||
+  fail "no error for --alltoall-group with a pipeline"
 # --profile: the earlier cluster's measurement, not a new one
 TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" \
   --exchange pipeline --profile "$tmp/tiny_profile.yaml"

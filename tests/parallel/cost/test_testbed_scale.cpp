@@ -117,6 +117,29 @@ model: {name: small, n_layer: 1, n_embd: 8, bytes_per_value: 4, parameters: 1000
                     Catch::Contains("at least 2 stages"));
 }
 
+TEST_CASE("the inter link can stand for the testbed's all-to-all over a group of its devices", "[cost][testbed]") {
+  // kTestbed plus an all-to-all over 8 devices at 16,000 bytes/s: half its inter_node link, so moving a token over it
+  // takes 8x computing it, and here's inter link halves to 8,000 bytes/s (256 bytes in 8 x 4 ms).
+  // The rows belong inside network, after inter_node.
+  const std::string with_rows = std::string(kTestbed).insert(
+      std::string(kTestbed).find("compute:"), "  alltoall:\n    - {group_size: 8, nodes: 2, bandwidth_gb_per_s: "
+                                              "1.6e-5, latency_us: 20}\n");
+  const Profile tb = parse_profile(with_rows, "tb.yaml");
+  const Profile here = parse_profile(kHere, "here.yaml");
+  const ScaledLinks links = scale_links_to_testbed(tb, here, 2, Exchange::sequence, 0, 8);
+  CHECK(links.alltoall_group == 8);
+  CHECK(links.testbed.inter_bytes_per_s == Approx(16000));
+  CHECK(links.testbed.inter_ratio == Approx(8.0));
+  CHECK(links.here.inter_bytes_per_s == Approx(8000));
+  CHECK(links.here.intra_bytes_per_s == Approx(64000));  // the intra link is the intra_node link still
+  CHECK(scale_links_to_testbed(tb, here, 2).here.inter_bytes_per_s == Approx(16000));
+  CHECK_THROWS_WITH(scale_links_to_testbed(tb, here, 2, Exchange::sequence, 0, 16),
+                    Catch::Contains("tb.yaml") && Catch::Contains("no row of group_size 16") &&
+                        Catch::Contains("it has: 8"));
+  CHECK_THROWS_WITH(scale_links_to_testbed(tb, here, 2, Exchange::pipeline, 2, 8),
+                    Catch::Contains("not an all-to-all"));
+}
+
 TEST_CASE("a profile without what the scaling needs is an error naming it", "[cost][testbed]") {
   const Profile here = parse_profile(kHere, "here.yaml");
   const Profile no_model = parse_profile("compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}\n",
