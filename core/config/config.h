@@ -71,6 +71,7 @@ struct DataConfig {
   std::string preset = "wikipedia";    // synthetic length distribution: wikipedia | commoncrawl | github
   int64_t synthetic_documents = 10000;    // synthetic corpus size
   int64_t synthetic_max_length = 131072;  // synthetic documents are clipped to this many tokens
+  double synthetic_length_scale = 1;      // synthetic lengths are multiplied by this before rounding and clipping
 
   bool operator==(const DataConfig&) const = default;
 };

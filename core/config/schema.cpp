@@ -95,6 +95,11 @@ const std::vector<Key>& common_keys() {
        "number of synthetic documents"},
       {"data.synthetic_max_length", IntField{member(&C::data, &DataConfig::synthetic_max_length), 1},
        "synthetic document lengths are clipped to this many tokens"},
+      {"data.synthetic_length_scale",
+       FloatField{.member = member(&C::data, &DataConfig::synthetic_length_scale), .min = 0, .max = 1e6,
+                  .min_open = true},
+       "synthetic lengths drawn from the preset are multiplied by this before rounding and clipping (a scaled "
+       "experiment: the preset's documents shrunk by the ratio of this model's context to the testbed's)"},
 
       {"parallel.strategy", StringField{member(&C::parallel, &ParallelConfig::strategy)},
        "parallel strategy: auto (each step, the cheapest estimated candidate of every registered strategy that can "

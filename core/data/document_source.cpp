@@ -36,7 +36,8 @@ std::unique_ptr<DocumentSource> open_documents(const Config& config) {
   const int64_t vocab_size = config.model.vocab_size;
   if (data.kind == "synthetic") {
     return make_synthetic_documents(length_preset(data.preset), data.synthetic_documents, data.synthetic_max_length,
-                                    vocab_size, static_cast<uint64_t>(config.run.seed));
+                                    vocab_size, static_cast<uint64_t>(config.run.seed),
+                                    data.synthetic_length_scale);
   }
   std::unique_ptr<DocumentSource> documents;
   if (data.kind == "text") {

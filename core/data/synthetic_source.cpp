@@ -23,12 +23,13 @@ constexpr int64_t kRestartEvery = 256;
 class SyntheticSource final : public DocumentSource {
  public:
   SyntheticSource(const LengthPreset& preset, int64_t num_documents, int64_t max_length, int64_t vocab_size,
-                  uint64_t seed)
+                  uint64_t seed, double length_scale)
       : preset_(preset),
         num_documents_(num_documents),
         max_length_(max_length),
         vocab_size_(static_cast<uint64_t>(vocab_size)),
-        seed_(seed) {}
+        seed_(seed),
+        length_scale_(length_scale) {}
 
   int64_t num_documents() const override { return num_documents_; }
 
@@ -40,12 +41,14 @@ class SyntheticSource final : public DocumentSource {
     const double u1 = unit_interval(hash_of(seed_, kLength, doc, 1));
     const double u2 = unit_interval(hash_of(seed_, kLength, doc, 2));
     const double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    const double length = std::min(std::exp(c.mu + c.sigma * z), static_cast<double>(max_length_));
+    const double length =
+        std::min(length_scale_ * std::exp(c.mu + c.sigma * z), static_cast<double>(max_length_));
     return std::max<int64_t>(1, std::llround(length));
   }
 
   std::string describe() const override {
-    return fmt::format("synthetic {}-like corpus ({} documents, seed {})", preset_.name, num_documents_, seed_);
+    return fmt::format("synthetic {}-like corpus ({} documents, seed {}{})", preset_.name, num_documents_, seed_,
+                       length_scale_ == 1 ? "" : fmt::format(", lengths x {:.4g}", length_scale_));
   }
 
  private:
@@ -69,6 +72,7 @@ class SyntheticSource final : public DocumentSource {
   int64_t max_length_;
   uint64_t vocab_size_;
   uint64_t seed_;
+  double length_scale_;
 };
 
 }  // namespace
@@ -80,8 +84,9 @@ const LengthPreset& length_preset(std::string_view name) {
 }
 
 std::unique_ptr<DocumentSource> make_synthetic_documents(const LengthPreset& preset, int64_t num_documents,
-                                                         int64_t max_length, int64_t vocab_size, uint64_t seed) {
-  return std::make_unique<SyntheticSource>(preset, num_documents, max_length, vocab_size, seed);
+                                                         int64_t max_length, int64_t vocab_size, uint64_t seed,
+                                                         double length_scale) {
+  return std::make_unique<SyntheticSource>(preset, num_documents, max_length, vocab_size, seed, length_scale);
 }
 
 }  // namespace trident

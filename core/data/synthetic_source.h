@@ -2,8 +2,8 @@
 // Synthetic documents with the long-tailed lengths of the FlexSP paper's corpora and learnable content, generated on
 // demand from (run.seed, document index): nothing is stored, and any range of any document costs O(range).
 //
-// Lengths: ln(length) follows a two-component Gaussian mixture (so the length is a log-normal mixture), rounded and
-// clipped to [1, data.synthetic_max_length].
+// Lengths: ln(length) follows a two-component Gaussian mixture (so the length is a log-normal mixture), times
+// data.synthetic_length_scale, rounded and clipped to [1, data.synthetic_max_length].
 // - wikipedia is fitted (least squares on log quantiles, tail fractions, token shares and the mean) to the
 //   statistics docs/methods.md §3.5 derives from the FlexSP code's 10^6-entry Wikipedia length list; the mixture
 //   reproduces each within 1% (its own values: median 344, mean 1006, p90 2089, p99 10997, p99.9 37352, > 32K
@@ -48,7 +48,9 @@ inline constexpr std::array<LengthPreset, 3> kLengthPresets = {{
 // The preset called `name` (data.preset); throws ConfigError for an unknown name.
 const LengthPreset& length_preset(std::string_view name);
 
+// `length_scale` multiplies each drawn length before rounding and clipping (data.synthetic_length_scale).
 std::unique_ptr<DocumentSource> make_synthetic_documents(const LengthPreset& preset, int64_t num_documents,
-                                                         int64_t max_length, int64_t vocab_size, uint64_t seed);
+                                                         int64_t max_length, int64_t vocab_size, uint64_t seed,
+                                                         double length_scale = 1);
 
 }  // namespace trident

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# FlexSP training against its baselines on the emulated cluster (8 ranks: 2 nodes x 4 ranks by default, 1 Gbit between
-# the nodes, shared memory inside them), for each synthetic long-tail length preset (configs/experiments/flexsp/flexsp_longtail.yaml):
+# FlexSP training against its baselines on the emulated cluster (8 ranks: 2 nodes x 4 ranks by default, 1 Gbit
+# between the nodes, shared memory inside them), for each synthetic long-tail length preset
+# (configs/experiments/flexsp/flexsp_longtail.yaml):
 # in one run of this script, per preset and round,
 #   flexsp    groups of several sizes per micro-batch (parallel.strategy: flexsp; its profile is measured at start-up
 #             and written to RUN_DIR/profile.yaml, which the two baselines then plan with)
@@ -22,12 +23,16 @@
 # Usage: bash scripts/bench/flexsp.sh [--steps 12] [--rounds 1] [--inter-bw 1gbit | --like TESTBED]
 #                                     [--presets wikipedia,commoncrawl,github] [--attention softmax|linear]
 #                                     [--max-len 4096] [--memory-gb 0.02] [--nodes 2] [--alltoall-group G]
+#                                     [--length-scale X] [--batch-tokens 16384]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
 # testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
 # both sides' figures. --nodes 4 (or 8) spreads the 8 ranks over that many nodes; with --like, --alltoall-group G
 # scales the node links from the testbed's all-to-all over G devices (e.g. 64 for a100-8x8: 4.9 GB/s a GPU, where
 # static SP spans all 8 nodes) instead of its inter_node link, so static SP here, spanning every node, pays what
-# static SP there pays (docs/emucluster.md).
+# static SP there pays (docs/emucluster.md). With --like the documents are scaled too: a document of L tokens there
+# weighs its attention against its linear layers as one of L x (max-len / the testbed's longest context) does here
+# (docs/emucluster.md, "Scaled to a testbed"), so data.synthetic_length_scale is that ratio (1/96 for a100-8x8 at
+# 4,096) unless --length-scale sets it; without --like it is 1.
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
@@ -36,9 +41,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
 steps=12 rounds=1 inter_bw=1gbit like=
 presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02 nodes=2 alltoall_group=
+length_scale= batch_tokens=16384
 source scripts/bench/lib.sh
 bench_options steps:count rounds:count inter-bw:rate like:file presets:words attention:one-of-softmax,linear \
-  max-len:count memory-gb:number nodes:one-of-2,4,8 alltoall-group:count -- "$@"
+  max-len:count memory-gb:number nodes:one-of-2,4,8 alltoall-group:count length-scale:number batch-tokens:count -- "$@"
 [[ -z $alltoall_group || -n $like ]] || die "--alltoall-group belongs with --like TESTBED"
 ranks_per_node=$((8 / nodes))
 static_method=ulysses
@@ -55,8 +61,15 @@ config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 # The profile for --like: this model at one sequence up to max-len (memory-gb only squeezes training's groups).
 group=()
 [[ -z $alltoall_group ]] || group=(--alltoall-group "$alltoall_group")
-bench_cluster "$nodes" "$ranks_per_node" "$config" ${group[@]+"${group[@]}"} --set model.attention="$attention" --set model.max_seq_len="$max_len" \
+bench_cluster "$nodes" "$ranks_per_node" "$config" ${group[@]+"${group[@]}"} --set model.attention="$attention" \
+  --set model.max_seq_len="$max_len" \
   --set device.memory_gb=4
+if [[ -z $length_scale ]]; then
+  length_scale=1
+  [[ -z $like ]] || length_scale=$(/usr/bin/python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))
+print(f"{o[\"here\"][\"max_seq_len\"] / o[\"testbed\"][\"max_seq_len\"]:.6g}")' "$out/like.json")
+fi
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
   local name=$1
@@ -64,6 +77,7 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
   echo "bench/flexsp.sh: $name" >&2
   timeout 1200 "${emu[@]}" run "${cl[@]}" -- "$trident" train "$config" --set train.steps="$steps" \
     --set model.attention="$attention" --set model.max_seq_len="$max_len" --set data.synthetic_max_length="$max_len" \
+    --set data.synthetic_length_scale="$length_scale" --set train.batch_tokens="$batch_tokens" \
     --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 ||
     echo "bench/flexsp.sh: $name stopped (see $out/$name.log)" >&2
 }
@@ -83,13 +97,14 @@ done
   >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench/flexsp.sh: trident plan failed (see $out/paper_plan.log)" >&2
 
-report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds" "$nodes")
+report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds" "$nodes" "$length_scale")
 /usr/bin/python3 - "${report_args[@]}" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
 out, steps, links, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
 attention, max_len, rounds, nodes = sys.argv[5], sys.argv[6], int(sys.argv[7]), int(sys.argv[8])
+scale = float(sys.argv[9])
 method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
@@ -111,7 +126,9 @@ def spread(name):  # (median, low, high) tokens/s over the rounds that finished
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
 print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), {nodes} nodes x "
-      f"{8 // nodes} ranks ({links}), documents up to {max_len} tokens, {steps} steps, {rounds} interleaved round(s)\n")
+      f"{8 // nodes} ranks ({links}), documents "
+      f"{f'the preset lengths x {scale:.4g}, ' if scale != 1 else ''}up to {max_len} tokens, {steps} steps, "
+      f"{rounds} interleaved round(s)\n")
 print("| preset | run | tokens/s, median (range) | FlexSP's speedup | all-to-all share | layouts (steps, every round) "
       "| plan ms (median), ready |")
 print("|---|---|---|---|---|---|---|")

@@ -103,6 +103,27 @@ TEST_CASE("synthetic tokens follow a sparse Markov chain a model can learn", "[c
   CHECK(entropy_bits < 1.76);
 }
 
+TEST_CASE("data.synthetic_length_scale shrinks every document by its factor before rounding", "[core][data]") {
+  const auto whole = make_synthetic_documents(length_preset("wikipedia"), 2000, int64_t{1} << 40, 97, 3);
+  const auto scaled = make_synthetic_documents(length_preset("wikipedia"), 2000, int64_t{1} << 40, 97, 3, 0.01);
+  double sum_whole = 0, sum_scaled = 0;
+  for (int64_t doc = 0; doc < 2000; ++doc) {
+    const int64_t w = whole->document_length(doc), s = scaled->document_length(doc);
+    // Both round the same draw: 0.01 x (w +- 0.5), then at least 1.
+    CHECK(s >= std::max<int64_t>(1, std::llround(0.01 * (static_cast<double>(w) - 0.5))));
+    CHECK(s <= std::max<int64_t>(1, std::llround(0.01 * (static_cast<double>(w) + 0.5))));
+    sum_whole += static_cast<double>(w);
+    sum_scaled += static_cast<double>(s);
+  }
+  CHECK(sum_scaled / sum_whole == Approx(0.01).epsilon(0.05));  // short documents round up to 1 token
+  CHECK_THAT(scaled->describe(), Catch::Contains("lengths x 0.01"));
+  // Clipping comes after the scale: a scale of 100 puts most documents at the cut.
+  const auto clipped = make_synthetic_documents(length_preset("wikipedia"), 200, 1000, 97, 3, 100);
+  int64_t at_cut = 0;
+  for (int64_t doc = 0; doc < 200; ++doc) at_cut += clipped->document_length(doc) == 1000;
+  CHECK(at_cut > 150);
+}
+
 TEST_CASE("open_documents builds the synthetic corpus the config describes", "[core][data]") {
   Config config;
   config.run.seed = 5;
