@@ -68,7 +68,7 @@ if [[ -z $length_scale ]]; then
   length_scale=1
   [[ -z $like ]] || length_scale=$(/usr/bin/python3 -c 'import json, sys
 o = json.load(open(sys.argv[1]))
-print(f"{o[\"here\"][\"max_seq_len\"] / o[\"testbed\"][\"max_seq_len\"]:.6g}")' "$out/like.json")
+print("%.6g" % (o["here"]["max_seq_len"] / o["testbed"]["max_seq_len"]))' "$out/like.json")
 fi
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on
