@@ -21,6 +21,7 @@ struct LikeArgs {
   cost::Exchange exchange = cost::Exchange::sequence;
   int64_t stages = 0;
   int64_t alltoall_group = 0;
+  bool scale_lengths = false;
   bool json = false;
 };
 
@@ -41,7 +42,7 @@ bench::Row side_row(const char* name, const cost::ScaledSide& side, cost::Exchan
 void print_like(const LikeArgs& args) {
   const cost::ScaledLinks links = cost::scale_links_to_testbed(
       cost::read_profile(args.testbed), cost::read_profile(args.here), args.slowdown, args.exchange, args.stages,
-      args.alltoall_group);
+      args.alltoall_group, args.scale_lengths);
   const bool pipeline = args.exchange == cost::Exchange::pipeline;
   const double node_link = links.here.inter_bytes_per_s * static_cast<double>(args.ranks_per_node);
   if (args.json) {
@@ -60,6 +61,7 @@ void print_like(const LikeArgs& args) {
     const nlohmann::ordered_json out{{"testbed", side(links.testbed)}, {"here", side(links.here)},
                                      {"exchange", pipeline ? "pipeline" : "sequence"},
                                      {"alltoall_group", args.alltoall_group},
+                                     {"length_scale", links.length_scale},
                                      {"slowdown", args.slowdown}, {"ranks_per_node", args.ranks_per_node},
                                      {"intra_bw", cost::tc_rate(links.here.intra_bytes_per_s)},
                                      {"inter_bw", cost::tc_rate(node_link)}};
@@ -71,14 +73,21 @@ void print_like(const LikeArgs& args) {
           ? fmt::format("; the testbed's inter link is its all-to-all over {} devices (network.alltoall)",
                         args.alltoall_group)
           : "";
+  const std::string lengths =
+      args.scale_lengths
+          ? fmt::format("; lengths scale by {:.4g} (alpha2 / alpha1 here over the testbed's): here is taken at the "
+                        "testbed's longest sequence times that, and the ratios match at every length",
+                        links.length_scale)
+          : "";
   const std::string what =
       pipeline ? "a pipeline's stage boundary: seconds moving a token's activations one way per second a stage "
                  "computes it (ratio); round tokens: tokens one device computes while a peer's parameters cross the "
                  "inter link once"
                : "seconds moving a token's activations per second computing it (ratio), per device";
   bench::Report report(fmt::format("Scaled to {} ({}), {}, at each side's longest sequence; here: s/token measured in "
-                                   "{}, times {:.3g} for the ranks sharing its cores{}",
-                                   links.testbed.model, links.testbed.source, what, args.here, args.slowdown, inter),
+                                   "{}, times {:.3g} for the ranks sharing its cores{}{}",
+                                   links.testbed.model, links.testbed.source, what, args.here, args.slowdown, inter,
+                                   lengths),
                        false);
   report.add(side_row("testbed", links.testbed, args.exchange));
   report.add(side_row("here", links.here, args.exchange));
@@ -116,6 +125,9 @@ void add_like_command(CLI::App& app) {
                   "Scale the inter link from the testbed's all-to-all over this many devices (its network.alltoall "
                   "row) instead of its inter_node link: all ranks here stand for that group (sequence exchange)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  cmd->add_flag("--scale-lengths", args->scale_lengths,
+                "Scale sequence lengths by alpha2 / alpha1 here over the testbed's, and match the ratios at the "
+                "testbed's longest sequence times that: then they match at every length (sequence exchange)");
   cmd->add_flag("--json", args->json, "One JSON object instead of the table");
   cmd->callback([args] { print_like(*args); });
 }

@@ -27,6 +27,13 @@
 // row of G devices instead, so that an all-to-all over every rank here, spanning every emulated node, stands for one
 // over G devices there: static SP at all ranks here pays what static SP at degree G pays there.
 //
+// Lengths scale too (`scale_lengths`). Each side computes a token of a length-L sequence in alpha2 (1 + L / L0), where
+// L0 = alpha2 / alpha1 is the length at which attention costs as much as the rest. A sequence of L tokens there and
+// one of L x L0_here / L0_testbed here weigh attention alike, so with length_scale = L0_here / L0_testbed and here's
+// side taken at the testbed's longest sequence times it (not at its own), the two ratios are equal at every length,
+// not only the longest: a benchmark that draws the testbed's document lengths times length_scale
+// (data.synthetic_length_scale) then communicates, document by document, as the testbed does.
+//
 // Matching device FLOP/s per link byte/s instead would be wrong whenever the models differ: a model of width d moves
 // d values a token per layer for ~72 d^2 FLOPs, so a model 16x narrower than the testbed's spends 16x more of its
 // step communicating on the same hardware ratio.
@@ -58,6 +65,7 @@ struct ScaledSide {
 struct ScaledLinks {
   ScaledSide testbed, here;
   int64_t alltoall_group = 0;  // the testbed's inter link is its all-to-all over this many devices (0: inter_node)
+  double length_scale = 1;     // scale_lengths: L0_here / L0_testbed (here.max_seq_len is the testbed's times it)
 };
 
 // `testbed` needs its network, compute (a positive time a token) and model sections; `here` (written by `trident bench
@@ -65,10 +73,11 @@ struct ScaledLinks {
 // this machine's cores compute that much slower than the profile measured (>= 1). `pipeline` also needs the testbed's
 // cluster section (its stages: nodes x devices_per_node) and here's stage count (`stages_here` >= 2). ConfigError
 // naming the file and the missing section or value otherwise. `alltoall_group` > 0 (sequence exchange only) takes the
-// testbed's inter link from its network.alltoall row of that group_size; ConfigError if it has none.
+// testbed's inter link from its network.alltoall row of that group_size; ConfigError if it has none. `scale_lengths`
+// (sequence exchange only) needs both sides' alpha1 > 0 and the testbed's model.max_seq_len.
 ScaledLinks scale_links_to_testbed(const Profile& testbed, const Profile& here, double slowdown = 1,
                                    Exchange exchange = Exchange::sequence, int64_t stages_here = 0,
-                                   int64_t alltoall_group = 0);
+                                   int64_t alltoall_group = 0, bool scale_lengths = false);
 
 // A rate in bits per second in tc's notation, rounded down to whole kbit ("412345kbit").
 std::string tc_rate(double bytes_per_s);

@@ -30,9 +30,10 @@
 # scales the node links from the testbed's all-to-all over G devices (e.g. 64 for a100-8x8: 4.9 GB/s a GPU, where
 # static SP spans all 8 nodes) instead of its inter_node link, so static SP here, spanning every node, pays what
 # static SP there pays (docs/emucluster.md). With --like the documents are scaled too: a document of L tokens there
-# weighs its attention against its linear layers as one of L x (max-len / the testbed's longest context) does here
-# (docs/emucluster.md, "Scaled to a testbed"), so data.synthetic_length_scale is that ratio (1/96 for a100-8x8 at
-# 4,096) unless --length-scale sets it; without --like it is 1.
+# weighs its attention against its linear layers as one of L x (alpha2 / alpha1 here over the testbed's) does here,
+# and the links match the ratios at every length (`emucluster.sh up --scale-lengths`; docs/emucluster.md, "Scaled to
+# a testbed"), so data.synthetic_length_scale is that factor (like.json's length_scale) unless --length-scale sets
+# it; without --like it is 1.
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
@@ -61,6 +62,7 @@ config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 # The profile for --like: this model at one sequence up to max-len (memory-gb only squeezes training's groups).
 group=()
 [[ -z $alltoall_group ]] || group=(--alltoall-group "$alltoall_group")
+[[ -n $length_scale ]] || group+=(--scale-lengths)
 bench_cluster "$nodes" "$ranks_per_node" "$config" ${group[@]+"${group[@]}"} --set model.attention="$attention" \
   --set model.max_seq_len="$max_len" \
   --set device.memory_gb=4
@@ -68,7 +70,7 @@ if [[ -z $length_scale ]]; then
   length_scale=1
   [[ -z $like ]] || length_scale=$(/usr/bin/python3 -c 'import json, sys
 o = json.load(open(sys.argv[1]))
-print("%.6g" % (o["here"]["max_seq_len"] / o["testbed"]["max_seq_len"]))' "$out/like.json")
+print("%.6g" % o["length_scale"])' "$out/like.json")
 fi
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is reported, the others go on

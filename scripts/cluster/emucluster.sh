@@ -13,7 +13,7 @@
 #                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
 #                                        --config CONFIG [--set key=value]... [--exchange sequence|pipeline]
-#                                        [--profile FILE] [--alltoall-group G]
+#                                        [--profile FILE] [--alltoall-group G] [--scale-lengths]
 #                                        # two levels at a testbed's ratios
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
@@ -33,6 +33,8 @@
 # instead of measuring it, so clusters brought up one after another share one measurement. --alltoall-group G scales
 # the node links from the testbed's all-to-all over G devices (its network.alltoall row) instead of its inter_node
 # link: an all-to-all over every rank here, across every node, then stands for one over G devices there.
+# --scale-lengths matches the ratios at every sequence length, for a benchmark whose lengths are the testbed's times
+# DIR/like.json's length_scale (`trident like --scale-lengths`).
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
 # In a two-level cluster each rank is a host of its own to mpirun (nodeI-rK, one slot), whose launch agent runs it in
 # the namespace NAME-nodeI-rK; the rank itself sees the hostname nodeI, which is how Trident groups ranks into nodes.
@@ -51,6 +53,7 @@ usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-
                      [--node-bw nodeI=RATE]...
        $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED --config CONFIG
                      [--set key=value]... [--exchange sequence|pipeline] [--profile FILE] [--alltoall-group G]
+                     [--scale-lengths]
        $0 status [--dir DIR] [--name NAME]
        $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
        $0 down   [--dir DIR] [--name NAME]
@@ -65,7 +68,8 @@ action=$1
 shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
-name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= given_profile= alltoall_group= np= map_by=slot
+name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= given_profile= np= map_by=slot
+alltoall_group= scale_lengths=
 node_bw=()
 profile_sets=()
 program=()
@@ -84,6 +88,7 @@ while [[ $# -gt 0 ]]; do
     --profile) [[ $action == up ]] || bad "--profile belongs to 'up'"; need "$@"; given_profile=$2; shift 2 ;;
     --alltoall-group) [[ $action == up ]] || bad "--alltoall-group belongs to 'up'"; need "$@"; alltoall_group=$2
       shift 2 ;;
+    --scale-lengths) [[ $action == up ]] || bad "--scale-lengths belongs to 'up'"; scale_lengths=1; shift ;;
     --set) [[ $action == up ]] || bad "--set belongs to 'up'"; need "$@"; profile_sets+=(--set "$2"); shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
@@ -180,6 +185,7 @@ scale_to_testbed() {
   local scale=("$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks")
   [[ $exchange != pipeline ]] || scale+=(--exchange pipeline --stages $((nodes * ranks)))
   [[ -z $alltoall_group ]] || scale+=(--alltoall-group "$alltoall_group")
+  [[ -z $scale_lengths ]] || scale+=(--scale-lengths)
   "${scale[@]}" >"$like_report" && "${scale[@]}" --json >"$like_report.json" || die "trident like $like failed"
   read -r intra_bw inter_bw < <(sed -n 's/^emucluster: --intra-bw \([^ ]*\) --inter-bw \([^ ]*\).*/\1 \2/p' "$like_report")
   [[ -n $intra_bw && -n $inter_bw ]] || die "trident like printed no rates: $(cat "$like_report")"
@@ -200,6 +206,9 @@ up() {
     bad "--alltoall-group: '$alltoall_group' is not a whole number of devices of at least 2"
   [[ -z $alltoall_group || $exchange != pipeline ]] ||
     bad "--alltoall-group belongs with --exchange sequence (a pipeline's boundaries are not all-to-alls)"
+  [[ -z $scale_lengths || -n $like ]] || bad "--scale-lengths belongs with --like TESTBED"
+  [[ -z $scale_lengths || $exchange != pipeline ]] ||
+    bad "--scale-lengths belongs with --exchange sequence (a pipeline's boundary moves a token whatever its length)"
   [[ -z $exchange || $exchange == sequence || $exchange == pipeline ]] ||
     bad "--exchange: '$exchange' is not sequence or pipeline"
   [[ $exchange != pipeline || $((nodes * ranks)) -ge 2 ]] || bad "--exchange pipeline needs at least 2 ranks (stages)"
@@ -210,7 +219,8 @@ up() {
   if [[ -n $like ]]; then
     # Already up at this testbed's scale: nothing to measure.
     if [[ -f $config ]] && grep -qFx "like=$like" "$config" && grep -qFx "exchange=$exchange" "$config" &&
-      grep -qFx "alltoall_group=$alltoall_group" "$config" && grep -qFx "state=up" "$config" &&
+      grep -qFx "alltoall_group=$alltoall_group" "$config" && grep -qFx "scale_lengths=$scale_lengths" "$config" &&
+      grep -qFx "state=up" "$config" &&
       grep -qFx "nodes=$nodes" "$config" && grep -qFx "ranks_per_node=$ranks" "$config" && [[ -n $(namespaces) ]]; then
       echo "$prog: $name is already up (nodes=$nodes ranks_per_node=$ranks like=$like)"
       return
@@ -264,7 +274,7 @@ up() {
   # Written first, so that `down` finds what to remove whatever step below fails.
   printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nexchange=%s\nalltoall_group=%s\n' \
     "$name" "$nodes" "$ranks" "${rates[*]}" "$intra_bw" "$like" "$exchange" "$alltoall_group" >"$config"
-  echo "subnet=$subnet.0.0/16" >>"$config"
+  printf 'scale_lengths=%s\nsubnet=%s.0.0/16\n' "$scale_lengths" "$subnet" >>"$config"
   echo "state=starting" >>"$config"
   trap 'echo "$prog: up failed; cleaning up" >&2; down >/dev/null 2>&1 || true' ERR
 

@@ -108,18 +108,23 @@ class EmulatedCluster:
     With `like` (a testbed's cluster file, configs/clusters/) and `config` (the runs' model), two levels whose links
     give CONFIG's model the testbed's ratio of communication to compute (`emucluster.sh up --like`, docs/emucluster.md;
     `sets` override CONFIG's keys for the profile, `exchange` is sequence or pipeline, `profile` an earlier cluster's
-    `profile_path` to take instead of measuring); `scaling` is then both sides' table (`trident like`) for the report
-    and `scaled` its figures (`trident like --json`).
+    `profile_path` to take instead of measuring, `alltoall_group` G scales the node links from the testbed's
+    all-to-all over G devices instead of its inter_node link, `scale_lengths` matches the ratios at every length for
+    runs whose lengths are the testbed's times `scaled["length_scale"]`); `scaling` is then both sides' table
+    (`trident like`) for the report and `scaled` its figures (`trident like --json`).
     Otherwise one level, `inter_bw` between nodes."""
 
     def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str = "", like: str = "",
-                 config: str = "", sets: list | None = None, exchange: str = "sequence", profile: str = ""):
+                 config: str = "", sets: list | None = None, exchange: str = "sequence", profile: str = "",
+                 alltoall_group: int = 0, scale_lengths: bool = False):
         self.cluster = ["--name", f"{name}-{os.getpid()}", "--dir", f"/tmp/{name}-{os.getpid()}"]
         self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node)]
         if like:
             self.layout += ["--like", str(ROOT / like), "--config", str(ROOT / config), "--exchange", exchange]
             self.layout += [a for kv in (sets or []) for a in ("--set", kv)]
             self.layout += ["--profile", profile] if profile else []
+            self.layout += ["--alltoall-group", str(alltoall_group)] if alltoall_group else []
+            self.layout += ["--scale-lengths"] if scale_lengths else []
         else:
             self.layout += ["--inter-bw", inter_bw]
         self.like, self.scaling, self.scaled, self.inter_rate = like, "", {}, inter_bw

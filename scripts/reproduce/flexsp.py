@@ -2,11 +2,13 @@
 """FlexSP (arXiv 2412.01523) reproduced, in two halves; writes OUT/flexsp.md and two PNGs.
 
 Measured here: training runs of configs/experiments/flexsp/flexsp_longtail.yaml (a softmax model on synthetic
-documents with the paper's Wikipedia, CommonCrawl and GitHub length distributions) on the emulated cluster, 2 nodes x
-4 ranks on two levels of links at the paper's testbed's ratio of communication to compute for this model
-(configs/clusters/a100-8x8-gpt7b.yaml, `emucluster.sh up --like`; its table per setting), per preset and context
-limit: FlexSP (groups of several sizes per
-micro-batch, its profile measured at start-up), BatchAda (the best single group size per batch, planned on that
+documents with the paper's Wikipedia, CommonCrawl and GitHub length distributions) on the emulated cluster, 4 nodes x
+2 ranks on two levels of links at the paper's testbed's ratio of communication to compute for this model
+(configs/clusters/a100-8x8-gpt7b.yaml, `emucluster.sh up --like`; its table per setting): the node links from the
+testbed's all-to-all over all its GPUs (`--alltoall-group`), as static SP there spans all its nodes and here all of
+these, and the documents' lengths scaled so that each weighs its attention as its counterpart there does
+(data.synthetic_length_scale = `trident like --scale-lengths`'s length_scale, docs/emucluster.md). Per preset and context limit: FlexSP (groups of several sizes per micro-batch, its profile
+measured at start-up), BatchAda (the best single group size per batch, planned on that
 profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
 FlexSP's speedups, the share of the step rank 0 spends inside all-to-alls, and the cost model's error per group
 degree in FlexSP's and BatchAda's runs (`trident plan --replay`).
@@ -34,6 +36,7 @@ MODELS = ("7b", "13b", "30b")
 CONTEXTS = (192 * 1024, 384 * 1024)
 BATCH_SEQUENCES = 512  # a planned global batch, as the paper's
 TESTBED = "configs/clusters/a100-8x8-gpt7b.yaml"  # measured here at its ratio of communication to compute
+NODES, RANKS_PER_NODE = 4, 2  # static SP over all 8 ranks spans every node, as over all 64 GPUs on the testbed
 
 MODES = {  # measured settings (preset, context limit, device.memory_gb), steps per run, planned batches per setting
     "smoke": {"settings": [("wikipedia", 2048, 0.02)], "steps": 3, "batch_tokens": 4096, "batches": 1},
@@ -64,16 +67,22 @@ def replay(run_dir, log) -> dict:
 
 
 def measured(mode: dict, out) -> dict:
-    results = {"scaling": {}}
+    results = {"scaling": {}, "length_scale": {}}
+    widest = max(a["group_size"] for a in common.read_yaml(TESTBED)["network"]["alltoall"])
     for preset, context, memory_gb in mode["settings"]:
         # The links follow this context's profile (one sequence up to it; memory only squeezes training's groups).
-        with common.EmulatedCluster("reproduce-flexsp", 2, 4, like=TESTBED, config=SCALED,
-                                    sets=[f"model.max_seq_len={context}", "device.memory_gb=4"]) as cluster:
+        with common.EmulatedCluster("reproduce-flexsp", NODES, RANKS_PER_NODE, like=TESTBED, config=SCALED,
+                                    sets=[f"model.max_seq_len={context}", "device.memory_gb=4"],
+                                    alltoall_group=widest, scale_lengths=True) as cluster:
             tag = f"{preset}_{context}"
             results["scaling"][(preset, context)] = cluster.scaling
+            # A document of L tokens there weighs its attention as one of L x length_scale does here.
+            scale = cluster.scaled["length_scale"] if cluster.scaled else 1
+            results["length_scale"][(preset, context)] = scale
             base = ["train", SCALED, "--set", f"train.steps={mode['steps']}", "--set", f"data.preset={preset}",
                     "--set", f"model.max_seq_len={context}", "--set", f"data.synthetic_max_length={context}",
-                    "--set", f"device.memory_gb={memory_gb}", "--set", f"train.batch_tokens={mode['batch_tokens']}"]
+                    "--set", f"device.memory_gb={memory_gb}", "--set", f"train.batch_tokens={mode['batch_tokens']}",
+                    "--set", f"data.synthetic_length_scale={scale:.6g}"]
             profile = ["--set", f"parallel.select.profile={out}/runs/{tag}_flexsp/profile.yaml"]
             extra = {"flexsp": [], "batchada": ["--set", "parallel.flexsp.degrees=single"] + profile,
                      "static": ["--set", "parallel.strategy=sp", "--set", "parallel.sp.method=ulysses", "--set",
@@ -167,10 +176,14 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     spans = min((g for g in alltoall if alltoall[g]["nodes"] > 1), default=widest)
     over_static = PUBLISHED["FlexSP over DeepSpeed-Ulysses (static SP)"]
     over_batchada = PUBLISHED["FlexSP over BatchAda"]
-    scale = (f"The links give this model the testbed's ratio of moving a token's activations to computing it, but "
-             f"static SP spans 2 nodes here and all {alltoall[widest]['nodes']} there, where its all-to-all runs at "
-             f"{alltoall[widest]['bandwidth_gb_per_s']} GB/s a GPU against the {alltoall[spans]['bandwidth_gb_per_s']} "
-             f"GB/s of a group spanning {alltoall[spans]['nodes']} nodes (`{TESTBED}`)."
+    factors = sorted({f"1/{1 / s:.0f}" for s in runs["length_scale"].values()})
+    scale = (f"The links give this model the testbed's ratio of moving a token's activations to computing it: inside "
+             f"a node NVLink's, between nodes that of the testbed's all-to-all over all {widest} GPUs "
+             f"({alltoall[widest]['bandwidth_gb_per_s']} GB/s a GPU, against {alltoall[spans]['bandwidth_gb_per_s']} "
+             f"GB/s for a group spanning {alltoall[spans]['nodes']} nodes; `{TESTBED}`), which static SP pays there "
+             f"spanning all {alltoall[widest]['nodes']} nodes and here spanning all {NODES}; the documents are the "
+             f"presets' lengths times {', '.join(factors)} (alpha2 / alpha1 here over the testbed's), so each weighs "
+             "its attention against its linear layers as its counterpart there does."
              if any(runs["scaling"].values()) else "These runs are not at the testbed's ratios (no emulated cluster).")
     errors = estimate_errors([runs[(p, c, name)]["errors"] for p, c, _ in mode["settings"]
                               for name in ("flexsp", "batchada")])

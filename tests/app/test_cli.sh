@@ -141,5 +141,20 @@ run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.y
 stderr_line "trident: config error:" "not an all-to-all"
 run 2 like "$clusters/a100-8x8-gpt7b.yaml" "$clusters/a100-8x8-gpt7b.yaml" --alltoall-group 1
 stderr_line "trident: usage error:" "--alltoall-group"
+# --scale-lengths: a profile like GPT-7B's with twice its alpha2 has twice its L0 = alpha2 / alpha1, so lengths scale
+# by 2 and here is taken at twice the testbed's 393,216 tokens
+printf 'compute: {alpha1_s_per_token2: 5.128e-09, alpha2_s_per_token: 0.00036792, beta1_s: 0}\n%s\n' \
+  "model: {name: twice, n_layer: 32, n_embd: 4096, bytes_per_value: 2, max_seq_len: 4096}" >"$tmp/twice.yaml"
+run 0 like "$clusters/a100-8x8-gpt7b.yaml" "$tmp/twice.yaml" --scale-lengths --json
+"$python" - "$tmp/out" <<'PY' ||
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert abs(o["length_scale"] - 2) < 1e-9 and o["here"]["max_seq_len"] == 2 * 393216, o
+assert abs(o["here"]["inter_ratio"] / o["testbed"]["inter_ratio"] - 1) < 1e-9, o
+PY
+  fail "like --scale-lengths: the length scale or here's length is not as computed"
+run 2 like "$clusters/rtx4090-8x1-gpt6.7b.yaml" "$clusters/rtx4090-8x1-gpt6.7b.yaml" --exchange pipeline --stages 2 \
+  --scale-lengths
+stderr_line "trident: config error:" "whatever its sequence's length"
 
 echo "all $checks checks passed"

@@ -236,6 +236,8 @@ emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --profile "$tmp/tiny_prof
 grep -q -- "--profile belongs with --like" "$tmp/err" || fail "no error for --profile without --like"
 emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --profile "$tmp/none"
 grep -q -- "--profile: '$tmp/none' is not a file" "$tmp/err" || fail "no error naming the missing profile"
+emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --scale-lengths
+grep -q -- "--scale-lengths belongs with --like" "$tmp/err" || fail "no error for --scale-lengths without --like"
 emu 2 up --nodes 2 --ranks-per-node 1 --inter-bw 1gbit --alltoall-group 64
 grep -q -- "--alltoall-group belongs with --like" "$tmp/err" || fail "no error for --alltoall-group without --like"
 emu 2 up --nodes 2 --ranks-per-node 1 --like "$atom_testbed" --config "$configs/tiny_train.yaml" --alltoall-group x

@@ -140,6 +140,39 @@ TEST_CASE("the inter link can stand for the testbed's all-to-all over a group of
                     Catch::Contains("not an all-to-all"));
 }
 
+TEST_CASE("scaled lengths make the ratios equal at every length", "[cost][testbed]") {
+  // The testbed: L0 = 1e-3 / 1e-6 = 1,000 tokens, a token of its longest (4,000) in 5 ms. Here: L0 = 2e-3 / 2e-5 =
+  // 100 tokens, so lengths scale by 0.1 and here is taken at 400 tokens: 2 ms + 8 ms, times slowdown 2.
+  const Profile tb = parse_profile(R"(network:
+  intra_node: {bandwidth_gb_per_s: 1.28e-4, latency_us: 10}
+  inter_node: {bandwidth_gb_per_s: 3.2e-5, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-6, alpha2_s_per_token: 1.0e-3, beta1_s: 0}
+model: {name: big, n_layer: 2, n_embd: 4, bytes_per_value: 2, max_seq_len: 4000}
+)",
+                                   "tb.yaml");
+  const Profile here = parse_profile(R"(compute: {alpha1_s_per_token2: 2.0e-5, alpha2_s_per_token: 2.0e-3, beta1_s: 0}
+model: {name: small, n_layer: 1, n_embd: 8, bytes_per_value: 4, max_seq_len: 4096}
+)",
+                                     "here.yaml");
+  const ScaledLinks links = scale_links_to_testbed(tb, here, 2, Exchange::sequence, 0, 0, true);
+  CHECK(links.length_scale == Approx(0.1));
+  CHECK(links.here.max_seq_len == 400);
+  CHECK(links.here.seconds_per_token == Approx(2e-2));
+  CHECK(links.testbed.inter_ratio == Approx(0.8));  // 128 bytes / 32,000 bytes/s / 5 ms
+  CHECK(links.here.inter_bytes_per_s == Approx(16000));  // 256 bytes / (0.8 x 20 ms)
+  // At a length of 0 on both sides (alpha2 alone): 128 / 32,000 / 1 ms = 4 there, 256 / 16,000 / 4 ms = 4 here.
+  CHECK(128.0 / links.testbed.inter_bytes_per_s / 1e-3 ==
+        Approx(256.0 / links.here.inter_bytes_per_s / (2 * 2e-3)));
+  // Without scaling, here is taken at its own 4,096 tokens.
+  CHECK(scale_links_to_testbed(tb, here, 2).here.max_seq_len == 4096);
+  CHECK(scale_links_to_testbed(tb, here, 2).length_scale == 1);
+  CHECK_THROWS_WITH(scale_links_to_testbed(parse_profile(kTestbed, "flat.yaml"), here, 2, Exchange::sequence, 0, 0,
+                                           true),
+                    Catch::Contains("flat.yaml") && Catch::Contains("scaling lengths needs both > 0"));
+  CHECK_THROWS_WITH(scale_links_to_testbed(tb, here, 2, Exchange::pipeline, 2, 0, true),
+                    Catch::Contains("whatever its sequence's length"));
+}
+
 TEST_CASE("a profile without what the scaling needs is an error naming it", "[cost][testbed]") {
   const Profile here = parse_profile(kHere, "here.yaml");
   const Profile no_model = parse_profile("compute: {alpha1_s_per_token2: 0, alpha2_s_per_token: 1.0e-3, beta1_s: 0}\n",
