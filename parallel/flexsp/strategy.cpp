@@ -362,7 +362,7 @@ void FlexSequenceParallel::add_step_metrics(nlohmann::ordered_json& record) cons
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   for (const auto& micro : report.group_times) {
     nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (const GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms});
+    for (const GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms, g.corrected_ms});
     times.push_back(std::move(row));
   }
   record["group_times"] = std::move(times);
@@ -420,7 +420,9 @@ void FlexSequenceParallel::record_group_times(const std::vector<double>& timing)
         const auto factor = test_slowdown_.find(g.degree);
         slowest = estimated * (factor == test_slowdown_.end() ? 1.0 : factor->second);
       }
-      times.push_back({g.degree, estimated * 1e3, slowest * 1e3});
+      const auto factor = planned_.corrections.find(g.degree);
+      const double corrected = estimated * (factor == planned_.corrections.end() ? 1.0 : factor->second);
+      times.push_back({g.degree, estimated * 1e3, slowest * 1e3, corrected * 1e3});
       samples.push_back({{g.degree, cost_.nodes_spanned(g.degree)}, estimated, slowest});
     }
     report_.group_times.push_back(std::move(times));

@@ -91,6 +91,7 @@ class FlexSequenceParallel final : public Strategy {
     int64_t degree = 0;
     double estimated_ms = 0;  // the profile's cost-model time of the group, uncorrected
     double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
+    double corrected_ms = 0;  // estimated_ms times the correction its plan was made with (the planner's estimate)
   };
   struct PlanReport {
     std::string layout;      // each micro-batch's group sizes, "<2, 1x2> <4>"

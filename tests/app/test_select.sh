@@ -157,7 +157,7 @@ assert all(r["plan_ms"] >= 0 and isinstance(r["plan_ready"], bool) for r in rows
 for r in rows:  # each group's estimate beside its measured time, micro-batch by micro-batch, as the layout says
     assert " ".join("<" + ", ".join(str(g[0]) for g in mb) + ">" for mb in r["group_times"]).replace(" ", "") \
         .count("<") == r["groups"].count("<"), r
-    assert all(g[1] > 0 and g[2] > 0 for mb in r["group_times"] for g in mb), r
+    assert all(g[1] > 0 and g[2] > 0 and g[3] > 0 for mb in r["group_times"] for g in mb), r
 for r in rows:  # the plan that ran is the fastest under the corrections it was planned with
     e = r["plan_estimates"]
     assert r["plan"] in ("flexsp", "batchada") and e["batchada_degree"] >= 1 and e["static_sp_degree"] == 4, r
