@@ -14,26 +14,31 @@ namespace trident::cost {
 
 namespace {
 
-// Least squares over the columns marked in `use` (column-major design rows: s^2/d, s/d, 1); unused ones get 0.
+// Least squares over the columns marked in `use` (column-major design rows: s^2/d, s/d, 1); unused ones get 0. Each
+// row is divided by its measured time, so every timing's relative error weighs alike: timing noise is proportional
+// to the time, and unweighted, the longest sequences' quadratic term would leave the linear term (what short
+// sequences cost) to their noise.
 std::array<double, 3> solve(std::span<const Timing> timings, std::array<bool, 3> use) {
   std::vector<int> columns;
   for (int c = 0; c < 3; ++c)
     if (use[c]) columns.push_back(c);
   const int m = static_cast<int>(timings.size()), n = static_cast<int>(columns.size()), one = 1;
-  std::vector<double> a(static_cast<size_t>(m) * n), b(m);
+  std::vector<double> a(static_cast<size_t>(m) * n), b(m), weight(m);
+  for (int i = 0; i < m; ++i) weight[i] = timings[i].seconds > 0 ? 1 / timings[i].seconds : 1;
   std::array<double, 3> scale{};
   for (int j = 0; j < n; ++j) {
     double norm = 0;
     for (int i = 0; i < m; ++i) {
       const double x = static_cast<double>(timings[i].tokens) / static_cast<double>(timings[i].devices);
-      const double v = columns[j] == 0 ? x * static_cast<double>(timings[i].tokens) : columns[j] == 1 ? x : 1.0;
+      const double v =
+          weight[i] * (columns[j] == 0 ? x * static_cast<double>(timings[i].tokens) : columns[j] == 1 ? x : 1.0);
       a[static_cast<size_t>(j) * m + i] = v;
       norm += v * v;
     }
     scale[j] = norm > 0 ? 1 / std::sqrt(norm) : 1;
     for (int i = 0; i < m; ++i) a[static_cast<size_t>(j) * m + i] *= scale[j];
   }
-  for (int i = 0; i < m; ++i) b[i] = timings[i].seconds;
+  for (int i = 0; i < m; ++i) b[i] = timings[i].seconds * weight[i];
   int lwork = -1, info = 0;
   double query = 0;
   dgels_("N", &m, &n, &one, a.data(), &m, b.data(), &m, &query, &lwork, &info);

@@ -1,8 +1,8 @@
 #pragma once
-// Fitting the compute coefficients of the cost model to measured step times: least squares of
+// Fitting the compute coefficients of the cost model to measured step times: least squares of the relative error of
 //   seconds = alpha1 * s^2 / d + alpha2 * s / d + beta1
-// over timings of sequences of s tokens on d devices (LAPACK dgels, on columns scaled to unit norm so s^2 and 1 do
-// not ruin the conditioning).
+// over timings of sequences of s tokens on d devices (each row divided by its measured time; LAPACK dgels, on columns
+// scaled to unit norm so s^2 and 1 do not ruin the conditioning).
 #include <cstdint>
 #include <span>
 

@@ -37,6 +37,21 @@ TEST_CASE("the fit stays close under 1% noise", "[cost]") {
   CHECK(c.beta1_s == Approx(b1).epsilon(0.2));
 }
 
+TEST_CASE("relative errors pin the linear term where the quadratic one dominates the long sequences", "[cost]") {
+  // A small model's profile: attention equals the rest at L0 = a2 / a1 = 600 tokens, so at 4,096 the quadratic term
+  // is 7x the linear one; timings of 32..4,096 tokens with 3% noise. What a short document costs (a2) must come out
+  // within 10%, as FlexSP's groups of short documents are planned with it.
+  const double a1 = 6e-8, a2 = 3.6e-5, b1 = 1e-3;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 0.03);
+  std::vector<Timing> timings;
+  for (int rep = 0; rep < 3; ++rep)
+    for (int64_t s = 32; s <= 4096; s *= 2) timings.push_back({s, 1, (a1 * s * s + a2 * s + b1) * (1 + noise(rng))});
+  const ComputeSection c = fit_compute(timings);
+  CHECK(c.alpha2_s_per_token == Approx(a2).epsilon(0.1));
+  CHECK(c.alpha1_s_per_token2 == Approx(a1).epsilon(0.1));
+}
+
 TEST_CASE("a term that is really zero is fitted as zero, never negative", "[cost]") {
   std::vector<Timing> timings;
   for (int64_t s : {100, 200, 400, 800}) timings.push_back({s, 1, 1e-5 * s - (s == 800 ? 1e-4 : 0)});
