@@ -338,7 +338,9 @@ TEST_CASE("all-to-alls count the time a rank spends in them, waiting for a late 
   comm.reset_counters();
   std::vector<float> in(4 * n), out(4 * n);
   comm.barrier();
-  if (comm.rank() == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last rank is late
+  // The last rank is late by 200 ms; rank 0 may itself leave the barrier late on a loaded machine (an instrumented
+  // build, ranks sharing cores), so its wait is checked against half of that.
+  if (comm.rank() == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   comm.alltoall(in.data(), out.data(), 4, CommType::f32);
   std::vector<int64_t> counts(n, 1), displs(n);
   std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), int64_t{0});
@@ -346,7 +348,7 @@ TEST_CASE("all-to-alls count the time a rank spends in them, waiting for a late 
   comm.allreduce_sum(in.data(), 1, CommType::f32);
   const auto& ops = comm.counters().ops;
   // no rank leaves the all-to-all before the late one joins it
-  if (n > 1 && comm.rank() == 0) CHECK(ops.at("alltoall").seconds >= 0.045);
+  if (n > 1 && comm.rank() == 0) CHECK(ops.at("alltoall").seconds >= 0.1);
   CHECK(ops.at("alltoallv").seconds >= 0);
   CHECK(comm.counters().alltoall_seconds() == ops.at("alltoall").seconds + ops.at("alltoallv").seconds);
   CHECK(ops.at("allreduce").seconds == 0);  // only all-to-alls are timed
