@@ -7,9 +7,9 @@ documents with the paper's Wikipedia, CommonCrawl and GitHub length distribution
 (configs/clusters/a100-8x8-gpt7b.yaml, `emucluster.sh up --like`; its table per setting): the node links from the
 testbed's all-to-all over all its GPUs (`--alltoall-group`), as static SP there spans all its nodes and here all of
 these, and the documents' lengths scaled so that each weighs its attention as its counterpart there does
-(data.synthetic_length_scale = `trident like --scale-lengths`'s length_scale, docs/emucluster.md). Per preset and context limit: FlexSP (groups of several sizes per micro-batch, its profile
-measured at start-up), BatchAda (the best single group size per batch, planned on that
-profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
+(data.synthetic_length_scale = `trident like --scale-lengths`'s length_scale, docs/emucluster.md). Per preset and
+context limit: FlexSP (groups of several sizes per micro-batch, its profile measured at start-up), BatchAda (the best
+single group size per batch, planned on that profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
 FlexSP's speedups, the share of the step rank 0 spends inside all-to-alls, and the cost model's error per group
 degree in FlexSP's and BatchAda's runs (`trident plan --replay`).
 
