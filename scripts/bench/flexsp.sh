@@ -61,10 +61,10 @@ out=$(bench_out runs/bench_flexsp)
 config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 
 # The profile for --like: this model at one sequence up to max-len (memory-gb only squeezes training's groups).
-group=()
-[[ -z $alltoall_group ]] || group=(--alltoall-group "$alltoall_group")
-[[ -n $length_scale ]] || group+=(--scale-lengths)
-bench_cluster "$nodes" "$ranks_per_node" "$config" ${group[@]+"${group[@]}"} --set model.attention="$attention" \
+scaling=()  # how the links and documents follow the testbed (with --like)
+[[ -z $alltoall_group ]] || scaling=(--alltoall-group "$alltoall_group")
+[[ -n $length_scale ]] || scaling+=(--scale-lengths)
+bench_cluster "$nodes" "$ranks_per_node" "$config" ${scaling[@]+"${scaling[@]}"} --set model.attention="$attention" \
   --set model.max_seq_len="$max_len" \
   --set device.memory_gb=4
 if [[ -z $length_scale ]]; then
@@ -176,8 +176,8 @@ for preset in presets:
             errors[preset] = {d: (len(e), statistics.median(e),
                                   statistics.median(settled[d]) if settled[d] else None)
                               for d, e in sorted(by_degree.items())}
-print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured: the profile's estimate over every "
-      "step after the first; the planner's corrected estimate after the eighth step; groups counted):\n")
+print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured: the profile's estimate over "
+      "every step after the first; the planner's corrected estimate after the eighth step; groups counted):\n")
 for preset, by in errors.items():
     print(f"- {preset}: " + ", ".join(
         f"degree {d}: {e:.0%}" + (f", corrected {s:.0%} after 8 steps" if s is not None else "") + f" ({n})"
