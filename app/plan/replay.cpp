@@ -37,7 +37,7 @@ void print_replay(const std::string& run_dir, bool json, const std::string& refi
   if (!in) throw_config_error("--replay: cannot read '{}' (a training run's directory holds metrics.jsonl)", path.string());
   std::map<int64_t, Samples> by_degree;
   std::string line;
-  int64_t steps = 0;
+  int64_t steps = 0, carried = 0;
   for (int64_t number = 1; std::getline(in, line); ++number) {
     nlohmann::json record;
     try {
@@ -48,11 +48,20 @@ void print_replay(const std::string& run_dir, bool json, const std::string& refi
     if (!record.is_object() || !record.contains("group_times")) continue;
     ++steps;
     try {
+      // As FlexSP's corrections: the groups whose time carries the gradient reduction only in a step of nothing else.
+      const auto with_reduction = [](const nlohmann::json& g) { return g.size() > 4 && g.at(4).get<bool>(); };
+      bool step_has_others = false;
+      for (const auto& micro : record.at("group_times"))
+        for (const auto& g : micro) step_has_others |= !with_reduction(g);
       for (const auto& micro : record.at("group_times"))
         for (const auto& g : micro) {
           const auto degree = g.at(0).get<int64_t>();
           const double estimated = g.at(1).get<double>(), measured = g.at(2).get<double>();
           if (measured <= 0 || estimated <= 0) continue;
+          if (step_has_others && with_reduction(g)) {
+            ++carried;
+            continue;
+          }
           Samples& s = by_degree[degree];
           s.estimated.push_back(estimated);
           s.measured.push_back(measured);
@@ -60,7 +69,8 @@ void print_replay(const std::string& run_dir, bool json, const std::string& refi
           s.ratio.push_back(measured / estimated);
         }
     } catch (const nlohmann::json::exception& e) {
-      throw_config_error("{}:{}: group_times is not [[degree, estimated ms, measured ms], ...] per micro-batch ({})",
+      throw_config_error("{}:{}: group_times is not [[degree, estimated ms, measured ms, ...], ...] per micro-batch "
+                         "({})",
                          path.string(), number, e.what());
     }
   }
@@ -68,9 +78,11 @@ void print_replay(const std::string& run_dir, bool json, const std::string& refi
     throw_config_error("{}: no step records group_times (only parallel.strategy: flexsp, or auto running FlexSP, does)",
                        path.string());
   if (!json)
-    fmt::print("{}: {} FlexSP steps\n\n| degree | groups | estimated ms | measured ms | error | measured / estimated |\n"
+    fmt::print("{}: {} FlexSP steps ({} groups of a rank's last micro-batch, whose time carries the gradient "
+               "reduction, left out where the step had others)\n\n"
+               "| degree | groups | estimated ms | measured ms | error | measured / estimated |\n"
                "|---|---|---|---|---|---|\n",
-               path.string(), steps);
+               path.string(), steps, carried);
   for (const auto& [degree, s] : by_degree) {
     if (json) {
       fmt::print("{}\n", nlohmann::ordered_json{{"degree", degree},

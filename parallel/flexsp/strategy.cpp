@@ -362,7 +362,8 @@ void FlexSequenceParallel::add_step_metrics(nlohmann::ordered_json& record) cons
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   for (const auto& micro : report.group_times) {
     nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (const GroupTime& g : micro) row.push_back({g.degree, g.estimated_ms, g.measured_ms, g.corrected_ms});
+    for (const GroupTime& g : micro)
+      row.push_back({g.degree, g.estimated_ms, g.measured_ms, g.corrected_ms, g.with_reduction});
     times.push_back(std::move(row));
   }
   record["group_times"] = std::move(times);
@@ -396,7 +397,9 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
 }
 
 // Every rank's micro-batch times reach rank 0, which sets each group's measured time (its slowest member) beside
-// the plan's estimate.
+// the plan's estimate. A rank's last micro-batch also carries the gradient reduction overlapped with its backward
+// (its calls, and the other ranks' traffic competing for cores and links), which no estimate has: when the step has
+// other groups, the corrections learn from those only.
 void FlexSequenceParallel::record_group_times(const std::vector<double>& timing) {
   Communicator& world = groups_.world();
   const auto row = static_cast<int64_t>(timing.size());
@@ -406,13 +409,21 @@ void FlexSequenceParallel::record_group_times(const std::vector<double>& timing)
   if (world.rank() != 0) return;
   std::vector<const double*> by_position(static_cast<std::size_t>(world.size()));
   for (int r = 0; r < world.size(); ++r) by_position[static_cast<std::size_t>(all[r * row])] = &all[r * row];
-  std::vector<flexsp::GroupSample> samples;
+  std::vector<std::size_t> last_micro(static_cast<std::size_t>(world.size()), 0);  // by position
+  for (std::size_t m = 0; m < last_plan_.micro_batches.size(); ++m)
+    for (const flexsp::GroupPlan& g : last_plan_.micro_batches[m].groups)
+      for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p)
+        last_micro[static_cast<std::size_t>(p)] = m;
+  std::vector<flexsp::GroupSample> samples, without_reduction;
   for (std::size_t m = 0; m < last_plan_.micro_batches.size(); ++m) {
     std::vector<GroupTime> times;
     for (const flexsp::GroupPlan& g : last_plan_.micro_batches[m].groups) {
       double slowest = 0;
-      for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p)
+      bool with_reduction = false;
+      for (int64_t p = g.first_device; p < g.first_device + g.degree; ++p) {
         slowest = std::max(slowest, by_position[static_cast<std::size_t>(p)][m + 1]);
+        with_reduction |= overlap_reduction_ && world.size() > 1 && last_micro[static_cast<std::size_t>(p)] == m;
+      }
       std::vector<int64_t> lengths;
       for (int64_t k : g.sequences) lengths.push_back(last_plan_.lengths[static_cast<std::size_t>(k)]);
       const double estimated = cost_.group_time_s(lengths, g.degree);  // the profile's, uncorrected
@@ -422,12 +433,13 @@ void FlexSequenceParallel::record_group_times(const std::vector<double>& timing)
       }
       const auto factor = planned_.corrections.find(g.degree);
       const double corrected = estimated * (factor == planned_.corrections.end() ? 1.0 : factor->second);
-      times.push_back({g.degree, estimated * 1e3, slowest * 1e3, corrected * 1e3});
+      times.push_back({g.degree, estimated * 1e3, slowest * 1e3, corrected * 1e3, with_reduction});
       samples.push_back({{g.degree, cost_.nodes_spanned(g.degree)}, estimated, slowest});
+      if (!with_reduction) without_reduction.push_back(samples.back());
     }
     report_.group_times.push_back(std::move(times));
   }
-  if (learns_) learned_.observe(samples);
+  if (learns_) learned_.observe(without_reduction.empty() ? samples : without_reduction);
 }
 
 nlohmann::json FlexSequenceParallel::checkpoint_state() const {

@@ -92,6 +92,9 @@ class FlexSequenceParallel final : public Strategy {
     double estimated_ms = 0;  // the profile's cost-model time of the group, uncorrected
     double measured_ms = 0;   // its slowest member's forward and backward of the group's documents
     double corrected_ms = 0;  // estimated_ms times the correction its plan was made with (the planner's estimate)
+    // A member's last micro-batch of the step, whose backward also carried the gradient reduction it overlapped:
+    // measured_ms holds time the estimate leaves out.
+    bool with_reduction = false;
   };
   struct PlanReport {
     std::string layout;      // each micro-batch's group sizes, "<2, 1x2> <4>"
@@ -104,7 +107,8 @@ class FlexSequenceParallel final : public Strategy {
     std::vector<std::vector<GroupTime>> group_times;  // rank 0, after training: per micro-batch, per group
   };
   PlanReport plan_report() const;
-  // groups, plan_ms, plan_ready, group_times ([degree, estimated ms, measured ms] per group, per micro-batch) and,
+  // groups, plan_ms, plan_ready, group_times ([degree, estimated ms, measured ms, corrected ms, with reduction] per
+  // group, per micro-batch) and,
   // from rank 0, plan, plan_estimates and plan_corrections (docs/metrics.md).
   void add_step_metrics(nlohmann::ordered_json& record) const override;
 

@@ -158,6 +158,9 @@ for r in rows:  # each group's estimate beside its measured time, micro-batch by
     assert " ".join("<" + ", ".join(str(g[0]) for g in mb) + ">" for mb in r["group_times"]).replace(" ", "") \
         .count("<") == r["groups"].count("<"), r
     assert all(g[1] > 0 and g[2] > 0 and g[3] > 0 for mb in r["group_times"] for g in mb), r
+    # 4 ranks reduce gradients during a rank's last backward: the step's last micro-batch carries it
+    assert all(isinstance(g[4], bool) for mb in r["group_times"] for g in mb), r
+    assert all(g[4] for g in r["group_times"][-1]), r
 for r in rows:  # the plan that ran is the fastest under the corrections it was planned with
     e = r["plan_estimates"]
     assert r["plan"] in ("flexsp", "batchada") and e["batchada_degree"] >= 1 and e["static_sp_degree"] == 4, r
@@ -214,7 +217,8 @@ same_steps "$tmp/mixed" "$tmp/mixed_resumed" || fail "the resumed run with corre
 unset TRIDENT_TEST_FLEXSP_SLOWDOWN
 # trident plan --replay: the cost model's error per group degree, from the run's metrics
 run 0 plan --replay "$tmp/flexsp"
-stdout_has "FlexSP steps" "| degree | groups | estimated ms | measured ms | error | measured / estimated |"
+stdout_has "FlexSP steps" "whose time carries the gradient reduction, left out where the step had others" \
+  "| degree | groups | estimated ms | measured ms | error | measured / estimated |"
 run 0 plan --replay "$tmp/flexsp" --json
 /usr/bin/python3 -c 'import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; assert rows and all(
     r["groups"] > 0 and r["measured_ms"] > 0 and r["ratio"] > 0 for r in rows), rows' "$tmp/out" ||

@@ -332,6 +332,51 @@ TEST_CASE("FlexSP learns corrections from its steps, in mode measured only", "[m
   }
 }
 
+TEST_CASE("FlexSP's corrections leave out the groups whose time carries the gradient reduction",
+          "[mpi][flexsp_train]") {
+  const int W = world().size();
+  if ((W & (W - 1)) != 0) return;
+  Config c = tiny_strategy_config("softmax", 256);
+  const cost::Profile profile = one_node_profile(W);
+  RunGroups groups(world(), {}, all_degrees(W));
+  GPT model(c.model, 256, test_allocator());
+  model.init_weights(3);
+  // More tokens than the ranks hold at once (48 each): two micro-batches or more.
+  const Batch b = random_documents({40, 40, 30, 30, 20, 20, 10, 10}, 5);
+  FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
+  // What Corrections does with the groups measured without the reduction: the ratio of sums, then halfway to it.
+  std::map<flexsp::Placement, double> expected;
+  int with = 0, without = 0;
+  for (int step = 0; step < 3; ++step) {
+    model.zero_grads();
+    flexsp.train(model, b, 0.01f);
+    if (world().rank() != 0) continue;
+    const auto& micro = flexsp.plan_report().group_times;
+    REQUIRE(micro.size() >= 2);
+    std::map<flexsp::Placement, std::pair<double, double>> sums;
+    for (std::size_t m = 0; m < micro.size(); ++m)
+      for (const auto& g : micro[m]) {
+        if (W > 1 && m + 1 == micro.size()) CHECK(g.with_reduction);
+        if (W == 1) CHECK_FALSE(g.with_reduction);  // one rank reduces nothing
+        (g.with_reduction ? with : without) += 1;
+        if (g.with_reduction) continue;
+        auto& [estimated, measured] = sums[{g.degree, 1}];
+        estimated += g.estimated_ms, measured += g.measured_ms;
+      }
+    if (step == 0) continue;  // not counted
+    for (const auto& [placement, s] : sums) {
+      const double ratio = s.second / s.first;
+      expected[placement] = expected.count(placement) ? 0.5 * expected[placement] + 0.5 * ratio : ratio;
+    }
+  }
+  if (world().rank() != 0) return;
+  if (W > 1) CHECK(with > 0);
+  REQUIRE(without > 0);
+  REQUIRE(flexsp.corrections().by_placement().size() == expected.size());
+  for (const auto& [placement, ratio] : expected)
+    CHECK(flexsp.corrections().by_placement().at(placement).ratio == Approx(ratio).epsilon(1e-6));
+}
+
 TEST_CASE("a resumed FlexSP plans each step with the corrections the uninterrupted one used", "[flexsp_train]") {
   if (world().size() != 1) return;
   const Slowdown slowdown("1:3");  // every group measured at 3x its estimate, on any machine
