@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/common/error.h"
 
@@ -67,11 +69,10 @@ double testbed_inter_link(const NetworkSection& network, const std::string& sour
   if (group <= 0) return network.inter_node.bandwidth_gb_per_s * 1e9;
   for (const AlltoallLink& row : network.alltoall)
     if (row.group_size == group) return row.link.bandwidth_gb_per_s * 1e9;
-  std::string sizes;
-  for (const AlltoallLink& row : network.alltoall)
-    sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", row.group_size);
+  std::vector<int64_t> sizes;
+  for (const AlltoallLink& row : network.alltoall) sizes.push_back(row.group_size);
   throw_config_error("{}: network.alltoall has no row of group_size {} (it has: {})", source, group,
-                     sizes.empty() ? "none" : sizes);
+                     sizes.empty() ? "none" : fmt::format("{}", fmt::join(sizes, ", ")));
 }
 
 }  // namespace

@@ -100,14 +100,15 @@ done
   >"$out/paper_plan.jsonl" \
   2>"$out/paper_plan.log" || echo "bench/flexsp.sh: trident plan failed (see $out/paper_plan.log)" >&2
 
-report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds" "$nodes" "$length_scale")
+report_args=("$out" "$steps" "$bench_links" "$presets" "$attention" "$max_len" "$rounds" "$nodes" "$length_scale"
+  "$ranks_per_node")
 /usr/bin/python3 - "${report_args[@]}" <<'PY' | tee "$out/flexsp.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
 out, steps, links, presets = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
 attention, max_len, rounds, nodes = sys.argv[5], sys.argv[6], int(sys.argv[7]), int(sys.argv[8])
-scale = float(sys.argv[9])
+scale, ranks_per_node = float(sys.argv[9]), int(sys.argv[10])
 method = "LASP" if attention == "linear" else "Ulysses"  # inside FlexSP's and BatchAda's groups, and static
 def rows(name):
     p = out / name / "metrics.jsonl"
@@ -129,7 +130,7 @@ def spread(name):  # (median, low, high) tokens/s over the rounds that finished
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
 print(f"# FlexSP vs BatchAda vs static {method} ({attention} attention, {method} inside groups), {nodes} nodes x "
-      f"{8 // nodes} ranks ({links}), documents "
+      f"{ranks_per_node} ranks ({links}), documents "
       f"{f'the preset lengths x {scale:.4g}, ' if scale != 1 else ''}up to {max_len} tokens, {steps} steps, "
       f"{rounds} interleaved round(s)\n")
 print("| preset | run | tokens/s, median (range) | FlexSP's speedup | all-to-all share | layouts (steps, every round) "
