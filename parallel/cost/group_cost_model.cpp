@@ -90,11 +90,16 @@ DegreeCost GroupCostModel::degree_cost(int64_t d) const {
   return {k.per_token2 * factor, k.per_token * factor, k.overhead * factor};
 }
 
-DegreeCost GroupCostModel::model_degree_cost(int64_t d) const {
+DegreeCost GroupCostModel::compute_cost(int64_t d) const {
   const ComputeSection& c = *profile_.compute;
   const double dd = static_cast<double>(d);
-  DegreeCost k{c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};
+  return {c.alpha1_s_per_token2 / dd, c.alpha2_s_per_token / dd, c.beta1_s};
+}
+
+DegreeCost GroupCostModel::model_degree_cost(int64_t d) const {
+  DegreeCost k = compute_cost(d);
   if (d == 1) return k;  // one device runs attention whole: no exchange
+  const double dd = static_cast<double>(d);
   const Link link = alltoall_link(d);
   const double latency = link.latency_us * 1e-6, bandwidth = link.bandwidth_gb_per_s * 1e9;
   const double directions = 2.0 * static_cast<double>(n_layer());  // a state forward, its gradient backward
@@ -126,6 +131,17 @@ double GroupCostModel::group_time_s(std::span<const int64_t> lengths, int64_t d)
   double t = group_overhead_s(d);
   for (int64_t s : lengths) t += sequence_s(s, d);
   return t;
+}
+
+double GroupCostModel::group_exchange_s(std::span<const int64_t> lengths, int64_t d) const {
+  if (lengths.empty() || d == 1) return 0;
+  const DegreeCost k = compute_cost(d);
+  double compute = k.overhead;
+  for (int64_t s : lengths) {
+    const double x = static_cast<double>(s);
+    compute += k.per_token2 * x * x + k.per_token * x;
+  }
+  return group_time_s(lengths, d) - compute * correction(d);
 }
 
 int64_t GroupCostModel::min_degree(int64_t s) const {

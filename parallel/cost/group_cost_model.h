@@ -66,6 +66,8 @@ class GroupCostModel {
   double group_overhead_s(int64_t d) const;
   // The whole group: overhead plus each sequence; 0 for no sequences.
   double group_time_s(std::span<const int64_t> lengths, int64_t d) const;
+  // The part of group_time_s spent exchanging (all-to-alls, or LASP's states); 0 for d = 1.
+  double group_exchange_s(std::span<const int64_t> lengths, int64_t d) const;
 
   // Most tokens a group of d devices holds within the memory budget.
   int64_t token_capacity(int64_t d) const { return tokens_per_device_ * d; }
@@ -80,7 +82,8 @@ class GroupCostModel {
   Link alltoall_link(int64_t d) const;
 
  private:
-  DegreeCost model_degree_cost(int64_t d) const;  // before corrections
+  DegreeCost compute_cost(int64_t d) const;       // compute alone, before corrections
+  DegreeCost model_degree_cost(int64_t d) const;  // compute and exchange, before corrections
 
   Profile profile_;
   int64_t devices_ = 0, devices_per_node_ = 0, max_degree_ = 0;

@@ -47,16 +47,35 @@ Timed timed(F&& f) {
   return {std::move(plan), thread_cpu_ms() - start};
 }
 
-json plan_json(const Timed& t, const std::string& solver) {
-  json j = {{"solver", solver}, {"time_s", t.plan.time_s}, {"planning_ms", t.planning_ms}};
+std::vector<int64_t> group_lengths(const BatchPlan& plan, const flexsp::GroupPlan& g) {
+  std::vector<int64_t> lengths;
+  for (int64_t k : g.sequences) lengths.push_back(plan.lengths[k]);
+  return lengths;
+}
+
+// Seconds of the plan's time spent exchanging: each micro-batch's slowest group's all-to-alls (or LASP's states).
+double plan_exchange_s(const BatchPlan& plan, const cost::GroupCostModel& cost) {
+  double total = 0;
+  for (const flexsp::MicroBatchPlan& mb : plan.micro_batches) {
+    const flexsp::GroupPlan* slowest = nullptr;
+    for (const flexsp::GroupPlan& g : mb.groups)
+      if (slowest == nullptr || g.time_s > slowest->time_s) slowest = &g;
+    if (slowest != nullptr) total += cost.group_exchange_s(group_lengths(plan, *slowest), slowest->degree);
+  }
+  return total;
+}
+
+json plan_json(const Timed& t, const std::string& solver, const cost::GroupCostModel& cost) {
+  json j = {{"solver", solver}, {"time_s", t.plan.time_s}, {"exchange_s", plan_exchange_s(t.plan, cost)},
+            {"planning_ms", t.planning_ms}};
   json micro = json::array();
   for (const flexsp::MicroBatchPlan& mb : t.plan.micro_batches) {
     json groups = json::array();
     for (const flexsp::GroupPlan& g : mb.groups) {
-      std::vector<int64_t> lengths;
-      for (int64_t k : g.sequences) lengths.push_back(t.plan.lengths[k]);
+      const std::vector<int64_t> lengths = group_lengths(t.plan, g);
       groups.push_back({{"degree", g.degree}, {"first_device", g.first_device}, {"sequences", g.sequences},
-                        {"lengths", lengths}, {"tokens", g.tokens}, {"time_s", g.time_s}});
+                        {"lengths", lengths}, {"tokens", g.tokens}, {"time_s", g.time_s},
+                        {"exchange_s", cost.group_exchange_s(lengths, g.degree)}});
     }
     micro.push_back({{"layout", flexsp::describe_groups(mb)}, {"makespan_s", mb.makespan_s},
                      {"proven_optimal", mb.proven_optimal}, {"groups", groups}});
@@ -141,12 +160,14 @@ void print_flexsp_plan(const Config& config, const PlanRequest& request) {
       json source = json::array();
       for (const flexsp::Piece& piece : pieces) source.push_back({piece.sequence, piece.offset});
       j["source"] = source;
-      j["flexsp"] = plan_json(flex, p.solver);
+      j["flexsp"] = plan_json(flex, p.solver, cost);
       j["flexsp"]["single_degree_fallback"] = fell_back;
-      if (flex_milp) j["fast"] = plan_json(flex_fast, "fast");
+      if (flex_milp) j["fast"] = plan_json(flex_fast, "fast", cost);
       j["static_sp"] = {{"degree", static_degree}, {"time_s", stat.plan.time_s},
+                        {"exchange_s", plan_exchange_s(stat.plan, cost)},
                         {"micro_batches", stat.plan.micro_batches.size()}, {"planning_ms", stat.planning_ms}};
       j["batchada"] = {{"degree", ada_degree}, {"time_s", ada.plan.time_s},
+                       {"exchange_s", plan_exchange_s(ada.plan, cost)},
                        {"micro_batches", ada.plan.micro_batches.size()}, {"planning_ms", ada.planning_ms}};
       j["speedup_vs_static_sp"] = stat.plan.time_s / flex.plan.time_s;
       j["speedup_vs_batchada"] = ada.plan.time_s / flex.plan.time_s;

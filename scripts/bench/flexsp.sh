@@ -24,7 +24,7 @@
 # Usage: bash scripts/bench/flexsp.sh [--steps 12] [--rounds 1] [--inter-bw 1gbit | --like TESTBED]
 #                                     [--presets wikipedia,commoncrawl,github] [--attention softmax|linear]
 #                                     [--max-len 4096] [--memory-gb 0.02] [--nodes 2] [--alltoall-group G]
-#                                     [--length-scale X] [--batch-tokens 16384]
+#                                     [--length-scale X] [--batch-tokens 16384] [--calibrate]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
 # testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
 # both sides' figures. --nodes 4 (or 8) spreads the 8 ranks over that many nodes; with --like, --alltoall-group G
@@ -34,7 +34,8 @@
 # weighs its attention against its linear layers as one of L x (alpha2 / alpha1 here over the testbed's) does here,
 # and the links match the ratios at every length (`emucluster.sh up --scale-lengths`; docs/emucluster.md, "Scaled to
 # a testbed"), so data.synthetic_length_scale is that factor (like.json's length_scale) unless --length-scale sets
-# it; without --like it is 1.
+# it; without --like it is 1. --calibrate (with --like) first measures static SP's all-to-all share on that cluster and
+# brings it up again with links scaled so that the share is the testbed's (below: the calibration).
 # --max-len cuts documents (and sets model.max_seq_len) at another length; --memory-gb sets device.memory_gb. With
 # --max-len 8192 --memory-gb 0.025 the longest documents need a group of all 8 ranks, across the nodes, while the
 # rest fit groups inside a node.
@@ -43,11 +44,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/flexsp.sh: $*" >&2; exit 2; }
 steps=12 rounds=1 inter_bw=1gbit like=
 presets=wikipedia,commoncrawl,github attention=softmax max_len=4096 memory_gb=0.02 nodes=2 alltoall_group=
-length_scale= batch_tokens=16384
+length_scale= batch_tokens=16384 calibrate=
 source scripts/bench/lib.sh
 bench_options steps:count rounds:count inter-bw:rate like:file presets:words attention:one-of-softmax,linear \
-  max-len:count memory-gb:number nodes:one-of-2,4,8 alltoall-group:count length-scale:number batch-tokens:count -- "$@"
+  max-len:count memory-gb:number nodes:one-of-2,4,8 alltoall-group:count length-scale:number batch-tokens:count \
+  calibrate:flag -- "$@"
 [[ -z $alltoall_group || -n $like ]] || die "--alltoall-group belongs with --like TESTBED"
+[[ -z $calibrate || -n $like ]] || die "--calibrate belongs with --like TESTBED"
+[[ -z $calibrate || $attention == softmax ]] || die "--calibrate needs --attention softmax (static SP's all-to-alls)"
 ranks_per_node=$((8 / nodes))
 static_method=ulysses
 [[ $attention == linear ]] && static_method=lasp
@@ -64,9 +68,9 @@ config=$(realpath configs/experiments/flexsp/flexsp_longtail.yaml)
 scaling=()  # how the links and documents follow the testbed (with --like)
 [[ -z $alltoall_group ]] || scaling=(--alltoall-group "$alltoall_group")
 [[ -n $length_scale ]] || scaling+=(--scale-lengths)
-bench_cluster "$nodes" "$ranks_per_node" "$config" ${scaling[@]+"${scaling[@]}"} --set model.attention="$attention" \
-  --set model.max_seq_len="$max_len" \
-  --set device.memory_gb=4
+cluster_args=("$nodes" "$ranks_per_node" "$config" ${scaling[@]+"${scaling[@]}"} --set model.attention="$attention"
+  --set model.max_seq_len="$max_len" --set device.memory_gb=4)
+bench_cluster "${cluster_args[@]}"
 if [[ -z $length_scale ]]; then
   length_scale=1
   [[ -z $like ]] || length_scale=$(/usr/bin/python3 -c 'import json, sys
@@ -84,13 +88,54 @@ train() {  # NAME ARGS...: 8 ranks on the emulated cluster; a run that stops is 
     --set device.memory_gb="$memory_gb" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 ||
     echo "bench/flexsp.sh: $name stopped (see $out/$name.log)" >&2
 }
+static_sp=(--set parallel.strategy=sp --set parallel.sp.method=$static_method --set parallel.sp.size=8
+  --set train.micro_batches=2)
+
+# --calibrate: static SP's all-to-all share here, measured over 6 steps a preset on the cluster just brought up, against
+# the testbed's (trident plan's estimate of static SP on GPT-7B, 512-sequence batches of each preset): the links are
+# scaled by the ratio of their odds (share / (1 - share)), through the slowdown `trident like` divides the profile's
+# rate by, and the cluster brought up again. Compute that runs slower in training than in the profile (ranks and the
+# TCP stack sharing the cores) then costs the all-to-alls their testbed's share of the step again.
+if [[ -n $calibrate ]]; then
+  for preset in "${preset_list[@]}"; do
+    "$trident" plan configs/experiments/flexsp/flexsp_plan_gpt7b.yaml --cluster "$like" --batch-sequences 512 \
+      --batches 2 --set data.preset="$preset" --json >"$out/calibrate_${preset}_plan.jsonl" \
+      2>"$out/calibrate_${preset}_plan.log" ||
+      die "--calibrate: trident plan failed (see $out/calibrate_${preset}_plan.log)"
+    train "calibrate_${preset}" "${static_sp[@]}" --set data.preset="$preset" --set train.steps=6
+  done
+  calibration=$(/usr/bin/python3 - "$out" "$presets" <<'PY'
+import json, statistics, sys
+from pathlib import Path
+out, presets = Path(sys.argv[1]), sys.argv[2].split(",")
+here, there = [], []
+for preset in presets:
+    rows = [json.loads(l) for l in open(out / f"calibrate_{preset}" / "metrics.jsonl")][1:]  # the first allocates
+    here.append(statistics.median(r["alltoall_ms"] / r["step_ms"] for r in rows))
+    plans = [json.loads(l) for l in open(out / f"calibrate_{preset}_plan.jsonl")]
+    there.append(sum(p["static_sp"]["exchange_s"] for p in plans) / sum(p["static_sp"]["time_s"] for p in plans))
+like = json.load(open(out / "like.json"))
+odds = lambda s: s / (1 - s)
+here_share, there_share = statistics.mean(here), statistics.mean(there)
+slowdown = like["slowdown"] * odds(there_share) / odds(here_share)
+print(f"{slowdown:.6g} {like['slowdown']:.6g} {here_share:.4f} {there_share:.4f}")
+PY
+) || die "--calibrate: a calibration run failed (see $out/calibrate_*.log)"
+  read -r calibrated assumed here_share there_share <<<"$calibration"
+  "${emu[@]}" down "${cl[@]}" >/dev/null
+  bench_cluster "${cluster_args[@]}" --slowdown "$calibrated"
+  printf '%s\n' "Calibrated (--calibrate): static SP's all-to-alls took $here_share of its steps here with ranks" \
+    "computing $assumed x slower than the profile, and take $there_share on the testbed (trident plan's estimate for" \
+    "GPT-7B, mean over the presets); the links are scaled for ranks $calibrated x slower (calibrate_*)." \
+    >"$out/calibration.md"
+fi
+
 for round in $(seq "$rounds"); do
   for preset in "${preset_list[@]}"; do
     train "${preset}_flexsp.$round" --set data.preset="$preset"
     profile=(--set data.preset="$preset" --set parallel.select.profile="$out/${preset}_flexsp.$round/profile.yaml")
     train "${preset}_batchada.$round" --set parallel.flexsp.degrees=single "${profile[@]}"
-    train "${preset}_static.$round" --set parallel.strategy=sp --set parallel.sp.method=$static_method \
-      --set parallel.sp.size=8 --set train.micro_batches=2 "${profile[@]}"
+    train "${preset}_static.$round" "${static_sp[@]}" "${profile[@]}"
     if [[ $attention == linear ]]; then
       train "${preset}_flexsp_ulysses.$round" --set parallel.flexsp.inner=ulysses "${profile[@]}"
     fi
@@ -198,5 +243,6 @@ if plans:
               f'(degree {p["static_sp"]["degree"]}), {p["speedup_vs_batchada"]:.2f}x BatchAda '
               f'(degree {p["batchada"]["degree"]})')
 PY
+if [[ -f $out/calibration.md ]]; then { echo; cat "$out/calibration.md"; } >>"$out/flexsp.md"; fi
 bench_like_report "$out/flexsp.md"
 bench_stamp "$out/flexsp.md"

@@ -13,7 +13,7 @@
 #                                        [--intra-bw RATE] [--node-bw nodeI=RATE]...
 #   scripts/cluster/emucluster.sh up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED
 #                                        --config CONFIG [--set key=value]... [--exchange sequence|pipeline]
-#                                        [--profile FILE] [--alltoall-group G] [--scale-lengths]
+#                                        [--profile FILE] [--alltoall-group G] [--scale-lengths] [--slowdown S]
 #                                        # two levels at a testbed's ratios
 #   scripts/cluster/emucluster.sh status [--dir DIR] [--name NAME]  # layout, links and processes; exit 1 when down
 #   scripts/cluster/emucluster.sh run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
@@ -34,7 +34,9 @@
 # the node links from the testbed's all-to-all over G devices (its network.alltoall row) instead of its inter_node
 # link: an all-to-all over every rank here, across every node, then stands for one over G devices there.
 # --scale-lengths matches the ratios at every sequence length, for a benchmark whose lengths are the testbed's times
-# DIR/like.json's length_scale (`trident like --scale-lengths`).
+# DIR/like.json's length_scale (`trident like --scale-lengths`). --slowdown S says each rank computes S times slower
+# than the one-thread profile (default ranks / cores, at least 1): a benchmark that measured how much slower its ranks
+# compute in training, where moving bytes costs these cores too, brings the cluster up again with that.
 # The caller's environment reaches every rank (OMPI_MCA_* included: OMPI_MCA_btl=self,tcp forces TCP inside nodes).
 # In a two-level cluster each rank is a host of its own to mpirun (nodeI-rK, one slot), whose launch agent runs it in
 # the namespace NAME-nodeI-rK; the rank itself sees the hostname nodeI, which is how Trident groups ranks into nodes.
@@ -53,7 +55,7 @@ usage: $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --inter-
                      [--node-bw nodeI=RATE]...
        $0 up     [--dir DIR] [--name NAME] --nodes N --ranks-per-node R --like TESTBED --config CONFIG
                      [--set key=value]... [--exchange sequence|pipeline] [--profile FILE] [--alltoall-group G]
-                     [--scale-lengths]
+                     [--scale-lengths] [--slowdown S]
        $0 status [--dir DIR] [--name NAME]
        $0 run    [--dir DIR] [--name NAME] [--np N] [--map-by slot|node] -- PROGRAM [ARGS...]
        $0 down   [--dir DIR] [--name NAME]
@@ -69,7 +71,7 @@ shift
 case $action in up | down | status | run) ;; -h | --help) usage ;; *) bad "unknown command '$action' (up, down, status, run)" ;; esac
 
 name=trident-emu dir= nodes= ranks= inter_bw= intra_bw= like= like_config= exchange= given_profile= np= map_by=slot
-alltoall_group= scale_lengths=
+alltoall_group= scale_lengths= slowdown=
 node_bw=()
 profile_sets=()
 program=()
@@ -89,6 +91,7 @@ while [[ $# -gt 0 ]]; do
     --alltoall-group) [[ $action == up ]] || bad "--alltoall-group belongs to 'up'"; need "$@"; alltoall_group=$2
       shift 2 ;;
     --scale-lengths) [[ $action == up ]] || bad "--scale-lengths belongs to 'up'"; scale_lengths=1; shift ;;
+    --slowdown) [[ $action == up ]] || bad "--slowdown belongs to 'up'"; need "$@"; slowdown=$2; shift 2 ;;
     --set) [[ $action == up ]] || bad "--set belongs to 'up'"; need "$@"; profile_sets+=(--set "$2"); shift 2 ;;
     --node-bw) [[ $action == up ]] || bad "--node-bw belongs to 'up'"; need "$@"; node_bw+=("$2"); shift 2 ;;
     --np) [[ $action == run ]] || bad "--np belongs to 'run'"; need "$@"; np=$2; shift 2 ;;
@@ -178,10 +181,12 @@ scale_to_testbed() {
       --out "$like_profile" >/dev/null ||
       die "trident bench profile $like_config failed"
   fi
-  # Ranks beyond the cores share them: each computes that much slower than the one-thread profile.
-  local cores slowdown
+  # Ranks beyond the cores share them: each computes that much slower than the one-thread profile (unless --slowdown
+  # says how much slower they were measured to compute).
+  local cores
   cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc honours both
-  slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
+  [[ -n $slowdown ]] ||
+    slowdown=$(awk -v r=$((nodes * ranks)) -v c="$cores" 'BEGIN { s = r / c; printf "%.6g", (s > 1 ? s : 1) }')
   local scale=("$trident" like "$like" "$like_profile" --slowdown "$slowdown" --ranks-per-node "$ranks")
   [[ $exchange != pipeline ]] || scale+=(--exchange pipeline --stages $((nodes * ranks)))
   [[ -z $alltoall_group ]] || scale+=(--alltoall-group "$alltoall_group")
@@ -207,6 +212,11 @@ up() {
   [[ -z $alltoall_group || $exchange != pipeline ]] ||
     bad "--alltoall-group belongs with --exchange sequence (a pipeline's boundaries are not all-to-alls)"
   [[ -z $scale_lengths || -n $like ]] || bad "--scale-lengths belongs with --like TESTBED"
+  [[ -z $slowdown || -n $like ]] || bad "--slowdown belongs with --like TESTBED"
+  if [[ -n $slowdown ]]; then
+    [[ $slowdown =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="$slowdown" 'BEGIN { exit !(s > 0) }' ||
+      bad "--slowdown: '$slowdown' is not a positive number"
+  fi
   [[ -z $scale_lengths || $exchange != pipeline ]] ||
     bad "--scale-lengths belongs with --exchange sequence (a pipeline's boundary moves a token whatever its length)"
   [[ -z $exchange || $exchange == sequence || $exchange == pipeline ]] ||
@@ -220,6 +230,7 @@ up() {
     # Already up at this testbed's scale: nothing to measure.
     if [[ -f $config ]] && grep -qFx "like=$like" "$config" && grep -qFx "exchange=$exchange" "$config" &&
       grep -qFx "alltoall_group=$alltoall_group" "$config" && grep -qFx "scale_lengths=$scale_lengths" "$config" &&
+      grep -qFx "slowdown=$slowdown" "$config" &&
       grep -qFx "state=up" "$config" &&
       grep -qFx "nodes=$nodes" "$config" && grep -qFx "ranks_per_node=$ranks" "$config" && [[ -n $(namespaces) ]]; then
       echo "$prog: $name is already up (nodes=$nodes ranks_per_node=$ranks like=$like)"
@@ -274,7 +285,7 @@ up() {
   # Written first, so that `down` finds what to remove whatever step below fails.
   printf 'name=%s\nnodes=%s\nranks_per_node=%s\nrates=%s\nintra=%s\nlike=%s\nexchange=%s\nalltoall_group=%s\n' \
     "$name" "$nodes" "$ranks" "${rates[*]}" "$intra_bw" "$like" "$exchange" "$alltoall_group" >"$config"
-  printf 'scale_lengths=%s\nsubnet=%s.0.0/16\n' "$scale_lengths" "$subnet" >>"$config"
+  printf 'scale_lengths=%s\nslowdown=%s\nsubnet=%s.0.0/16\n' "$scale_lengths" "$slowdown" "$subnet" >>"$config"
   echo "state=starting" >>"$config"
   trap 'echo "$prog: up failed; cleaning up" >&2; down >/dev/null 2>&1 || true' ERR
 

@@ -63,6 +63,17 @@ for script in "$root"/scripts/bench/*.sh; do
   [[ $rc == 2 ]] || fail "$name --no-such-option exited $rc, expected 2"
   grep -qF "bench/$name: unknown argument '--no-such-option' (allowed: --" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
 done
+# Combinations a script refuses before any work.
+refused_script() {  # SCRIPT MESSAGE ARGS...: exit 2 and MESSAGE on stderr
+  local script=$1 message=$2 rc=0
+  shift 2
+  bash "$root/scripts/bench/$script" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc == 2 ]] || fail "$script $*: exited $rc, expected 2"
+  grep -qF -- "$message" "$tmp/err" || fail "$script $*: no '$message' in: $(cat "$tmp/err")"
+}
+refused_script flexsp.sh "--calibrate belongs with --like TESTBED" --calibrate
+refused_script flexsp.sh "--calibrate needs --attention softmax" --calibrate --attention linear \
+  --like "$root/configs/clusters/a100-8x8-gpt7b.yaml"
 # bench_stamp: the report's first line says the command as given, the commit, the CPU and cores, the UTC date.
 cat >"$tmp/stamp.sh" <<STAMP
 #!/usr/bin/env bash

@@ -223,6 +223,27 @@ grep -q "scaled to .*a100-8x8-gpt7b.yaml" "$tmp/out" || fail "status does not na
 grep -q "r0: .*(configured ${rates% *})" "$tmp/out" || fail "rank links are not at trident like's rate ${rates% *}"
 grep -q "node1: link .*(configured ${rates#* })" "$tmp/out" || fail "node links are not at trident like's ${rates#* }"
 cp "$tmp/cluster/profile.yaml" "$tmp/tiny_profile.yaml"
+cp "$tmp/cluster/like.json" "$tmp/default_like.json"
+emu 0 down
+nothing_left
+
+check "--slowdown S: the links for ranks that compute S times slower than the profile"
+emu 2 up --nodes 2 --ranks-per-node 2 --inter-bw 1gbit --slowdown 4
+grep -q -- "--slowdown belongs with --like" "$tmp/err" || fail "no error for --slowdown without --like"
+emu 2 up --nodes 2 --ranks-per-node 2 --like "$root/configs/clusters/a100-8x8-gpt7b.yaml" \
+  --config "$configs/tiny_train.yaml" --profile "$tmp/tiny_profile.yaml" --slowdown 0
+grep -q -- "--slowdown: '0' is not a positive number" "$tmp/err" || fail "no error naming the bad --slowdown"
+TRIDENT=$trident emu 0 up --nodes 2 --ranks-per-node 2 --like "$root/configs/clusters/a100-8x8-gpt7b.yaml" \
+  --config "$configs/tiny_train.yaml" --profile "$tmp/tiny_profile.yaml" --slowdown 8
+/usr/bin/python3 - "$tmp/default_like.json" "$tmp/cluster/like.json" <<'PY' || fail "--slowdown 8 did not scale the links"
+import json, sys
+default, slow = (json.load(open(p)) for p in sys.argv[1:])
+assert slow["slowdown"] == 8, slow
+# links scale as 1 / slowdown: the default's (ranks / cores, at least 1) over 8
+for link in ("intra_bytes_per_s", "inter_bytes_per_s"):
+    ratio = slow["here"][link] / default["here"][link]
+    assert abs(ratio - default["slowdown"] / 8) < 1e-6, (link, ratio, default["slowdown"])
+PY
 emu 0 down
 nothing_left
 

@@ -66,13 +66,17 @@ for line in lines:
                 assert d & (d - 1) == 0 and g["first_device"] % d == 0 and g["first_device"] == devices, g
                 devices += d
                 assert sum(g["lengths"]) == g["tokens"] <= d * 6210, g  # 6210 tokens per device on this cluster
+                # the all-to-alls' part of the group's time: none on one device
+                assert (g["exchange_s"] == 0) if d == 1 else (0 < g["exchange_s"] < g["time_s"]), g
                 seen += g["sequences"]
             assert devices <= 64
         assert sorted(seen) == list(range(b["sequences"])), "each sequence exactly once"
         assert abs(plan["time_s"] - sum(mb["makespan_s"] for mb in plan["micro_batches"])) < 1e-9 * plan["time_s"]
+        slowest = [max(mb["groups"], key=lambda g: g["time_s"]) for mb in plan["micro_batches"]]
+        assert abs(plan["exchange_s"] - sum(g["exchange_s"] for g in slowest)) < 1e-9 * plan["time_s"], plan
     assert b["flexsp"]["solver"] == "milp" and b["fast"]["solver"] == "fast"
     assert b["flexsp"]["time_s"] <= b["fast"]["time_s"] * (1 + 1e-12), "the MILP is never worse than its warm start"
-    assert b["static_sp"]["degree"] == 64
+    assert b["static_sp"]["degree"] == 64 and 0 < b["static_sp"]["exchange_s"] < b["static_sp"]["time_s"]
     # Wikipedia-like lengths at 384K: static SP pays the cross-node all-to-all for every short sequence
     assert b["speedup_vs_static_sp"] > 1.2, b["speedup_vs_static_sp"]
     assert b["speedup_vs_batchada"] >= 1.0 - 1e-9, b["speedup_vs_batchada"]

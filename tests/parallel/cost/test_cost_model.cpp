@@ -38,6 +38,12 @@ TEST_CASE("group time is compute over d plus beta1 plus the Ulysses all-to-alls"
   CHECK(m.nodes_spanned(8) == 2);
   CHECK(m.group_time_s(lengths, 8) == Approx(compute / 8 + 0.5 + 80 * (20e-6 + 500.0 * 2000 / 10e9)));
   CHECK(m.group_time_s({}, 8) == 0);
+  // The all-to-alls' part alone, also under a correction (which scales the whole time of its degree).
+  CHECK(m.group_exchange_s(lengths, 1) == 0);
+  CHECK(m.group_exchange_s(lengths, 4) == Approx(80 * (8e-6 + 1000.0 * 2000 / 50e9)));
+  CHECK(m.group_exchange_s(lengths, 8) == Approx(80 * (20e-6 + 500.0 * 2000 / 10e9)));
+  CHECK(m.with_corrections({{8, 3.0}}).group_exchange_s(lengths, 8) == Approx(3 * 80 * (20e-6 + 500.0 * 2000 / 10e9)));
+  CHECK(m.group_exchange_s({}, 8) == 0);
 }
 
 TEST_CASE("memory: model states plus tokens/d times bytes per token within device memory minus reserve", "[cost]") {
