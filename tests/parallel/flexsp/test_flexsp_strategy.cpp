@@ -304,14 +304,20 @@ TEST_CASE("FlexSP planned under corrections still gives the single-rank step", "
   }
 }
 
+// FlexSP on every rank of one node, the model initialised alike everywhere.
+struct OneNodeTraining {
+  Config c = tiny_strategy_config("softmax", 256);
+  cost::Profile profile = one_node_profile(world().size());
+  RunGroups groups{world(), {}, all_degrees(world().size())};
+  GPT model{c.model, 256, test_allocator()};
+  OneNodeTraining() { model.init_weights(3); }
+};
+
 TEST_CASE("FlexSP learns corrections from its steps, in mode measured only", "[mpi][flexsp_train]") {
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;
-  Config c = tiny_strategy_config("softmax", 256);
-  const cost::Profile profile = one_node_profile(W);
-  RunGroups groups(world(), {}, all_degrees(W));
-  GPT model(c.model, 256, test_allocator());
-  model.init_weights(3);
+  OneNodeTraining t;
+  auto& [c, profile, groups, model] = t;
   const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20}, 5);
   for (const char* mode : {"measured", "model"}) {
     c.parallel.select_mode = mode;
@@ -336,11 +342,8 @@ TEST_CASE("FlexSP's corrections leave out the groups whose time carries the grad
           "[mpi][flexsp_train]") {
   const int W = world().size();
   if ((W & (W - 1)) != 0) return;
-  Config c = tiny_strategy_config("softmax", 256);
-  const cost::Profile profile = one_node_profile(W);
-  RunGroups groups(world(), {}, all_degrees(W));
-  GPT model(c.model, 256, test_allocator());
-  model.init_weights(3);
+  OneNodeTraining t;
+  auto& [c, profile, groups, model] = t;
   // More tokens than the ranks hold at once (48 each): two micro-batches or more.
   const Batch b = random_documents({40, 40, 30, 30, 20, 20, 10, 10}, 5);
   FlexSequenceParallel flexsp({groups, cpu_backend(), c, 48, &profile}, FlexInner::ulysses);
