@@ -11,6 +11,16 @@ namespace trident::cost {
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Seconds of a group holding `lengths` at one degree's costs: its overhead, then each sequence's terms.
+double group_seconds(const DegreeCost& k, std::span<const int64_t> lengths) {
+  double t = k.overhead;
+  for (int64_t s : lengths) {
+    const double x = static_cast<double>(s);
+    t += k.per_token2 * x * x + k.per_token * x;
+  }
+  return t;
+}
+
 template <class T>
 const T& require(const std::optional<T>& section, const Profile& p, const char* name, const char* hint) {
   if (!section) throw_config_error("{}: the profile has no '{}' section ({})", p.source, name, hint);
@@ -127,21 +137,12 @@ double GroupCostModel::sequence_s(int64_t s, int64_t d) const {
 double GroupCostModel::group_overhead_s(int64_t d) const { return degree_cost(d).overhead; }
 
 double GroupCostModel::group_time_s(std::span<const int64_t> lengths, int64_t d) const {
-  if (lengths.empty()) return 0;
-  double t = group_overhead_s(d);
-  for (int64_t s : lengths) t += sequence_s(s, d);
-  return t;
+  return lengths.empty() ? 0 : group_seconds(degree_cost(d), lengths);
 }
 
 double GroupCostModel::group_exchange_s(std::span<const int64_t> lengths, int64_t d) const {
   if (lengths.empty() || d == 1) return 0;
-  const DegreeCost k = compute_cost(d);
-  double compute = k.overhead;
-  for (int64_t s : lengths) {
-    const double x = static_cast<double>(s);
-    compute += k.per_token2 * x * x + k.per_token * x;
-  }
-  return group_time_s(lengths, d) - compute * correction(d);
+  return group_time_s(lengths, d) - group_seconds(compute_cost(d), lengths) * correction(d);
 }
 
 int64_t GroupCostModel::min_degree(int64_t s) const {
