@@ -1,6 +1,7 @@
 #include "core/data/batch.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "kernels/common/error.h"
 
@@ -46,11 +47,10 @@ Batch slice(const Batch& batch, int first, int last) {
 }
 
 // Number of groups greedy filling makes when no group may exceed `cap` tokens.
-int groups_needed(const Batch& batch, int64_t cap) {
+int groups_needed(std::span<const int64_t> lengths, int64_t cap) {
   int groups = 0;
   int64_t filled = 0;
-  for (int s = 0; s < batch.num_sequences(); ++s) {
-    const int64_t length = batch.cu_seqlens[s + 1] - batch.cu_seqlens[s];
+  for (const int64_t length : lengths) {
     if (groups == 0 || filled + length > cap) {
       ++groups;
       filled = 0;
@@ -62,32 +62,38 @@ int groups_needed(const Batch& batch, int64_t cap) {
 
 }  // namespace
 
-std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
+std::vector<std::pair<int, int>> micro_batch_bounds(std::span<const int64_t> lengths, int n) {
   TRIDENT_CHECK(n >= 1, "n = {}", n);
-  const int sequences = batch.num_sequences();
+  const int sequences = static_cast<int>(lengths.size());
   // The smallest cap that n groups can meet: binary search between the longest sequence and the whole batch.
-  int64_t lo = batch.longest_sequence();
-  int64_t hi = std::max(lo, batch.num_tokens());
+  int64_t lo = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  int64_t hi = std::max(lo, std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (groups_needed(batch, mid) <= n)
+    if (groups_needed(lengths, mid) <= n)
       hi = mid;
     else
       lo = mid + 1;
   }
   // Fill greedily under that cap, but close a group early when the sequences left are just enough to give each
   // remaining group one: splitting a group never raises the largest one.
-  std::vector<Batch> parts;
+  std::vector<std::pair<int, int>> bounds;
   int first = 0;
   for (int g = 0; g < n; ++g) {
     int last = std::min(first + 1, sequences);
-    while (last < sequences && batch.cu_seqlens[last + 1] - batch.cu_seqlens[first] <= lo &&
-           sequences - last > n - g - 1)
-      ++last;
-    parts.push_back(slice(batch, first, last));
+    int64_t filled = last > first ? lengths[first] : 0;
+    while (last < sequences && filled + lengths[last] <= lo && sequences - last > n - g - 1) filled += lengths[last++];
+    bounds.emplace_back(first, last);
     first = last;
   }
   TRIDENT_CHECK(first == sequences, "{} of {} sequences placed in {} micro-batches", first, sequences, n);
+  return bounds;
+}
+
+std::vector<Batch> split_micro_batches(const Batch& batch, int n) {
+  std::vector<Batch> parts;
+  for (const auto& [first, last] : micro_batch_bounds(batch.sequence_lengths(), n))
+    parts.push_back(slice(batch, first, last));
   return parts;
 }
 

@@ -3,6 +3,7 @@
 // token attends across a sequence boundary and no padding is stored.
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace trident {
@@ -29,6 +30,10 @@ struct Batch {
 // (the one that bounds memory and time). Sequences are never cut, so when the batch has fewer than n sequences the
 // last n - num_sequences() micro-batches are empty; otherwise every micro-batch has at least one sequence.
 std::vector<Batch> split_micro_batches(const Batch& batch, int n);
+
+// The sequences [first, last) of each micro-batch split_micro_batches makes of sequences of these lengths, for
+// callers that need only the shape (a planned batch's tokens can run to millions).
+std::vector<std::pair<int, int>> micro_batch_bounds(std::span<const int64_t> lengths, int n);
 
 // split_micro_batches into the fewest parts (at least n) whose largest holds at most `capacity` tokens, empty parts
 // dropped: the passes of a model whose activations hold `capacity` tokens. None when a sequence is longer.

@@ -1,6 +1,8 @@
 #include "parallel/static_sp/candidate.h"
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 
 #include <fmt/core.h>
 
@@ -56,13 +58,25 @@ std::vector<std::vector<Batch>> StaticCandidate::replica_micro_batches(const Bat
   return out;
 }
 
+std::vector<std::vector<std::vector<int64_t>>> StaticCandidate::replica_micro_lengths(const Batch& batch) const {
+  const std::vector<int64_t> lengths = batch.sequence_lengths();
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (const auto& [first, last] : micro_batch_bounds(lengths, replicas_)) {
+    const std::span<const int64_t> share = std::span(lengths).subspan(first, last - first);
+    std::vector<std::vector<int64_t>>& replica = out.emplace_back();
+    for (const auto& [a, b] : micro_batch_bounds(share, static_cast<int>(micro_batches_)))
+      replica.emplace_back(share.begin() + a, share.begin() + b);
+  }
+  return out;
+}
+
 Feasibility StaticCandidate::feasible(const Batch& batch) const {
   // The same answer on every rank: every replica's largest micro-batch, sliced over the group.
-  int64_t largest = 0, longest_document = 0;
-  for (const std::vector<Batch>& replica : replica_micro_batches(batch))
-    for (const Batch& micro : replica) largest = std::max(largest, micro.num_tokens());
-  for (int s = 0; s < batch.num_sequences(); ++s)
-    longest_document = std::max<int64_t>(longest_document, batch.cu_seqlens[s + 1] - batch.cu_seqlens[s]);
+  int64_t largest = 0;
+  for (const std::vector<std::vector<int64_t>>& replica : replica_micro_lengths(batch))
+    for (const std::vector<int64_t>& micro : replica)
+      largest = std::max(largest, std::accumulate(micro.begin(), micro.end(), int64_t{0}));
+  const int64_t longest_document = batch.longest_sequence();
   const int64_t per_rank = (largest + degree_ - 1) / degree_;
   if (per_rank <= capacity_) return {};
   return {false, fmt::format("{}: a micro-batch of {} tokens (longest document {}) puts {} tokens on a rank, above "
@@ -104,16 +118,17 @@ std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost:
 cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
   cost::StepEstimate e;
   int64_t largest = 0;
-  for (const std::vector<Batch>& replica : replica_micro_batches(batch)) {  // the slowest replica sets the pace
+  for (const std::vector<std::vector<int64_t>>& replica : replica_micro_lengths(batch)) {  // the slowest sets the pace
     double compute = 0, comm = 0;
     int64_t bytes = 0;
-    for (const Batch& micro : replica) {
-      if (micro.num_tokens() == 0) continue;
-      compute += cost.compute_s(micro.sequence_lengths(), degree_);
-      const auto [seconds, sent] = exchange(micro.num_tokens(), cost);
+    for (const std::vector<int64_t>& micro : replica) {
+      const int64_t tokens = std::accumulate(micro.begin(), micro.end(), int64_t{0});
+      if (tokens == 0) continue;
+      compute += cost.compute_s(micro, degree_);
+      const auto [seconds, sent] = exchange(tokens, cost);
       comm += seconds;
       bytes += sent;
-      largest = std::max(largest, micro.num_tokens());
+      largest = std::max(largest, tokens);
     }
     if (compute + comm > e.compute_s + e.comm_s) {
       e.compute_s = compute;

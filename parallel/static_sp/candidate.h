@@ -35,6 +35,9 @@ class StaticCandidate final : public Candidate {
   std::vector<std::vector<Batch>> replica_micro_batches(const Batch& batch) const;
 
  private:
+  // The same cut as the lengths of each micro-batch's sequences, without copying the batch's tokens: what
+  // feasibility and the estimate read (a planned batch can hold millions of tokens).
+  std::vector<std::vector<std::vector<int64_t>>> replica_micro_lengths(const Batch& batch) const;
   // Seconds and bytes one rank spends on sequence-parallel messages for a micro-batch of `tokens` tokens.
   std::pair<double, int64_t> exchange(int64_t tokens, const cost::StepCostModel& cost) const;
 
