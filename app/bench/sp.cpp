@@ -42,21 +42,21 @@ namespace trident::bench {
 
 namespace {
 
-constexpr int kHeads = 8, kHeadDim = 64, kChunk = 64;
-constexpr int64_t kC = int64_t(kHeads) * kHeadDim;
+constexpr int kHeads = 8, kHeadDim = 64, kSpChunk = 64;
+constexpr int64_t kSpWidth = int64_t(kHeads) * kHeadDim;
 constexpr int kGroupSizes[] = {1, 2, 4, 8};
 
 enum class Method { kernel, lasp1, lasp2, ulysses, ring };
 
-struct Case {
+struct SpCase {
   Method method;
   bool softmax;
   const char* name;
 };
 
 // T = 1 runs the kernels; T > 1 runs the sequence-parallel methods.
-const Case kBaselines[] = {{Method::kernel, false, "kernel"}, {Method::kernel, true, "kernel"}};
-const Case kMethods[] = {{Method::lasp1, false, "lasp1"},
+const SpCase kBaselines[] = {{Method::kernel, false, "kernel"}, {Method::kernel, true, "kernel"}};
+const SpCase kMethods[] = {{Method::lasp1, false, "lasp1"},
                          {Method::lasp2, false, "lasp2"},
                          {Method::ulysses, false, "ulysses"},
                          {Method::ulysses, true, "ulysses"},
@@ -64,7 +64,7 @@ const Case kMethods[] = {{Method::lasp1, false, "lasp1"},
 
 const char* attention_name(bool softmax) { return softmax ? "softmax" : "linear"; }
 
-std::vector<int> group_sizes(int world_size) {
+std::vector<int> dividing_group_sizes(int world_size) {
   std::vector<int> sizes;
   for (int T : kGroupSizes)
     if (world_size % T == 0) sizes.push_back(T);
@@ -82,18 +82,18 @@ std::vector<float> decay_slopes() {  // ALiBi-style, as the model uses for linea
 // One rank's buffers and op for a case: call() runs forward + backward of the attention layer.
 class Runner {
  public:
-  Runner(const Case& c, Communicator* group, int64_t N, uint32_t seed)
+  Runner(const SpCase& c, Communicator* group, int64_t N, uint32_t seed)
       : case_(c), group_(group), N_(N), cu_{0, int32_t(N)}, slopes_(decay_slopes()) {
     const int T = group ? group->size() : 1, t = group ? group->rank() : 0;
     const int64_t n = shard_size(N, T, t);
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-    qkv_.resize(n * 3 * kC);
-    dout_.resize(n * kC);
+    qkv_.resize(n * 3 * kSpWidth);
+    dout_.resize(n * kSpWidth);
     for (float& x : qkv_) x = u(rng);
     for (float& x : dout_) x = u(rng);
-    out_.assign(n * kC, 0.0f);
-    dqkv_.assign(n * 3 * kC, 0.0f);
+    out_.assign(n * kSpWidth, 0.0f);
+    dqkv_.assign(n * 3 * kSpWidth, 0.0f);
     if (c.softmax) lse_.assign(int64_t(kHeads) * (c.method == Method::kernel ? N : n), 0.0f);
     if (c.method == Method::lasp1 || c.method == Method::lasp2)
       lasp_ = std::make_unique<LinearAttentionSP>(*group, cpu_backend(),
@@ -112,14 +112,14 @@ class Runner {
                                          cu_.data(), 1, N_, kHeads, kHeadDim);
         } else {
           cpu.attention_linear_forward(out_.data(), nullptr, qkv_.data(), slopes_.data(), nullptr, cu_.data(), 1, N_,
-                                       kHeads, kHeadDim, kChunk);
+                                       kHeads, kHeadDim, kSpChunk);
           cpu.attention_linear_backward(dqkv_.data(), nullptr, dout_.data(), nullptr, qkv_.data(), slopes_.data(),
-                                        nullptr, cu_.data(), 1, N_, kHeads, kHeadDim, kChunk);
+                                        nullptr, cu_.data(), 1, N_, kHeads, kHeadDim, kSpChunk);
         }
         return;
       case Method::lasp1:
       case Method::lasp2:
-        lasp_->forward(out_.data(), qkv_.data(), slopes_.data(), cu_.data(), 1, N_, kHeads, kHeadDim, kChunk);
+        lasp_->forward(out_.data(), qkv_.data(), slopes_.data(), cu_.data(), 1, N_, kHeads, kHeadDim, kSpChunk);
         lasp_->backward(dqkv_.data(), dout_.data(), qkv_.data());
         return;
       case Method::ulysses:
@@ -127,8 +127,8 @@ class Runner {
           ulysses_softmax_forward(*group_, out_.data(), ulysses_, qkv_.data(), batch);
           ulysses_softmax_backward(*group_, dqkv_.data(), dout_.data(), ulysses_, batch);
         } else {
-          ulysses_linear_forward(*group_, out_.data(), ulysses_, qkv_.data(), slopes_.data(), batch, kChunk);
-          ulysses_linear_backward(*group_, dqkv_.data(), dout_.data(), ulysses_, slopes_.data(), batch, kChunk);
+          ulysses_linear_forward(*group_, out_.data(), ulysses_, qkv_.data(), slopes_.data(), batch, kSpChunk);
+          ulysses_linear_backward(*group_, dqkv_.data(), dout_.data(), ulysses_, slopes_.data(), batch, kSpChunk);
         }
         return;
       case Method::ring:
@@ -140,7 +140,7 @@ class Runner {
   }
 
  private:
-  Case case_;
+  SpCase case_;
   Communicator* group_;
   int64_t N_;
   std::vector<int32_t> cu_;
@@ -167,15 +167,15 @@ double slowest_call(Runner& runner) {
   return world_max(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-struct Measured {
-  Case c;
+struct SpMeasurement {
+  SpCase c;
   int T;
   int64_t N;
   double seconds;  // median per call, slowest rank
   int64_t bytes;    // per rank, forward + backward (the largest over the ranks)
 };
 
-Measured measure(const Case& c, int T, int64_t N, double min_seconds) {
+SpMeasurement measure(const SpCase& c, int T, int64_t N, double min_seconds) {
   Communicator& w = world();
   Communicator* group = T > 1 ? w.split(w.rank() / T, w.rank()) : nullptr;
   Runner runner(c, group, N, 1234u + 7919u * uint32_t(w.rank()));
@@ -192,12 +192,12 @@ Measured measure(const Case& c, int T, int64_t N, double min_seconds) {
 
 void run_timing(const Options& options, const std::vector<int64_t>& lengths, double max_case_seconds) {
   Communicator& w = world();
-  std::vector<Measured> results;
+  std::vector<SpMeasurement> results;
   std::vector<std::string> skipped;
-  for (int T : group_sizes(w.size())) {
-    for (const Case& c : T == 1 ? std::vector<Case>(std::begin(kBaselines), std::end(kBaselines))
-                                : std::vector<Case>(std::begin(kMethods), std::end(kMethods))) {
-      std::optional<Measured> last;
+  for (int T : dividing_group_sizes(w.size())) {
+    for (const SpCase& c : T == 1 ? std::vector<SpCase>(std::begin(kBaselines), std::end(kBaselines))
+                                  : std::vector<SpCase>(std::begin(kMethods), std::end(kMethods))) {
+      std::optional<SpMeasurement> last;
       for (int64_t N : lengths) {
         if (last) {
           const double growth = double(N) / double(last->N);
@@ -220,12 +220,12 @@ void run_timing(const Options& options, const std::vector<int64_t>& lengths, dou
                             "H={} D={} chunk={} fp32, {} rank(s) in groups of T consecutive ranks (all groups run "
                             "at once: with more ranks than cores the times measure oversubscription; the bytes are "
                             "exact)",
-                            kHeads, kHeadDim, kChunk, w.size()),
+                            kHeads, kHeadDim, kSpChunk, w.size()),
                 options.json);
-  for (const Measured& m : results) {
+  for (const SpMeasurement& m : results) {
     // Ulysses's bytes over this method's, same attention type, T and N (0 where there is no traffic to compare)
     double ratio = 0;
-    for (const Measured& u : results)
+    for (const SpMeasurement& u : results)
       if (u.c.method == Method::ulysses && u.c.softmax == m.c.softmax && u.T == m.T && u.N == m.N && m.bytes > 0)
         ratio = double(u.bytes) / double(m.bytes);
     report.add({{{"method", m.c.name},
@@ -265,9 +265,9 @@ struct Needs {
   std::vector<std::vector<int64_t>> phases;
 };
 
-Needs needs(const Case& c, int T, int t, int64_t N) {
-  const int64_t n = shard_size(N, T, t), C = kC, D = kHeadDim, H = kHeads, S = H * D * D, DD = D * D;
-  auto chunks = [](int64_t x) { return (x + kChunk - 1) / kChunk; };
+Needs needs(const SpCase& c, int T, int t, int64_t N) {
+  const int64_t n = shard_size(N, T, t), C = kSpWidth, D = kHeadDim, H = kHeads, S = H * D * D, DD = D * D;
+  auto chunks = [](int64_t x) { return (x + kSpChunk - 1) / kSpChunk; };
   Needs k{{3 * C * n, C * n, C * n, 3 * C * n}, {}};
   switch (c.method) {
     case Method::kernel:
@@ -311,7 +311,7 @@ Needs needs(const Case& c, int T, int t, int64_t N) {
 
 // Whether every rank's buffers of (c, T, N) fit `budget` bytes, allocated for real from a budgeted Allocator
 // (untouched, so the host does not commit the pages).
-bool fits(const Case& c, int T, int64_t N, std::size_t budget) {
+bool fits(const SpCase& c, int T, int64_t N, std::size_t budget) {
   for (int t = 0; t < T; ++t) {
     AllocatorOptions options;
     options.name = "per-rank";
@@ -333,7 +333,7 @@ bool fits(const Case& c, int T, int64_t N, std::size_t budget) {
 }
 
 // The largest N that fits: doubling from 1, then bisection between the last N that fit and the first that did not.
-int64_t longest(const Case& c, int T, std::size_t budget) {
+int64_t longest(const SpCase& c, int T, std::size_t budget) {
   int64_t good = 0, bad = 1;
   while (fits(c, T, bad, budget)) {
     good = bad;
@@ -353,16 +353,16 @@ void run_max_length(const Options& options, double budget_gib) {
   const std::size_t budget = gib_to_bytes(budget_gib);
   Report report(fmt::format("longest N whose one-layer forward + backward buffers fit {} per rank (H={} D={} "
                             "chunk={} fp32; buffers counted: see app/bench/sp.cpp)",
-                            format_bytes(budget), kHeads, kHeadDim, kChunk),
+                            format_bytes(budget), kHeads, kHeadDim, kSpChunk),
                 options.json);
-  std::vector<std::pair<Case, int64_t>> base;
-  for (const Case& c : kBaselines) base.emplace_back(c, longest(c, 1, budget));
+  std::vector<std::pair<SpCase, int64_t>> base;
+  for (const SpCase& c : kBaselines) base.emplace_back(c, longest(c, 1, budget));
   for (const auto& [c, N] : base)
     report.add({{{"method", c.name}, {"attention", attention_name(c.softmax)}, {"T", "1"}, {"N", fmt::format("{}", N)}},
                 {{"vs T=1", 1.0}}});
-  for (int T : group_sizes(w.size())) {
+  for (int T : dividing_group_sizes(w.size())) {
     if (T == 1) continue;
-    for (const Case& c : kMethods) {
+    for (const SpCase& c : kMethods) {
       const int64_t N = longest(c, T, budget);
       const int64_t N1 = base[c.softmax ? 1 : 0].second;
       report.add({{{"method", c.name},

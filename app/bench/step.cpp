@@ -29,7 +29,7 @@ namespace trident::bench {
 
 namespace {
 
-struct Case {
+struct StepCase {
   std::string name;
   ModelConfig model;
   int64_t seq_len, tokens;  // documents of seq_len tokens packed to `tokens` per step
@@ -47,7 +47,7 @@ ModelConfig gpt2_small(const std::string& attention, int64_t max_seq_len) {
   return m;
 }
 
-Row measure(const Case& c, Backend& backend, Precision precision, double roof, double min_seconds) {
+Row measure(const StepCase& c, Backend& backend, Precision precision, double roof, double min_seconds) {
   Allocator allocator(
       {.name = backend.name(), .budget_bytes = gib_to_bytes(c.memory_gb), .resource = &backend.memory()});
   GPT model(c.model, c.tokens, allocator, backend, precision);
@@ -81,7 +81,7 @@ Row measure(const Case& c, Backend& backend, Precision precision, double roof, d
 }  // namespace
 
 void run_step(const Options& options, const std::string& config_path, const std::vector<std::string>& overrides) {
-  std::vector<Case> cases;
+  std::vector<StepCase> cases;
   std::string backend_name = "cpu", precision_name = "fp32", blas = options.blas.empty() ? "auto" : options.blas;
   std::string gemm_threads = "tiles";
   if (!config_path.empty()) {
@@ -122,7 +122,7 @@ void run_step(const Options& options, const std::string& config_path, const std:
   }
   Report report(title, options.json);
   Progress progress("bench step", static_cast<int64_t>(cases.size()), world().rank() != 0);
-  for (const Case& c : cases) {
+  for (const StepCase& c : cases) {
     progress.step(fmt::format("{}, {} attention, {} tokens", c.name, c.model.attention, c.tokens));
     report.add(measure(c, backend, precision, roof, options.min_seconds));
   }

@@ -15,7 +15,7 @@ namespace trident {
 namespace {
 
 // Random streams of the batcher, distinct from the synthetic source's.
-enum Stream : uint64_t { kSplit = 101, kEpoch = 102 };
+enum BatcherStream : uint64_t { kSplit = 101, kEpoch = 102 };
 
 // Documents [0, n_train) of the shuffled order train; the rest are held out.
 int64_t train_documents(int64_t n, double split) {

@@ -14,7 +14,7 @@ namespace trident {
 namespace {
 
 // Independent random streams drawn from one seed.
-enum Stream : uint64_t { kLength = 1, kChain = 2, kWalk = 3 };
+enum SyntheticStream : uint64_t { kLength = 1, kChain = 2, kWalk = 3 };
 
 // The walk restarts from a uniformly random id at every multiple of this position, so reading a range replays at
 // most this many tokens before it instead of the whole document (and costs the model one unpredictable token in 256).

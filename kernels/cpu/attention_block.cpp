@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/shared/exp.h"
 #include "kernels/shared/online_softmax.h"
@@ -11,10 +12,6 @@
 namespace trident::cpu {
 
 namespace {
-
-// Query and key tile sizes, as in kernels/cpu/attention_softmax.cpp: a 64 x 64 score tile stays in L2.
-constexpr int64_t kBr = 64;
-constexpr int64_t kBc = 64;
 
 // Visible keys [lo, hi) of the query at global position p within the key tile at positions [k0, k0 + bc), local
 // to the tile; lo >= hi when the tile holds none of them.
@@ -44,14 +41,14 @@ void attention_block_forward(float* m_all, float* l_all, float* acc_all, const f
     std::vector<float> S(kBr * kBc);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < n_tiles * H; ++item) {
-      const int64_t r0 = item / H * kBr, br = std::min(kBr, n - r0);
+      const int64_t r0 = item / H * kBr, br = std::min<int64_t>(kBr, n - r0);
       const int h = int(item % H);
       const float* Q = q + r0 * ld_q + h * D;
       float* acc = acc_all + r0 * C + h * D;
       float* m = m_all + h * n + r0;
       float* l = l_all + h * n + r0;
       for (int64_t j0 = 0; j0 < n_k; j0 += kBc) {
-        const int64_t bc = std::min(kBc, n_k - j0), k0 = k_pos0 + j0;
+        const int64_t bc = std::min<int64_t>(kBc, n_k - j0), k0 = k_pos0 + j0;
         if (tile_masked(q_pos0, doc_begin, r0, br, k0, bc)) continue;
         const float* K = kv + j0 * 2 * C + h * D;
         const float* V = K + C;
@@ -119,13 +116,13 @@ void attention_block_backward(float* dq, int64_t ld_dq, float* dkv, const float*
 #pragma omp for schedule(dynamic, 1)
     for (int h = 0; h < H; ++h) {
       for (int64_t j0 = 0; j0 < n_k; j0 += kBc) {
-        const int64_t bc = std::min(kBc, n_k - j0), k0 = k_pos0 + j0;
+        const int64_t bc = std::min<int64_t>(kBc, n_k - j0), k0 = k_pos0 + j0;
         const float* K = kv + j0 * 2 * C + h * D;
         const float* V = K + C;
         float* dK = dkv + j0 * 2 * C + h * D;
         float* dV = dK + C;
         for (int64_t r0 = 0; r0 < n; r0 += kBr) {
-          const int64_t br = std::min(kBr, n - r0);
+          const int64_t br = std::min<int64_t>(kBr, n - r0);
           if (tile_masked(q_pos0, doc_begin, r0, br, k0, bc)) continue;
           const float* Q = q + r0 * ld_q + h * D;
           const float* dO = dout + r0 * C + h * D;

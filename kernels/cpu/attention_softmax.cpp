@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/shared/exp.h"
 #include "kernels/shared/online_softmax.h"
@@ -12,12 +13,6 @@
 namespace trident::cpu {
 
 namespace {
-
-// Query (kBr) and key (kBc) tile sizes. A 64 x 64 fp32 score tile is 16 KB, as is a 64-row slice of Q, K, V or dO
-// at D = 64, so a tile's operands stay in L2; and 64 is large enough for the OpenBLAS tile GEMMs to run near peak.
-// The masking and loop bounds below hold for any kBr, kBc.
-constexpr int kBr = 64;
-constexpr int kBc = 64;
 
 // How many of the keys k0 .. k0+bc-1 query q may attend to (causal: keys j <= q); positions local to the sequence.
 int causal_keys(int q, int k0, int bc) { return std::clamp(q - k0 + 1, 0, bc); }

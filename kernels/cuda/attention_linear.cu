@@ -32,14 +32,14 @@ namespace trident::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kBlockThreads = 32 * kWarps;
+constexpr int kLinearWarps = 8;
+constexpr int kLinearThreads = 32 * kLinearWarps;
 constexpr int kTile = 32;  // rows of a tile of a chunk; a lane owns one key c' of a tile
-constexpr int kRowsPerWarp = kTile / kWarps;
+constexpr int kRowsPerWarp = kTile / kLinearWarps;
 constexpr int kSlice = 32;  // state columns per block; a lane owns one
 static_assert(kTile == 32 && kSlice == 32, "a lane owns one key of a tile and one column of a slice");
 
-__host__ __device__ int padded_stride(int D) { return D | 1; }  // odd: lanes reading a column of 32 rows, no conflicts
+__host__ __device__ int odd_stride(int D) { return D | 1; }  // odd: lanes reading a column of 32 rows, no conflicts
 
 // One pass of the recurrence. Operand pointers are at column 0 of their part (q, k, v of qkv, or dout); the kernel
 // adds the head's offset h*D, and for z and out the slice's first column.
@@ -62,7 +62,7 @@ struct Pass {
 
 // dst (kTile x lds, fp32) <- `rows` rows of D values `ld` apart from src, zeros past `rows`; coalesced along rows.
 template <class T>
-__device__ void load_rows(float* dst, int lds, const T* src, int64_t ld, int rows, int D) {
+__device__ void load_tile_rows(float* dst, int lds, const T* src, int64_t ld, int rows, int D) {
   for (int idx = threadIdx.x; idx < kTile * D; idx += blockDim.x) {
     const int r = idx / D, d = idx - r * D;
     dst[r * lds + d] = r < rows ? to_float(src[r * ld + d]) : 0.0f;
@@ -94,7 +94,7 @@ __device__ void slice_entry(bool transposed, int idx, int D, int& e, int& w) {
 }
 
 template <class T, bool kReverse>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kLinearThreads)
     attention_linear_pass_kernel(Pass<T> p, const float* slopes, const int32_t* cu_seqlens, int H, int D, int chunk,
                                  int n_slices) {
   const int slice = int(blockIdx.x % n_slices);
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int n = cu_seqlens[seq + 1] - cu_seqlens[seq];
   const int64_t slot = (int64_t(seq) * H + h) * D * D;
   const float s = slopes[h];
-  const int lds = padded_stride(D);
+  const int lds = odd_stride(D);
 
   TRIDENT_DYNAMIC_SHARED(float, smem);
   float* Xs = smem;                 // kTile x lds: the row tile
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int r0 = 0; r0 < c; r0 += kTile) {
       const int rn = min(kTile, c - r0);
       __syncthreads();  // the previous tile's Xs, and St's last update, are done
-      load_rows(Xs, lds, p.x + (i0 + r0) * p.ldx + h * D, p.ldx, rn, D);
+      load_tile_rows(Xs, lds, p.x + (i0 + r0) * p.ldx + h * D, p.ldx, rn, D);
       __syncthreads();
 
       float acc[kRowsPerWarp];
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       for (int c0 = c_begin; c0 < c_end; c0 += kTile) {
         const int cn = min(kTile, c - c0);
         __syncthreads();  // the previous key tile is no longer read
-        load_rows(Ys, lds, p.y + (i0 + c0) * p.ldy + h * D, p.ldy, cn, D);
+        load_tile_rows(Ys, lds, p.y + (i0 + c0) * p.ldy + h * D, p.ldy, cn, D);
         load_slice(Zs, p.z + (i0 + c0) * p.ldz + h * D + col0, p.ldz, cn, width);
         __syncthreads();
 
@@ -194,12 +194,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int c0 = 0; c0 < c; c0 += kTile) {
       const int cn = min(kTile, c - c0);
       __syncthreads();  // every read of St and of the previous Ys / Zs is done
-      load_rows(Ys, lds, p.y + (i0 + c0) * p.ldy + h * D, p.ldy, cn, D);
+      load_tile_rows(Ys, lds, p.y + (i0 + c0) * p.ldy + h * D, p.ldy, cn, D);
       load_slice(Zs, p.z + (i0 + c0) * p.ldz + h * D + col0, p.ldz, cn, width);
       for (int cc = threadIdx.x; cc < kTile; cc += blockDim.x)
         cs[cc] = cc < cn ? (kReverse ? q_decay(s, c0 + cc) : k_decay(s, c0 + cc, c)) : 0.0f;
       __syncthreads();
-      for (int e = warp; e < D; e += kWarps) {
+      for (int e = warp; e < D; e += kLinearWarps) {
         float v = St[e * kSlice + lane];
         if (c0 == 0) v *= bd;
         for (int cc = 0; cc < cn; ++cc) v += cs[cc] * Ys[cc * lds + e] * Zs[cc * kSlice + lane];
@@ -232,14 +232,14 @@ void launch_pass(const Pass<T>& p, const float* slopes, const int32_t* cu_seqlen
   const int64_t blocks = int64_t(n_seq) * H * n_slices;
   TRIDENT_ATTN_REQUIRE(blocks <= INT32_MAX);
   if (blocks == 0) return;
-  const int lds = padded_stride(D);
+  const int lds = odd_stride(D);
   const std::size_t smem =
       sizeof(float) * (std::size_t(2 * kTile) * lds + kTile * kSlice + kTile * kTile + kTile + std::size_t(D) * kSlice);
   // Above the default 48 KiB a kernel must opt in to its dynamic shared memory.
   if (smem > 48 * 1024)
     TRIDENT_CUDA_CHECK(cudaFuncSetAttribute(attention_linear_pass_kernel<T, kReverse>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  TRIDENT_LAUNCH(unsigned(blocks), kBlockThreads, smem, stream, attention_linear_pass_kernel<T, kReverse>)(
+  TRIDENT_LAUNCH(unsigned(blocks), kLinearThreads, smem, stream, attention_linear_pass_kernel<T, kReverse>)(
       p, slopes, cu_seqlens, H, D, chunk, n_slices);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }

@@ -15,7 +15,7 @@ namespace trident::cuda {
 namespace {
 
 constexpr int kRowThreads = 512;  // one block per row; a multiple of the warp size
-constexpr int kWarps = kRowThreads / 32;
+constexpr int kRowWarps = kRowThreads / 32;
 constexpr unsigned long long kNoBadToken = ~0ull;  // the flag's value while every target is valid
 
 // Adds logit x to a thread's running (max m, sum l of exp(x_i - m)). A -inf logit adds nothing (and -inf - -inf
@@ -47,7 +47,7 @@ __device__ __forceinline__ void warp_online_merge(float& m, float& l) {
 // The block's (m, l) in every thread: a butterfly within each warp, then warp 0 merges the warps' results in warp
 // order. A fixed tree, so the result is the same on every run. Called by all threads of the block.
 __device__ void block_online_merge(float& m, float& l) {
-  __shared__ float warp_m[kWarps], warp_l[kWarps];
+  __shared__ float warp_m[kRowWarps], warp_l[kRowWarps];
   __shared__ float block_m, block_l;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   warp_online_merge(m, l);
@@ -57,8 +57,8 @@ __device__ void block_online_merge(float& m, float& l) {
   }
   __syncthreads();
   if (warp == 0) {
-    m = lane < kWarps ? warp_m[lane] : -CUDART_INF_F;
-    l = lane < kWarps ? warp_l[lane] : 0.0f;
+    m = lane < kRowWarps ? warp_m[lane] : -CUDART_INF_F;
+    l = lane < kRowWarps ? warp_l[lane] : 0.0f;
     warp_online_merge(m, l);
     if (lane == 0) {
       block_m = m;

@@ -41,7 +41,7 @@ __global__ void squared_norm_final_kernel(double* total, const double* partial, 
   if (threadIdx.x == 0) *total += sum;
 }
 
-__global__ void scale_kernel(float* x, int64_t n, float s) { TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] *= s; }
+__global__ void scale_in_place_kernel(float* x, int64_t n, float s) { TRIDENT_GRID_STRIDE_LOOP(i, n) x[i] *= s; }
 
 // Blocks of the partial sums: from n alone, so the result is bit-identical run to run.
 int norm_blocks(int64_t n) {
@@ -84,7 +84,7 @@ double squared_norm(const float* x, int64_t n, cudaStream_t stream) {
 
 void scale(float* x, int64_t n, float s, cudaStream_t stream) {
   if (n == 0) return;
-  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, scale_kernel)(x, n, s);
+  TRIDENT_LAUNCH(elementwise_blocks(n), kThreads, 0, stream, scale_in_place_kernel)(x, n, s);
   TRIDENT_CUDA_CHECK_LAUNCH();
 }
 

@@ -242,17 +242,17 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
   // With a profile, the fastest predicted, in one pass or several (run sub-model by sub-model, a batch's passes load
   // each sub-model once, as one pass does). Without, of the candidates that hold a whole batch in a pass the one that
   // stashes the fewest layers, then has the fewest sub-models.
-  struct Candidate {
+  struct PlacementCandidate {
     std::vector<int> starts;
     Stash stash;
     int64_t tokens = 0;
     double score = std::numeric_limits<double>::infinity();
   };
-  Candidate whole, partial;
+  PlacementCandidate whole, partial;
   auto consider = [&](const std::vector<int>& starts, Stash stash, int64_t fit) {
     double score = static_cast<double>(below(starts, stash) * (L + 1) + static_cast<int64_t>(starts.size()));
     if (plans_with(profile)) score = predict(starts, stash, fit).batch_s();
-    Candidate& best = fit == N ? whole : partial;
+    PlacementCandidate& best = fit == N ? whole : partial;
     if (score < best.score) best = {starts, stash, fit, score};
   };
   // The fewest stashed sub-models that hold a whole batch (device bytes need not fall with each one more when
@@ -299,7 +299,7 @@ AtomPlacement place_atom(const Config& config, Precision precision, Device devic
         plan && bytes(plan->starts, {plan->sub_models() - 1, false}, N) <= budget)
       consider(plan->starts, {plan->sub_models() - 1, false}, N);
   }
-  const Candidate& best = whole.tokens > 0 && whole.score <= partial.score ? whole : partial;
+  const PlacementCandidate& best = whole.tokens > 0 && whole.score <= partial.score ? whole : partial;
   placed.sub_model_starts = best.starts;
   Stash chosen = best.stash;
   int64_t tokens = best.tokens;

@@ -26,13 +26,13 @@ std::vector<Packing> packings() {
   return {{"mixed {1,1,65,133}", {0, 1, 2, 67, 200}}, {"one sequence of 300", {0, 300}}, {"40 docs of 1..9", many}};
 }
 
-struct Forward {
+struct SoftmaxForward {
   std::vector<float> out, lse;
 };
 
-Forward run_forward(const std::vector<float>& qkv, const std::vector<int32_t>& cu, int H, int D) {
+SoftmaxForward run_forward(const std::vector<float>& qkv, const std::vector<int32_t>& cu, int H, int D) {
   const int64_t N = cu.back();
-  Forward f{std::vector<float>(N * H * D), std::vector<float>(H * N)};
+  SoftmaxForward f{std::vector<float>(N * H * D), std::vector<float>(H * N)};
   cpu::attention_softmax_forward(f.out.data(), f.lse.data(), qkv.data(), cu.data(), int(cu.size()) - 1, N, H, D);
   return f;
 }
@@ -58,7 +58,7 @@ TEST_CASE("attention_softmax forward and backward match the double reference", "
         auto dout = random_normal<float>(N * C, 2);
         auto qkvd = cast<double>(qkv);
 
-        Forward f = run_forward(qkv, pk.cu_seqlens, H, D);
+        SoftmaxForward f = run_forward(qkv, pk.cu_seqlens, H, D);
         auto ref = reference::attention_softmax_forward(qkvd, pk.cu_seqlens, H, D);
         check_close(name + " out", f.out, ref.out, 1e-5);
         check_close(name + " lse", f.lse, ref.lse, 1e-5);
@@ -84,7 +84,7 @@ TEST_CASE("attention_softmax stays finite and accurate for large scores", "[kern
   const int H = 2, D = 16;
   const int64_t N = cu.back();
   auto qkv = random_normal<float>(N * 3 * H * D, 3, 5.0);
-  Forward f = run_forward(qkv, cu, H, D);
+  SoftmaxForward f = run_forward(qkv, cu, H, D);
   auto ref = reference::attention_softmax_forward(cast<double>(qkv), cu, H, D);
   check_close("large scores out", f.out, ref.out, 1e-5);
   check_close("large scores lse", f.lse, ref.lse, 1e-5);
@@ -107,10 +107,10 @@ TEST_CASE("attention_softmax never attends across documents or to future tokens"
   const int H = 3, D = 16;
   const int64_t N = cu.back(), C = int64_t(H) * D;
   auto qkv = random_normal<float>(N * 3 * C, 6);
-  const Forward base = run_forward(qkv, cu, H, D);
+  const SoftmaxForward base = run_forward(qkv, cu, H, D);
 
   // Rows [t_begin, t_end) of out, and their lse entries of every head, are bit-identical between a and b.
-  auto same_rows = [&](const Forward& a, const Forward& b, int64_t t_begin, int64_t t_end) {
+  auto same_rows = [&](const SoftmaxForward& a, const SoftmaxForward& b, int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) {
       for (int64_t c = 0; c < C; ++c)
         if (a.out[t * C + c] != b.out[t * C + c]) return false;
@@ -126,7 +126,7 @@ TEST_CASE("attention_softmax never attends across documents or to future tokens"
   };
 
   SECTION("perturbing document 1 leaves documents 0 and 2 bit-identical") {
-    const Forward f = perturbed(cu[1], cu[2]);
+    const SoftmaxForward f = perturbed(cu[1], cu[2]);
     CHECK(same_rows(f, base, cu[0], cu[1]));
     CHECK(same_rows(f, base, cu[2], cu[3]));
     CHECK_FALSE(same_rows(f, base, cu[1], cu[2]));
@@ -134,7 +134,7 @@ TEST_CASE("attention_softmax never attends across documents or to future tokens"
   SECTION("perturbing token u leaves earlier positions of its document bit-identical") {
     for (int64_t u : {cu[1] + 0, cu[1] + 30, cu[2] + 63, cu[2] + 64, cu[3] - 1}) {
       CAPTURE(u);
-      const Forward f = perturbed(u, u + 1);
+      const SoftmaxForward f = perturbed(u, u + 1);
       const int64_t doc_begin = u < cu[2] ? cu[1] : cu[2];
       CHECK(same_rows(f, base, doc_begin, u));
       CHECK_FALSE(same_rows(f, base, u, u + 1));

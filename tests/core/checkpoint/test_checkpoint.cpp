@@ -12,6 +12,7 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "kernels/common/error.h"
+#include "support/files.h"
 #include "support/fixtures.h"
 #include "support/random.h"
 
@@ -70,11 +71,6 @@ std::vector<std::string> names(const std::vector<fs::path>& dirs) {
   return out;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 bool any_contains(const std::vector<std::string>& lines, const std::string& a, const std::string& b = "") {
   for (const std::string& line : lines)
     if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
@@ -100,7 +96,7 @@ TEST_CASE("checkpoint save then load restores weights, moments and step bit-exac
   CHECK(result.warnings.empty());
   CHECK(fs::exists(result.dir / "model.safetensors"));
   CHECK_FALSE(fs::exists(run / "checkpoints" / "step_00000005.tmp"));
-  CHECK(read_text(run / "checkpoints" / "latest") == "step_00000005\n");
+  CHECK(read_file(run / "checkpoints" / "latest") == "step_00000005\n");
   CHECK(latest_checkpoint(run) == result.dir);
   CHECK(verify_checkpoint(result.dir).ok());
 
@@ -131,7 +127,7 @@ TEST_CASE("checkpoint latest points at the newest and pruning keeps the newest c
   for (int64_t step : {10, 20, 30}) save(run, step, s, 2);
   const SavedCheckpoint last = save(run, 40, s, 2);
   CHECK(names(list_checkpoints(run)) == std::vector<std::string>{"step_00000040", "step_00000030"});
-  CHECK(read_text(run / "checkpoints" / "latest") == "step_00000040\n");
+  CHECK(read_file(run / "checkpoints" / "latest") == "step_00000040\n");
   CHECK(names(last.removed) == std::vector<std::string>{"step_00000020"});
 
   SECTION("a damaged checkpoint does not count toward keep") {
@@ -225,7 +221,7 @@ TEST_CASE("corrupt checkpoints are reported naming the file, and resume falls ba
     CHECK(none.size() == 3);
   }
   SECTION("an edited trainer_state.json") {
-    nlohmann::ordered_json state = nlohmann::ordered_json::parse(read_text(one / "trainer_state.json"));
+    nlohmann::ordered_json state = nlohmann::ordered_json::parse(read_file(one / "trainer_state.json"));
     state["step"] = 3;  // as if it were the newer checkpoint
     std::ofstream(one / "trainer_state.json", std::ios::trunc) << state.dump(2);
     CHECK(any_contains(verify_checkpoint(one).problems, "trainer_state.json", "(edited or corrupt)"));
@@ -350,7 +346,7 @@ TEST_CASE("a checkpoint of the first linear block, written before model.linear e
   State old(old_linear_block(), 3);
   const fs::path dir = save(run, 1, old).dir;
   // Remove the model.linear section from the recorded config, as trainer_state.json had it then.
-  nlohmann::json state = nlohmann::json::parse(read_text(dir / "trainer_state.json"));
+  nlohmann::json state = nlohmann::json::parse(read_file(dir / "trainer_state.json"));
   std::string yaml = state["config"].get<std::string>();
   const std::size_t begin = yaml.find("  linear:\n");
   REQUIRE(begin != std::string::npos);

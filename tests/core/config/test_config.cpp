@@ -2,7 +2,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,21 +16,16 @@
 #include "core/config/config.h"
 #include "core/config/schema.h"
 #include "support/config_errors.h"
+#include "support/files.h"
 
 using namespace trident;
 using trident::test::check_config_error;
+using trident::test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kRepo = fs::path(__FILE__).parent_path() / "../../..";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A fresh directory under the system temp dir, removed at scope exit.
 struct TempDir {

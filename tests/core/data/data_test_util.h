@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/data/document_source.h"
+#include "support/files.h"
 
 namespace trident::test {
 
@@ -29,11 +30,6 @@ struct ScratchDir {
 
 inline void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // The little-endian bytes of `values` stored as T.

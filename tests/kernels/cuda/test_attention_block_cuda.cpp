@@ -32,14 +32,14 @@ struct State {
   std::vector<float> m, l, acc;
 };
 
-struct Problem {
+struct BlockProblem {
   int H, D;
   int64_t C, q_begin = 70, n = 130;  // the query rows
   std::vector<int32_t> cu{0, 40, 41, 150, 225, 260};
   std::vector<int64_t> docs;  // of the query rows
   std::vector<float> qkv, dout;
 
-  Problem(int H_, int D_) : H(H_), D(D_), C(int64_t(H_) * D_) {
+  BlockProblem(int H_, int D_) : H(H_), D(D_), C(int64_t(H_) * D_) {
     const std::vector<int64_t> all = document_begins(cu);
     docs.assign(all.begin() + q_begin, all.begin() + q_begin + n);
     qkv = random_normal<float>(cu.back() * 3 * C, 1, 0.5);
@@ -51,7 +51,7 @@ struct Problem {
 
 // The state after the first key block [0, 70) on the CPU: a start where every row has seen keys (or, for the rows of
 // documents that begin inside the queries, none yet).
-State start_state(const Problem& p) {
+State start_state(const BlockProblem& p) {
   State s{std::vector<float>(p.H * p.n, -INFINITY), std::vector<float>(p.H * p.n, 0.0f),
           std::vector<float>(p.n * p.C, 0.0f)};
   const auto kv = key_block(p.qkv, 0, p.q_begin, p.C);
@@ -75,7 +75,7 @@ void check_state(const std::string& name, const State& got, const State& want) {
 }
 
 // Folds key rows [b, e) into `s` on the device and on the host; compares, and returns the device's state.
-State fold_both(const std::string& name, const Problem& p, const State& s, int64_t b, int64_t e) {
+State fold_both(const std::string& name, const BlockProblem& p, const State& s, int64_t b, int64_t e) {
   const auto kv = key_block(p.qkv, b, e, p.C);
   State want = s;
   cpu::attention_block_forward(want.m.data(), want.l.data(), want.acc.data(), p.q(), p.ld_q(), p.n, p.q_begin,
@@ -94,7 +94,7 @@ struct Gradients {
 };
 
 // Backward of key rows [b, e) on the device, accumulating onto non-zero gradients.
-Gradients backward_cuda(const Problem& p, const std::vector<float>& lse, const std::vector<float>& delta,
+Gradients backward_cuda(const BlockProblem& p, const std::vector<float>& lse, const std::vector<float>& delta,
                         const Gradients& start, int64_t b, int64_t e) {
   const auto kv = key_block(p.qkv, b, e, p.C);
   DeviceVector<float> q(p.qkv), dout(p.dout), lse_d(lse), delta_d(delta), kv_d(kv), dqkv(start.dqkv), dkv(start.dkv);
@@ -113,7 +113,7 @@ TEST_CASE("cuda attention_block ops equal the CPU ops", "[cuda][attention]") {
     int H, D;
   } heads[] = {{3, 29}, {2, 64}, {2, 128}};
   for (const auto& hd : heads) {
-    const Problem p(hd.H, hd.D);
+    const BlockProblem p(hd.H, hd.D);
     const std::string name = "H=" + std::to_string(p.H) + " D=" + std::to_string(p.D);
     const int64_t q_end = p.q_begin + p.n, N = p.cu.back();
 

@@ -41,7 +41,7 @@ T* or_null(std::vector<T>& v) {
 }
 
 // One problem. Empty state_in / dstate_out stand for nullptr (zeros); want_* = false passes nullptr for the output.
-struct Problem {
+struct LinearProblem {
   std::vector<int32_t> cu_seqlens;
   int H = 0, D = 0;
   std::vector<float> qkv, slopes, state_in, dout, dstate_out, dqkv_prefill, dstate_in_prefill;
@@ -53,12 +53,12 @@ struct Problem {
   std::size_t state_size() const { return std::size_t(n_seq()) * H * D * D; }
 };
 
-struct Result {
+struct LinearResult {
   std::vector<float> out, state_out, dqkv, dstate_in;  // dqkv, dstate_in as accumulated onto the prefills
 };
 
-Result run_cpu(const Problem& p, int chunk) {
-  Result r{std::vector<float>(p.N() * p.C()), std::vector<float>(p.want_state_out ? p.state_size() : 0),
+LinearResult run_cpu(const LinearProblem& p, int chunk) {
+  LinearResult r{std::vector<float>(p.N() * p.C()), std::vector<float>(p.want_state_out ? p.state_size() : 0),
            p.dqkv_prefill, p.want_dstate_in ? p.dstate_in_prefill : std::vector<float>{}};
   cpu::attention_linear_forward(r.out.data(), or_null(r.state_out), p.qkv.data(), p.slopes.data(), or_null(p.state_in),
                                 p.cu_seqlens.data(), p.n_seq(), p.N(), p.H, p.D, chunk);
@@ -70,7 +70,7 @@ Result run_cpu(const Problem& p, int chunk) {
 
 // T = float or bf16 storage of qkv, out, dout, dqkv; states stay fp32.
 template <class T>
-Result run_cuda(const Problem& p, int chunk) {
+LinearResult run_cuda(const LinearProblem& p, int chunk) {
   auto ptr = [](auto& dv, bool present) { return present ? dv.data() : nullptr; };
   DeviceVector<int32_t> cu(p.cu_seqlens);
   DeviceVector<T> qkv(to_storage<T>(p.qkv)), dout(to_storage<T>(p.dout)), out(p.N() * p.C()), dqkv(to_storage<T>(p.dqkv_prefill));
@@ -87,8 +87,8 @@ Result run_cuda(const Problem& p, int chunk) {
           p.want_dstate_in ? dstate_in.to_host() : std::vector<float>{}};
 }
 
-void compare(const std::string& name, const Result& got, const Result& want, const Problem& p, double tol,
-             double state_tol) {
+void compare(const std::string& name, const LinearResult& got, const LinearResult& want, const LinearProblem& p,
+             double tol, double state_tol) {
   check_close(name + " out", got.out, want.out, tol);
   if (p.want_state_out) check_close(name + " state_out", got.state_out, want.state_out, state_tol);
   const auto dg = minus(got.dqkv, p.dqkv_prefill), dw = minus(want.dqkv, p.dqkv_prefill);
@@ -130,7 +130,7 @@ TEST_CASE("cuda attention_linear forward and backward equal the CPU kernel (fp32
       if (!kEveryPair && i != h) continue;
       const auto& hd = heads[h];
       const auto& v = variants[i];
-      Problem p;
+      LinearProblem p;
       p.cu_seqlens = cu_seqlens;
       p.H = hd.H;
       p.D = hd.D;
@@ -148,7 +148,7 @@ TEST_CASE("cuda attention_linear forward and backward equal the CPU kernel (fp32
       for (int chunk : {1, 7, 64, 100}) {
         const std::string name = "H=" + std::to_string(p.H) + " D=" + std::to_string(p.D) +
                                  " chunk=" + std::to_string(chunk) + " " + v.name;
-        const Result want = run_cpu(p, chunk);
+        const LinearResult want = run_cpu(p, chunk);
         compare(name + " fp32", run_cuda<float>(p, chunk), want, p, 2e-5, 2e-5);
         compare(name + " bf16", run_cuda<bf16>(p, chunk), want, p, 2e-2, 2e-5);
       }

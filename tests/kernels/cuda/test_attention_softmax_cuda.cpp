@@ -29,15 +29,15 @@ using namespace trident::test;
 
 namespace {
 
-struct Result {
+struct SoftmaxResult {
   std::vector<float> out, lse, dqkv;  // dqkv as accumulated onto the prefill
 };
 
-Result run_cpu(const std::vector<float>& qkv, const std::vector<float>& dout, const std::vector<float>& prefill,
+SoftmaxResult run_cpu(const std::vector<float>& qkv, const std::vector<float>& dout, const std::vector<float>& prefill,
                const std::vector<int32_t>& cu, int H, int D) {
   const int n_seq = int(cu.size()) - 1;
   const int64_t N = cu.back();
-  Result r{std::vector<float>(N * H * D), std::vector<float>(H * N), prefill};
+  SoftmaxResult r{std::vector<float>(N * H * D), std::vector<float>(H * N), prefill};
   cpu::attention_softmax_forward(r.out.data(), r.lse.data(), qkv.data(), cu.data(), n_seq, N, H, D);
   cpu::attention_softmax_backward(r.dqkv.data(), dout.data(), qkv.data(), r.out.data(), r.lse.data(), cu.data(),
                                   n_seq, N, H, D);
@@ -46,7 +46,7 @@ Result run_cpu(const std::vector<float>& qkv, const std::vector<float>& dout, co
 
 // T = float or bf16 storage; inputs are converted from the fp32 vectors (exactly, when already bf16-rounded).
 template <class T>
-Result run_cuda(const std::vector<float>& qkv, const std::vector<float>& dout, const std::vector<float>& prefill,
+SoftmaxResult run_cuda(const std::vector<float>& qkv, const std::vector<float>& dout, const std::vector<float>& prefill,
                 const std::vector<int32_t>& cu, int H, int D) {
   const int n_seq = int(cu.size()) - 1;
   const int64_t N = cu.back();
@@ -59,8 +59,8 @@ Result run_cuda(const std::vector<float>& qkv, const std::vector<float>& dout, c
   return {from_storage(out_d.to_host()), lse_d.to_host(), from_storage(dqkv_d.to_host())};
 }
 
-void compare(const std::string& name, const Result& got, const Result& want, const std::vector<float>& prefill,
-             int64_t C, double tol, double lse_tol) {
+void compare(const std::string& name, const SoftmaxResult& got, const SoftmaxResult& want,
+             const std::vector<float>& prefill, int64_t C, double tol, double lse_tol) {
   check_close(name + " out", got.out, want.out, tol);
   check_close(name + " lse", got.lse, want.lse, lse_tol);
   const auto dg = minus(got.dqkv, prefill), dw = minus(want.dqkv, prefill);

@@ -23,7 +23,7 @@ using namespace trident::test;
 namespace {
 
 // Shape of one GEMM problem in row-major storage: op(A) M x K, op(B) K x N, C M x N, each with padded row strides.
-struct Problem {
+struct GemmProblem {
   bool ta, tb;
   int64_t M, N, K;
   int64_t a_rows() const { return ta ? K : M; }
@@ -59,7 +59,7 @@ TEST_CASE("cuda gemm equals the CPU gemm for every Trans combination (fp32, bf16
   for (const Shape& s : shapes) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
-        const Problem p{ta, tb, s.M, s.N, s.K};
+        const GemmProblem p{ta, tb, s.M, s.N, s.K};
         // fp32 and TF32 on full-precision data; the bf16 variants on the same data rounded to bf16
         const auto a = random_normal<float>(p.size_a(), ++seed), b = random_normal<float>(p.size_b(), ++seed);
         const auto c0 = random_normal<float>(p.size_c(), ++seed);
@@ -102,7 +102,7 @@ TEST_CASE("cuda gemm_strided_batched equals the CPU batched gemm (fp32, bf16)", 
   uint64_t seed = 100;
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      const Problem p{ta, tb, 17, 9, 33};
+      const GemmProblem p{ta, tb, 17, 9, 33};
       // matrices apart by more than their size, so a wrong stride reads or writes the gaps
       const int64_t stride_a = p.size_a() + 5, stride_b = p.size_b() + 2, stride_c = p.size_c() + 3;
       auto a = round_bf16(random_normal<float>(stride_a * batch, ++seed));

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
 #include "support/assert_close.h"
+#include "support/backend_download.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -48,12 +49,6 @@ Batch make_batch(int vocab, const std::vector<int>& lengths = {37, 1, 64, 20}) {
     b.cu_seqlens.push_back(static_cast<int32_t>(b.tokens.size()));
   }
   return b;
-}
-
-std::vector<float> download(Backend& backend, const float* x, int64_t n) {
-  std::vector<float> host(static_cast<std::size_t>(n));
-  backend.download(host.data(), x, sizeof(float) * n);
-  return host;
 }
 
 // One model on both backends from the same initial weights.

@@ -21,18 +21,13 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "parallel/atom/swapper.h"
 #include "support/assert_close.h"
+#include "support/backend_download.h"
 #include "support/token_batch.h"
 
 using namespace trident;
 using namespace trident::test;
 
 namespace {
-
-std::vector<float> download(Backend& backend, const float* x, int64_t n) {
-  std::vector<float> host(static_cast<std::size_t>(n));
-  backend.download(host.data(), x, sizeof(float) * static_cast<std::size_t>(n));
-  return host;
-}
 
 #ifdef TRIDENT_SIMT_EMULATION
 constexpr double kTolerance = 0;
