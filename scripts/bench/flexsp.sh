@@ -109,26 +109,13 @@ if [[ -n $calibrate ]]; then
   # Two passes: part of an all-to-all's time does not follow the link's rate (the TCP stack's own time), so one
   # pass leaves the share short of the testbed's.
   for pass in 1 2; do
+    runs=() plans=()
     for preset in "${preset_list[@]}"; do
       train "calibrate${pass}_${preset}" "${static_sp[@]}" --set data.preset="$preset" --set train.steps=6
+      runs+=("$out/calibrate${pass}_${preset}") plans+=("$out/calibrate_${preset}_plan.jsonl")
     done
-    calibration=$(/usr/bin/python3 - "$out" "$presets" "$pass" <<'PY'
-import json, statistics, sys
-from pathlib import Path
-out, presets, run = Path(sys.argv[1]), sys.argv[2].split(","), f"calibrate{sys.argv[3]}"
-here, there = [], []
-for preset in presets:
-    rows = [json.loads(l) for l in open(out / f"{run}_{preset}" / "metrics.jsonl")][1:]  # the first allocates
-    here.append(statistics.median(r["alltoall_ms"] / r["step_ms"] for r in rows))
-    plans = [json.loads(l) for l in open(out / f"calibrate_{preset}_plan.jsonl")]
-    there.append(sum(p["static_sp"]["exchange_s"] for p in plans) / sum(p["static_sp"]["time_s"] for p in plans))
-like = json.load(open(out / "like.json"))
-odds = lambda s: s / (1 - s)
-here_share, there_share = statistics.mean(here), statistics.mean(there)
-slowdown = like["slowdown"] * odds(there_share) / odds(here_share)
-print(f"{slowdown:.6g} {like['slowdown']:.6g} {here_share:.4f} {there_share:.4f}")
-PY
-) || die "--calibrate: a calibration run failed (see $out/calibrate${pass}_*.log)"
+    calibration=$(/usr/bin/python3 scripts/cluster/calibrate.py "$out/like.json" --runs "${runs[@]}" \
+      --plans "${plans[@]}") || die "--calibrate: a calibration run failed (see $out/calibrate${pass}_*.log)"
     read -r calibrated assumed here_share there_share <<<"$calibration"
     "${emu[@]}" down "${cl[@]}" >/dev/null
     bench_cluster "${cluster_args[@]}" --slowdown "$calibrated"

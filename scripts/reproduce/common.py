@@ -110,13 +110,14 @@ class EmulatedCluster:
     `sets` override CONFIG's keys for the profile, `exchange` is sequence or pipeline, `profile` an earlier cluster's
     `profile_path` to take instead of measuring, `alltoall_group` G scales the node links from the testbed's
     all-to-all over G devices instead of its inter_node link, `scale_lengths` matches the ratios at every length for
-    runs whose lengths are the testbed's times `scaled["length_scale"]`); `scaling` is then both sides' table
+    runs whose lengths are the testbed's times `scaled["length_scale"]`, `slowdown` the links' slowdown instead of
+    ranks / cores: scripts/cluster/calibrate.py's); `scaling` is then both sides' table
     (`trident like`) for the report and `scaled` its figures (`trident like --json`).
     Otherwise one level, `inter_bw` between nodes."""
 
     def __init__(self, name: str, nodes: int, ranks_per_node: int, inter_bw: str = "", like: str = "",
                  config: str = "", sets: list | None = None, exchange: str = "sequence", profile: str = "",
-                 alltoall_group: int = 0, scale_lengths: bool = False):
+                 alltoall_group: int = 0, scale_lengths: bool = False, slowdown: float = 0):
         self.cluster = ["--name", f"{name}-{os.getpid()}", "--dir", f"/tmp/{name}-{os.getpid()}"]
         self.layout = ["--nodes", str(nodes), "--ranks-per-node", str(ranks_per_node)]
         if like:
@@ -125,6 +126,7 @@ class EmulatedCluster:
             self.layout += ["--profile", profile] if profile else []
             self.layout += ["--alltoall-group", str(alltoall_group)] if alltoall_group else []
             self.layout += ["--scale-lengths"] if scale_lengths else []
+            self.layout += ["--slowdown", f"{slowdown:.6g}"] if slowdown else []
         else:
             self.layout += ["--inter-bw", inter_bw]
         self.like, self.scaling, self.scaled, self.inter_rate = like, "", {}, inter_bw

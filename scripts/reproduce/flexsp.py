@@ -7,7 +7,9 @@ documents with the paper's Wikipedia, CommonCrawl and GitHub length distribution
 (configs/clusters/a100-8x8-gpt7b.yaml, `emucluster.sh up --like`; its table per setting): the node links from the
 testbed's all-to-all over all its GPUs (`--alltoall-group`), as static SP there spans all its nodes and here all of
 these, and the documents' lengths scaled so that each weighs its attention as its counterpart there does
-(data.synthetic_length_scale = `trident like --scale-lengths`'s length_scale, docs/emucluster.md). Per preset and
+(data.synthetic_length_scale = `trident like --scale-lengths`'s length_scale, docs/emucluster.md), then calibrated:
+the links brought up again until static SP's all-to-all share of its step is the testbed's for the preset
+(scripts/cluster/calibrate.py; one pass of 3 steps in --smoke, two of 6 otherwise). Per preset and
 context limit: FlexSP (groups of several sizes per micro-batch, its profile measured at start-up), BatchAda (the best
 single group size per batch, planned on that profile) and static SP (Ulysses over all 8 ranks, as DeepSpeed-Ulysses). Tokens/s over the steps after the first,
 FlexSP's speedups, the share of the step rank 0 spends inside all-to-alls, and the cost model's error per group
@@ -19,7 +21,7 @@ estimated speedup over static SP and over BatchAda, beside the paper's published
 What the report says about the configs and models is read from them (`trident config`, the cluster files).
 """
 import json
-import os
+import shutil
 import statistics
 import sys
 from collections import Counter
@@ -27,6 +29,8 @@ from collections import Counter
 import common
 
 sys.path.insert(0, str(common.ROOT / "scripts"))
+sys.path.insert(0, str(common.ROOT / "scripts" / "cluster"))
+import calibrate  # noqa: E402
 import plot  # noqa: E402
 
 SCALED = "configs/experiments/flexsp/flexsp_longtail.yaml"
@@ -38,12 +42,14 @@ BATCH_SEQUENCES = 512  # a planned global batch, as the paper's
 TESTBED = "configs/clusters/a100-8x8-gpt7b.yaml"  # measured here at its ratio of communication to compute
 NODES, RANKS_PER_NODE = 4, 2  # static SP over all 8 ranks spans every node, as over all 64 GPUs on the testbed
 
-MODES = {  # measured settings (preset, context limit, device.memory_gb), steps per run, planned batches per setting
-    "smoke": {"settings": [("wikipedia", 2048, 0.02)], "steps": 3, "batch_tokens": 4096, "batches": 1},
+MODES = {  # measured settings (preset, context limit, device.memory_gb), steps per run, planned batches per setting,
+    # calibration passes of static SP's steps a setting
+    "smoke": {"settings": [("wikipedia", 2048, 0.02)], "steps": 3, "batch_tokens": 4096, "batches": 1,
+              "calibration": (1, 3)},
     "quick": {"settings": [(p, 4096, 0.02) for p in PRESETS] + [("wikipedia", 8192, 0.025)], "steps": 8,
-              "batch_tokens": 16384, "batches": 3},
+              "batch_tokens": 16384, "batches": 3, "calibration": (2, 6)},
     "full": {"settings": [(p, c, m) for c, m in ((4096, 0.02), (8192, 0.025)) for p in PRESETS], "steps": 12,
-             "batch_tokens": 16384, "batches": 5},
+             "batch_tokens": 16384, "batches": 5, "calibration": (2, 6)},
 }
 RUNS = ("flexsp", "batchada", "static")
 
@@ -66,45 +72,81 @@ def replay(run_dir, log) -> dict:
     return {d["degree"]: d["error"] for d in degrees}
 
 
+def testbed_share(preset: str, out) -> float:
+    """Static SP's all-to-all share of its step on the testbed for this preset: `trident plan` of GPT-7B there, two
+    512-sequence batches."""
+    log = out / "runs" / f"calibrate_{preset}_plan.log"
+    code, output = common.run(["plan", PAPER, "--cluster", TESTBED, "--batch-sequences", BATCH_SEQUENCES,
+                               "--batches", 2, "--set", f"data.preset={preset}", "--json"], log)
+    if code != 0:
+        raise common.Failure(f"trident plan of {PAPER} on {TESTBED}: exit {code}, see {log}")
+    return calibrate.testbed_share([json.loads(line) for line in output.splitlines() if line.startswith("{")])
+
+
 def measured(mode: dict, out) -> dict:
-    results = {"scaling": {}, "length_scale": {}}
+    results = {"scaling": {}, "length_scale": {}, "calibration": {}}
     widest = max(a["group_size"] for a in common.read_yaml(TESTBED)["network"]["alltoall"])
+    static = ["--set", "parallel.strategy=sp", "--set", "parallel.sp.method=ulysses", "--set", "parallel.sp.size=8",
+              "--set", "train.micro_batches=2"]
+
+    def train(cluster, preset, context, memory_gb, name, extra, steps) -> list[dict]:
+        """NAME's run of this setting on CLUSTER; its metrics."""
+        # A document of L tokens there weighs its attention as one of L x length_scale does here.
+        scale = cluster.scaled["length_scale"] if cluster.scaled else 1
+        results["length_scale"][(preset, context)] = scale
+        run_dir = out / "runs" / f"{preset}_{context}_{name}"
+        print(f"reproduce/flexsp.sh: measured: {preset}, context {context}: {name} ({cluster.where})", file=sys.stderr)
+        code, _ = cluster.run(["train", SCALED, "--set", f"train.steps={steps}", "--set", f"data.preset={preset}",
+                               "--set", f"model.max_seq_len={context}", "--set", f"data.synthetic_max_length={context}",
+                               "--set", f"device.memory_gb={memory_gb}", "--set",
+                               f"train.batch_tokens={mode['batch_tokens']}", "--set",
+                               f"data.synthetic_length_scale={scale:.6g}", "--set", f"run.dir={run_dir}"] + extra,
+                              run_dir.with_suffix(".log"))
+        rows = common.metrics(run_dir)
+        if code != 0 or len(rows) < steps:
+            raise common.Failure(f"{name} on {preset} at {context}: exit {code}, see {run_dir}.log")
+        return rows
+
     for preset, context, memory_gb in mode["settings"]:
+        tag = f"{preset}_{context}"
+        shared = out / "runs" / f"{tag}_like_profile.yaml"  # the first cluster's profile, taken by the next ones
         # The links follow this context's profile (one sequence up to it; memory only squeezes training's groups).
-        with common.EmulatedCluster("reproduce-flexsp", NODES, RANKS_PER_NODE, like=TESTBED, config=SCALED,
-                                    sets=[f"model.max_seq_len={context}", "device.memory_gb=4"],
-                                    alltoall_group=widest, scale_lengths=True) as cluster:
-            tag = f"{preset}_{context}"
-            results["scaling"][(preset, context)] = cluster.scaling
-            # A document of L tokens there weighs its attention as one of L x length_scale does here.
-            scale = cluster.scaled["length_scale"] if cluster.scaled else 1
-            results["length_scale"][(preset, context)] = scale
-            base = ["train", SCALED, "--set", f"train.steps={mode['steps']}", "--set", f"data.preset={preset}",
-                    "--set", f"model.max_seq_len={context}", "--set", f"data.synthetic_max_length={context}",
-                    "--set", f"device.memory_gb={memory_gb}", "--set", f"train.batch_tokens={mode['batch_tokens']}",
-                    "--set", f"data.synthetic_length_scale={scale:.6g}"]
-            profile = ["--set", f"parallel.select.profile={out}/runs/{tag}_flexsp/profile.yaml"]
-            extra = {"flexsp": [], "batchada": ["--set", "parallel.flexsp.degrees=single"] + profile,
-                     "static": ["--set", "parallel.strategy=sp", "--set", "parallel.sp.method=ulysses", "--set",
-                                "parallel.sp.size=8", "--set", "train.micro_batches=2"] + profile}
-            for name in RUNS:
-                print(f"reproduce/flexsp.sh: measured: {preset}, context {context}: {name} ({cluster.where})",
-                      file=sys.stderr)
-                run_dir = out / "runs" / f"{tag}_{name}"
-                code, _ = cluster.run(base + ["--set", f"run.dir={run_dir}"] + extra[name], out / "runs" /
-                                      f"{tag}_{name}.log")
-                rows = common.metrics(run_dir)
-                if code != 0 or len(rows) < mode["steps"]:
-                    raise common.Failure(f"{name} on {preset} at {context}: exit {code}, see {run_dir}.log")
-                layouts = Counter(r.get("groups") or f'{r["strategy"]} sp={r["degree"]}' for r in rows)
-                errors = replay(run_dir, out / "runs" / f"{tag}_{name}_replay.log") if name != "static" else {}
-                results[(preset, context, name)] = {
-                    "errors": errors,
-                    "tokens_per_s": common.tokens_per_s(rows),
-                    "alltoall_share": sum(r.get("alltoall_ms", 0) for r in common.steady(rows)) /
-                    sum(r["step_ms"] for r in common.steady(rows)),
-                    "layouts": ", ".join(f"{k} ({v})" for k, v in layouts.most_common(2)) +
-                    (", ..." if len(layouts) > 2 else "")}
+        cluster_at = lambda slowdown: common.EmulatedCluster(  # noqa: E731
+            "reproduce-flexsp", NODES, RANKS_PER_NODE, like=TESTBED, config=SCALED,
+            sets=[f"model.max_seq_len={context}", "device.memory_gb=4"], alltoall_group=widest, scale_lengths=True,
+            slowdown=slowdown, profile=str(shared) if shared.exists() else "")
+        # Calibration (docs/emucluster.md): static SP's all-to-all share here against the testbed's, the links
+        # brought up again for the slowdown that makes them equal, pass after pass; then the measured runs.
+        slowdown, passes, (passes_n, steps) = 0, [], mode["calibration"]
+        there = testbed_share(preset, out)
+        for number in range(1, passes_n + 2):
+            with cluster_at(slowdown) as cluster:
+                if cluster.emulated and not shared.exists():
+                    shutil.copy(cluster.profile_path, shared)
+                if number <= passes_n and cluster.emulated:  # without links there is nothing to scale
+                    rows = train(cluster, preset, context, memory_gb, f"calibrate{number}", static, steps)
+                    here, assumed = calibrate.measured_share(rows), cluster.scaled["slowdown"]
+                    slowdown = calibrate.calibrated_slowdown(assumed, here, there)
+                    passes.append({"assumed": assumed, "here": here, "there": there, "calibrated": slowdown})
+                    continue
+                results["calibration"][(preset, context)] = passes
+                results["scaling"][(preset, context)] = cluster.scaling
+                profile = ["--set", f"parallel.select.profile={out}/runs/{tag}_flexsp/profile.yaml"]
+                extra = {"flexsp": [], "batchada": ["--set", "parallel.flexsp.degrees=single"] + profile,
+                         "static": static + profile}
+                for name in RUNS:
+                    rows = train(cluster, preset, context, memory_gb, name, extra[name], mode["steps"])
+                    layouts = Counter(r.get("groups") or f'{r["strategy"]} sp={r["degree"]}' for r in rows)
+                    run_dir = out / "runs" / f"{tag}_{name}"
+                    errors = replay(run_dir, out / "runs" / f"{tag}_{name}_replay.log") if name != "static" else {}
+                    results[(preset, context, name)] = {
+                        "errors": errors,
+                        "tokens_per_s": common.tokens_per_s(rows),
+                        "alltoall_share": sum(r.get("alltoall_ms", 0) for r in common.steady(rows)) /
+                        sum(r["step_ms"] for r in common.steady(rows)),
+                        "layouts": ", ".join(f"{k} ({v})" for k, v in layouts.most_common(2)) +
+                        (", ..." if len(layouts) > 2 else "")}
+                break
     results["where"], results["ranks"] = cluster.place, cluster.ranks
     if cluster.scaling:
         results["where"] += f", two levels at the ratios of `{TESTBED}` (each setting's links: the tables below)"
@@ -183,7 +225,9 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
              f"GB/s for a group spanning {alltoall[spans]['nodes']} nodes; `{TESTBED}`), which static SP pays there "
              f"spanning all {alltoall[widest]['nodes']} nodes and here spanning all {NODES}; the documents are the "
              f"presets' lengths times {', '.join(factors)} (alpha2 / alpha1 here over the testbed's), so each weighs "
-             "its attention against its linear layers as its counterpart there does."
+             "its attention against its linear layers as its counterpart there does; and the links are calibrated "
+             "so that static SP's all-to-alls take the share of its step they take there (each setting's passes "
+             "below)."
              if any(runs["scaling"].values()) else "These runs are not at the testbed's ratios (no emulated cluster).")
     errors = estimate_errors([runs[(p, c, name)]["errors"] for p, c, _ in mode["settings"]
                               for name in ("flexsp", "batchada")])
@@ -199,6 +243,14 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
     for (preset, context), scaling in runs["scaling"].items():
         if scaling:
             md += [f"### The links for {preset} at {context:,}", "", common.scaling_text(scaling), ""]
+        passes = runs["calibration"][(preset, context)]
+        if passes:
+            md += [f"Calibrated: static SP's all-to-all share of its steps here ({mode['calibration'][1]} steps a "
+                   "pass, links for ranks computing S x slower than the profile) against the testbed's (`trident "
+                   f"plan` of `{PAPER}` on `{TESTBED}`, this preset); the links brought up again for S x the ratio "
+                   "of the shares' odds (docs/emucluster.md):", ""]
+            md += [f"- pass {i}: S = {p['assumed']:.4g}: {p['here']:.3f} here, {p['there']:.3f} there; next S = "
+                   f"{p['calibrated']:.4g}" for i, p in enumerate(passes, 1)] + [""]
 
     md += [f"## At paper scale: {testbed['nodes']} x {testbed['devices_per_node']} GPUs of "
            f"{testbed['device_memory_gb']} GB (`{testbed['name']}`), estimated by `trident plan`", "",

@@ -74,6 +74,21 @@ refused_script() {  # SCRIPT MESSAGE ARGS...: exit 2 and MESSAGE on stderr
 refused_script flexsp.sh "--calibrate belongs with --like TESTBED" --calibrate
 refused_script flexsp.sh "--calibrate needs --attention softmax" --calibrate --attention linear \
   --like "$root/configs/clusters/a100-8x8-gpt7b.yaml"
+# scripts/cluster/calibrate.py against a hand computation: a share of 0.25 here (the median after the first step) and
+# 0.5 on the testbed scale a slowdown of 4 by odds(0.5) / odds(0.25) = 3; a run of one step has nothing to measure.
+mkdir -p "$tmp/calibrate/run"
+echo '{"slowdown": 4}' >"$tmp/calibrate/like.json"
+printf '{"alltoall_ms": %s, "step_ms": 100}\n' 90 20 25 30 >"$tmp/calibrate/run/metrics.jsonl"
+printf '{"static_sp": {"exchange_s": %s, "time_s": %s}}\n' 1 2 3 6 >"$tmp/calibrate/plan.jsonl"
+calibrate=("$root/scripts/cluster/calibrate.py" "$tmp/calibrate/like.json" --plans "$tmp/calibrate/plan.jsonl" --runs)
+got=$(/usr/bin/python3 "${calibrate[@]}" "$tmp/calibrate/run")
+[[ $got == "12 4 0.2500 0.5000" ]] || fail "calibrate.py: $got, expected '12 4 0.2500 0.5000'"
+head -n 1 "$tmp/calibrate/run/metrics.jsonl" >"$tmp/calibrate/one.jsonl" && mv "$tmp/calibrate/one.jsonl" \
+  "$tmp/calibrate/run/metrics.jsonl"
+rc=0
+/usr/bin/python3 "${calibrate[@]}" "$tmp/calibrate/run" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[[ $rc == 1 ]] && grep -qF "calibrate.py: no step after the first to measure" "$tmp/err" ||
+  fail "calibrate.py on a one-step run: exit $rc, $(cat "$tmp/err")"
 # bench_stamp: the report's first line says the command as given, the commit, the CPU and cores, the UTC date.
 cat >"$tmp/stamp.sh" <<STAMP
 #!/usr/bin/env bash
