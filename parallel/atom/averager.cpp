@@ -125,6 +125,7 @@ void ParameterAverager::settle(float* params) {
 
 void ParameterAverager::synchronize(float* params, float* m, float* v) {
   TRIDENT_CHECK(!rounds_, "rounds with a deadline do not synchronize every peer");
+  if (synchronized_) return;  // no step since the last: the end of a run right after its last checkpoint
   settle(params);
   const int W = peers_.size();
   for (float* values : {params, m, v}) {
@@ -134,9 +135,11 @@ void ParameterAverager::synchronize(float* params, float* m, float* v) {
   steps_ = 0;  // the schedule starts again, as it does for a run resumed from here
   tokens_since_ = 0;
   if (outer_.diloco) global_.assign(params, params + num_params_);
+  synchronized_ = true;
 }
 
 AveragingStats ParameterAverager::after_update(float* params, double tokens) {
+  synchronized_ = false;
   ++steps_;
   tokens_since_ += tokens;
   AveragingStats stats;

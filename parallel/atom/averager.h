@@ -60,7 +60,8 @@ class ParameterAverager {
   // Settles, then makes every peer's parameters and AdamW moments (m, v: num_params floats each) their mean over the
   // peers, and starts the schedule again: before a checkpoint and at the end of the run, so a checkpoint holds every
   // peer's state and a run resumed from it continues as the uninterrupted one (with DiLoCo's outer momentum, which
-  // checkpoints keep through outer_state). Not with a round deadline. Collective.
+  // checkpoints keep through outer_state). Nothing to do, and nothing sent, when no step came since the last call.
+  // Not with a round deadline. Collective.
   void synchronize(float* params, float* m, float* v);
 
   // DiLoCo's outer momentum, for checkpoints ("diloco.outer_momentum"; none for params averaging or before begin()),
@@ -98,6 +99,7 @@ class ParameterAverager {
   int members_ = 0;                     // peers in the last round applied
   int64_t steps_ = 0, started_at_ = 0;
   double tokens_since_ = 0;
+  bool synchronized_ = false;  // synchronize() ran and no step came since
 };
 
 }  // namespace trident

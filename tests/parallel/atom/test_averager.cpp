@@ -86,3 +86,28 @@ TEST_CASE("DiLoCo's rounds take an outer Nesterov step from the last round's par
   plain.after_update(x.data(), 1.0);
   for (int64_t i = 0; i < P; ++i) CHECK(x[i] == Approx(static_cast<double>(i) + (W - 1) / 2.0).epsilon(1e-6));
 }
+
+TEST_CASE("synchronize makes parameters and moments the peers' mean, once: a second call with no step between sends "
+          "nothing", "[atom][mpi]") {
+  Communicator& peers = world();
+  const int W = peers.size(), r = peers.rank();
+  const int64_t P = 4;
+  ParameterAverager averager(peers, P, 3, 1);
+  std::vector<float> params(P, static_cast<float>(r)), m(P, static_cast<float>(2 * r)), v(P, static_cast<float>(r));
+  averager.after_update(params.data(), 1);
+  const double mean = (W - 1) / 2.0;  // of 0 .. W - 1
+  averager.synchronize(params.data(), m.data(), v.data());
+  for (int64_t i = 0; i < P; ++i) {
+    CHECK(params[i] == Approx(mean));
+    CHECK(m[i] == Approx(2 * mean));
+    CHECK(v[i] == Approx(mean));
+  }
+  const int64_t sent = peers.counters().total_bytes();
+  averager.synchronize(params.data(), m.data(), v.data());  // as at the end of a run right after its checkpoint
+  CHECK(peers.counters().total_bytes() == sent);
+  params.assign(P, static_cast<float>(r));  // a step since: synchronizes again
+  averager.after_update(params.data(), 1);
+  averager.synchronize(params.data(), m.data(), v.data());
+  CHECK(peers.counters().total_bytes() > sent);
+  CHECK(params[0] == Approx(mean));
+}
