@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   # libraries
   openmpi-bin libopenmpi-dev libpmix-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev
   nlohmann-json3-dev libopenblas-dev libopenblas-openmp-dev zlib1g-dev coinor-libcbc-dev libglpk-dev

@@ -21,7 +21,10 @@ tests=(test_core test_kernels test_comm test_cost test_lasp test_sp test_static_
        test_pipeline test_fuzz_corpus)
 fuzzers=(config safetensors indexed_dataset trainer_state profile)
 # -O1 and line tables only (the reports name file and line): quick to build; CUDA off (nothing here runs on a GPU).
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Ninja for a new directory: Make builds the targets named below one after another, each on few cores.
+generator=()
+[[ -f $build/CMakeCache.txt ]] || generator=(-G Ninja)
+cmake -S . -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DTRIDENT_CUDA=OFF \
   -DTRIDENT_FUZZ=ON >/dev/null
