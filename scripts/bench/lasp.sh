@@ -4,9 +4,11 @@
 # 1, 2, 4, 8 of the ranks) and `trident bench sp --max-length-budget`, then writes OUT/bench_lasp.md (bytes per rank
 # vs N at T = 4 and 8, tokens/s, longest N per T) and OUT/bench_lasp.png (bytes per rank vs N, log-log).
 #   bash scripts/bench/lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
-#                              [--out DIR] [--like TESTBED]
+#                              [--out DIR] [--like TESTBED] [--rounds R]
 # Defaults: 8 ranks, N = 1K..64K (softmax needs the short ones), 1 GiB per rank, 2 s per case (warm-up + 3 calls;
-# a method's longer lengths are skipped past it), OUT = runs/bench_lasp; about 1 minute on 2 cores.
+# a method's longer lengths are skipped past it), OUT = runs/bench_lasp; about 1 minute on 2 cores. --rounds R (default
+# 1) times every method R times, a whole sweep a round, and reports each tokens/s as the median with the rounds'
+# range, and LASP-2 against Ring Attention at the longest length both ran, saying when the two ranges overlap.
 # Builds nothing: TRIDENT names the binary (default build/trident). TIMEOUT_S bounds each mpirun (default 600).
 # Every rank runs 1 OpenMP thread; with more ranks than cores the times measure oversubscription, while the bytes
 # (communicator counters) and the longest lengths (allocations against a budget) do not depend on the machine.
@@ -21,8 +23,8 @@ die() { echo "bench/lasp.sh: $*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
 source scripts/bench/lib.sh
-ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp like=
-bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words like:file -- "$@"
+ranks=8 lengths=1024,2048,4096,8192,16384,32768,65536 budget=1 max_case_seconds=2 out=runs/bench_lasp like= rounds=1
+bench_options ranks:count lengths:words budget:number max-case-seconds:number out:words like:file rounds:count -- "$@"
 [[ -z $like ]] || ((ranks % 2 == 0)) || die "--ranks: $ranks ranks cannot be split over two nodes (--like)"
 [[ $lengths =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--lengths: '$lengths' is not a comma-separated list of positive whole numbers"
 timeout_s=${TIMEOUT_S:-600}
@@ -61,12 +63,14 @@ run() {
   grep '^{' "$out/$name.out" >"$out/$name.jsonl" || true
 }
 start=$EPOCHREALTIME
-run timing --lengths "$lengths" --max-case-seconds "$max_case_seconds"
+for round in $(seq "$rounds"); do
+  run "timing.$round" --lengths "$lengths" --max-case-seconds "$max_case_seconds"
+done
 run max_length --max-length-budget "$budget"
 wall=$(/usr/bin/python3 -c "print(round($EPOCHREALTIME - $start))")
 
-/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "$bench_command" "$bench_links" <<'PY'
-import json, sys
+/usr/bin/python3 - "$out" "$ranks" "$cores" "$wall" "$budget" "$bench_command" "$bench_links" "$rounds" <<'PY'
+import json, statistics, sys
 from pathlib import Path
 
 import matplotlib
@@ -77,6 +81,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 out, ranks, cores, wall, budget, command = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
     sys.argv[5], sys.argv[6]
 links = f"2 nodes, {sys.argv[7]}" if sys.argv[7] else "shared memory"
+rounds = int(sys.argv[8])
 
 def load(name):
     rows = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
@@ -86,9 +91,17 @@ def load(name):
         r["T"], r["N"] = int(r["T"]), int(r["N"])
     return rows
 
-timing, longest = load("timing"), load("max_length")
+timing, longest = load("timing.1"), load("max_length")
 for r in timing:
     r["bytes"] = int(r["bytes/rank"])
+# tokens/s of every round: (method, attention, T, N) -> [round 1, round 2, ...]; a case a round skipped is absent
+speeds = {}
+for i in range(1, rounds + 1):
+    for r in load(f"timing.{i}"):
+        speeds.setdefault((r["method"], r["attention"], r["T"], r["N"]), []).append(float(r["tokens/s"]))
+def speed(key):  # the median, and the rounds' range when there are several
+    s = speeds[key]
+    return f"{statistics.median(s):,.0f}" + (f" ({min(s):,.0f}-{max(s):,.0f})" if len(s) > 1 else "")
 label = lambda r: r["method"] if r["method"] != "ulysses" else f"ulysses ({r['attention']})"
 methods = list(dict.fromkeys(label(r) for r in timing if r["T"] > 1))
 lengths = sorted({r["N"] for r in timing})
@@ -121,12 +134,27 @@ for T in [t for t in (4, 8) if t in Ts]:
     md.append("")
 
 md += ["## Tokens/s (N / median time of forward + backward, slowest rank)", "",
+       *([f"The median of {rounds} rounds (each a whole sweep, one after another), their range in brackets.", ""]
+         if rounds > 1 else []),
        "| method | attention | T | " + " | ".join(str(N) for N in lengths) + " |",
        "|---|---|---|" + "---|" * len(lengths)]
 for key in dict.fromkeys((r["method"], r["attention"], r["T"]) for r in timing):
-    row = {r["N"]: r for r in timing if (r["method"], r["attention"], r["T"]) == key}
-    cells = [f"{row[N]['tokens/s']:,.0f}" if N in row else dash for N in lengths]
+    cells = [speed(key + (N,)) if key + (N,) in speeds else dash for N in lengths]
     md.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+md.append("")
+
+md += ["## LASP-2 against Ring Attention at the longest length both ran", "",
+       "| T | N | LASP-2 (linear) tokens/s | Ring (softmax) tokens/s | LASP-2 / Ring | |", "|---|---|---|---|---|---|"]
+for T in [t for t in Ts if t > 1]:
+    both = [N for N in lengths if ("lasp2", "linear", T, N) in speeds and ("ring", "softmax", T, N) in speeds]
+    if not both:
+        continue
+    N = max(both)
+    a, b = speeds[("lasp2", "linear", T, N)], speeds[("ring", "softmax", T, N)]
+    overlap = min(a) <= max(b) and min(b) <= max(a)
+    verdict = "one round" if rounds == 1 else "inside the rounds' range" if overlap else "outside the rounds' range"
+    md.append(f"| {T} | {N:,} | {speed(('lasp2', 'linear', T, N))} | {speed(('ring', 'softmax', T, N))} | "
+              f"**{statistics.median(a) / statistics.median(b):.2f}x** | {verdict} |")
 md.append("")
 
 lT = sorted({r["T"] for r in longest})
