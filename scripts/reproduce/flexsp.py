@@ -20,6 +20,7 @@ GPT-7B, 13B and 30B, the three length presets and context limits 192K and 384K, 
 estimated speedup over static SP and over BatchAda, beside the paper's published maxima (docs/methods.md §3.5).
 What the report says about the configs and models is read from them (`trident config`, the cluster files).
 """
+import functools
 import json
 import shutil
 import statistics
@@ -72,6 +73,7 @@ def replay(run_dir, log) -> dict:
     return {d["degree"]: d["error"] for d in degrees}
 
 
+@functools.cache  # a preset's settings at several context limits share it
 def testbed_share(preset: str, out) -> float:
     """Static SP's all-to-all share of its step on the testbed for this preset: `trident plan` of GPT-7B there, two
     512-sequence batches."""
