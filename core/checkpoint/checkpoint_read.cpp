@@ -322,12 +322,13 @@ void check_same_model(const fs::path& dir, const std::string& config_yaml, const
     if (a != b) differences.push_back(fmt::format("model.{}: {} in the checkpoint, {} now", key, a, b));
   };
   compare("attention", then.attention, now.attention);
+  compare("layers", then.layers, now.layers);
   compare("n_layer", then.n_layer, now.n_layer);
   compare("n_embd", then.n_embd, now.n_embd);
   compare("n_head", then.n_head, now.n_head);
   compare("vocab_size", then.vocab_size, now.vocab_size);
-  if (now.attention == "softmax") compare("max_seq_len", then.max_seq_len, now.max_seq_len);
-  if (now.attention == "linear" && then.attention == "linear") {
+  if (now.any_softmax()) compare("max_seq_len", then.max_seq_len, now.max_seq_len);
+  if (now.any_linear() && then.any_linear()) {
     compare("decay_layer_scaling", then.decay_layer_scaling, now.decay_layer_scaling);
     compare("linear.qk_activation", then.linear_qk_activation, now.linear_qk_activation);
     compare("linear.output_gate", then.linear_output_gate, now.linear_output_gate);

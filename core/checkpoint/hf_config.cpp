@@ -35,13 +35,23 @@ nlohmann::json hf_config(const ModelConfig& model) {
     j["reorder_and_upcast_attn"] = false;
     return j;
   }
-  TRIDENT_CHECK(model.attention == "linear", "model.attention '{}'", model.attention);
-  j["architectures"] = {"TridentLinearLMHeadModel"};
-  j["model_type"] = "trident_linear";
-  j["description"] =
-      "GPT-2 with TransNormerLLM's linear-attention block in place of softmax attention and no position embeddings "
-      "(wpe): Trident's core/model/README.md defines it; transformers has no class for it";
-  j["attention"] = "linear";
+  TRIDENT_CHECK(model.attention == "linear" || model.attention == "hybrid", "model.attention '{}'", model.attention);
+  if (model.attention == "linear") {
+    j["architectures"] = {"TridentLinearLMHeadModel"};
+    j["model_type"] = "trident_linear";
+    j["description"] =
+        "GPT-2 with TransNormerLLM's linear-attention block in place of softmax attention and no position embeddings "
+        "(wpe): Trident's core/model/README.md defines it; transformers has no class for it";
+  } else {
+    j["architectures"] = {"TridentHybridLMHeadModel"};
+    j["model_type"] = "trident_hybrid";
+    j["description"] =
+        "GPT-2 whose layers run GPT-2's softmax attention or TransNormerLLM's linear-attention block, as `layers` "
+        "says (L linear, S softmax, the pattern repeated to n_layer), with GPT-2's position embeddings (wpe): "
+        "Trident's core/model/README.md defines it; transformers has no class for it";
+    j["layers"] = model.layers;
+  }
+  j["attention"] = model.attention;
   j["qk_activation"] = model.linear_qk_activation;
   j["output_gate"] = model.linear_output_gate;
   j["output_norm"] = model.linear_output_norm;

@@ -258,6 +258,7 @@ class Loader final : public KeyRelations {
   Config finish() const {
     const Config& c = config_;
     require(c.model.n_embd % c.model.n_head == 0, "model.n_head", "must divide", "model.n_embd");
+    check_layer_pattern(c.model);
     require(c.train.min_lr <= c.train.lr, "train.min_lr", "must be <=", "train.lr");
     require(c.train.warmup_steps <= c.train.steps, "train.warmup_steps", "must be <=", "train.steps");
     require(c.train.micro_batches <= c.train.batch_tokens, "train.micro_batches", "must be <=",
@@ -318,6 +319,30 @@ class Loader final : public KeyRelations {
     if (!ok) throw_config_error("{} {} {}", describe(a), relation, describe(b));
   }
 
+  // model.layers: L and S only, a length dividing n_layer, both kinds; given exactly when model.attention is hybrid.
+  void check_layer_pattern(const ModelConfig& m) const {
+    const std::string& p = m.layers;
+    if (m.attention != "hybrid") {
+      if (!p.empty())
+        throw_config_error("{}: a layer pattern is for model.attention: hybrid, but {}", describe("model.layers"),
+                           describe("model.attention"));
+      return;
+    }
+    if (p.empty())
+      throw_config_error("{}: model.attention: hybrid needs a pattern of L (linear) and S (softmax) layers, e.g. "
+                         "model.layers: LLLS",
+                         describe("model.layers"));
+    if (p.find_first_not_of("LS") != std::string::npos)
+      throw_config_error("{}: the pattern has only L (linear) and S (softmax) layers, not '{}'",
+                         describe("model.layers"), p[p.find_first_not_of("LS")]);
+    if (m.n_layer % static_cast<int64_t>(p.size()) != 0)
+      throw_config_error("{}: the pattern is repeated to model.n_layer, so its length {} must divide {}",
+                         describe("model.layers"), p.size(), describe("model.n_layer"));
+    if (p.find('L') == std::string::npos || p.find('S') == std::string::npos)
+      throw_config_error("{}: a hybrid has both kinds of layer (for one kind, set model.attention: {})",
+                         describe("model.layers"), p.find('L') == std::string::npos ? "softmax" : "linear");
+  }
+
   std::string describe(std::string_view path) const {
     auto origin = origins_.find(path);
     return fmt::format("{} = {} ({})", path, value_text(*find_key(path), config_),
@@ -332,6 +357,20 @@ class Loader final : public KeyRelations {
 std::string read_config_file(const fs::path& path) { return read_text_file(path, "config file"); }
 
 }  // namespace
+
+bool ModelConfig::linear_layer(int64_t l) const {
+  if (attention != "hybrid") return attention == "linear";
+  TRIDENT_CHECK(!layers.empty(), "model.attention: hybrid without a model.layers pattern");
+  return layers[static_cast<std::size_t>(l) % layers.size()] == 'L';
+}
+
+bool ModelConfig::any_linear() const {
+  return attention == "linear" || (attention == "hybrid" && layers.find('L') != std::string::npos);
+}
+
+bool ModelConfig::any_softmax() const {
+  return attention == "softmax" || (attention == "hybrid" && layers.find('S') != std::string::npos);
+}
 
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides) {

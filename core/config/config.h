@@ -27,7 +27,10 @@ struct ModelConfig {
   int64_t n_head = 8;
   int64_t vocab_size = 256;
   int64_t max_seq_len = 256;
-  std::string attention = "softmax";  // softmax | linear
+  std::string attention = "softmax";  // softmax | linear | hybrid
+  // hybrid: each layer's attention, a pattern of L (linear) and S (softmax) repeated to n_layer ("LLLS": three
+  // linear layers, then a softmax one). Empty otherwise.
+  std::string layers;
   int64_t linear_chunk = 64;          // chunk length of the chunked linear-attention kernel
   bool decay_layer_scaling = true;    // TNL per-layer decay factor s * (1 - l/(L-1) + 1e-5)
   // model.linear.*: the TransNormerLLM linear-attention block (core/model/README.md)
@@ -36,6 +39,12 @@ struct ModelConfig {
   // The attention output's RMSNorm over: hidden (all heads). Not a config key: "head" (per head) is the norm of
   // Trident's first linear block, ill-conditioned (core/model/README.md); the tests build it to show that.
   std::string linear_output_norm = "hidden";
+
+  // Layer l runs linear attention (else softmax attention).
+  bool linear_layer(int64_t l) const;
+  // Some layer runs linear (softmax) attention: the model has the linear block's options (learned positions, wpe).
+  bool any_linear() const;
+  bool any_softmax() const;
 
   bool operator==(const ModelConfig&) const = default;
 };

@@ -29,8 +29,11 @@ const std::vector<Key>& common_keys() {
        "vocabulary size (256 = byte-level)"},
       {"model.max_seq_len", IntField{member(&C::model, &ModelConfig::max_seq_len), 1, 2147483647},
        "longest sequence (document) in tokens"},
-      {"model.attention", StringField{member(&C::model, &ModelConfig::attention), {"softmax", "linear"}},
-       "attention kind: softmax, or causal linear attention (Lightning-style, chunked)"},
+      {"model.attention", StringField{member(&C::model, &ModelConfig::attention), {"softmax", "linear", "hybrid"}},
+       "attention kind: softmax, causal linear attention (Lightning-style, chunked), or hybrid (model.layers)"},
+      {"model.layers", StringField{member(&C::model, &ModelConfig::layers)},
+       "hybrid: each layer's attention, a pattern of L (linear) and S (softmax) repeated to model.n_layer (LLLS: a "
+       "softmax layer after every three linear ones); its length must divide model.n_layer"},
       {"model.linear_chunk", IntField{member(&C::model, &ModelConfig::linear_chunk), 1, 4096},
        "chunk length of the chunked linear-attention kernel"},
       {"model.decay_layer_scaling", BoolField{member(&C::model, &ModelConfig::decay_layer_scaling)},

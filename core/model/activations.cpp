@@ -6,12 +6,12 @@ namespace trident {
 
 namespace {
 
-// Every array a layer saves for its backward, in the order they are carved, with its values a token; arrays the
-// layer's attention does not have are skipped (left nullptr).
+// Every array a layer saves for its backward, in the order they are carved, with its values a token; arrays its
+// attention does not have are skipped (left nullptr). `linear`, `softmax`: the layer's attention kinds; a hybrid
+// model's layers are carved with both, so that any layer fits any slot (a swapped model reuses slots).
 template <class T, class F>
-void for_each_saved_array(LayerActivations<T>& l, const ModelConfig& m, F&& f) {
+void for_each_saved_array(LayerActivations<T>& l, const ModelConfig& m, bool linear, bool softmax, F&& f) {
   const int64_t C = m.n_embd, H = m.n_head;
-  const bool linear = m.attention == "linear";
   f(l.ln1, C);
   f(l.ln1_mean, 1);
   f(l.ln1_rstd, 1);
@@ -19,7 +19,7 @@ void for_each_saved_array(LayerActivations<T>& l, const ModelConfig& m, F&& f) {
   if (linear && m.linear_qk_activation != "none") f(l.qk_pre, 2 * C);
   if (linear && m.linear_output_gate) f(l.gate, C);
   f(l.att, C);
-  if (!linear) f(l.lse, H);
+  if (softmax) f(l.lse, H);
   if (linear) f(l.o, C);
   if (linear) f(l.rrms, m.linear_output_norm == "head" ? H : 1);
   f(l.res2, C);
@@ -48,7 +48,8 @@ int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, char*
   a.encoded = act(N * C);
   a.layers.assign(m.n_layer, LayerActivations<T>{});
   for (LayerActivations<T>& l : a.layers)
-    for_each_saved_array(l, m, [&]<class E>(E*& p, int64_t per_token) { p = take(p, N * per_token); });
+    for_each_saved_array(l, m, m.any_linear(), m.any_softmax(),
+                         [&]<class E>(E*& p, int64_t per_token) { p = take(p, N * per_token); });
   a.lnf = act(N * C);
   a.lnf_mean = stat(N);
   a.lnf_rstd = stat(N);
@@ -79,10 +80,11 @@ Activations<T> allocate_activations(const ModelConfig& config, int64_t max_token
 }
 
 template <class T>
-std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config) {
+std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config, int64_t index) {
   LayerActivations<T> l = layer;
   std::vector<SavedArray> out;
-  for_each_saved_array(l, config, [&]<class E>(E*& p, int64_t per_token) {
+  const bool linear = config.linear_layer(index);
+  for_each_saved_array(l, config, linear, !linear, [&]<class E>(E*& p, int64_t per_token) {
     out.push_back({p, per_token * static_cast<int64_t>(sizeof(E))});
   });
   return out;
@@ -91,7 +93,9 @@ std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const Mod
 template <class T>
 int64_t saved_bytes_per_token(const ModelConfig& config) {
   int64_t bytes = 0;
-  for (const SavedArray& a : saved_arrays(LayerActivations<T>{}, config)) bytes += a.bytes_per_token;
+  LayerActivations<T> l{};
+  for_each_saved_array(l, config, config.any_linear(), config.any_softmax(),
+                       [&]<class E>(E*&, int64_t per_token) { bytes += per_token * static_cast<int64_t>(sizeof(E)); });
   return bytes;
 }
 
@@ -99,8 +103,8 @@ template Activations<float> allocate_activations<float>(const ModelConfig&, int6
 template Activations<bf16> allocate_activations<bf16>(const ModelConfig&, int64_t, Allocator&);
 template int64_t activation_bytes<float>(const ModelConfig&, int64_t);
 template int64_t activation_bytes<bf16>(const ModelConfig&, int64_t);
-template std::vector<SavedArray> saved_arrays<float>(const LayerActivations<float>&, const ModelConfig&);
-template std::vector<SavedArray> saved_arrays<bf16>(const LayerActivations<bf16>&, const ModelConfig&);
+template std::vector<SavedArray> saved_arrays<float>(const LayerActivations<float>&, const ModelConfig&, int64_t);
+template std::vector<SavedArray> saved_arrays<bf16>(const LayerActivations<bf16>&, const ModelConfig&, int64_t);
 template int64_t saved_bytes_per_token<float>(const ModelConfig&);
 template int64_t saved_bytes_per_token<bf16>(const ModelConfig&);
 

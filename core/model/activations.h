@@ -59,9 +59,10 @@ struct SavedArray {
   void* data = nullptr;
   int64_t bytes_per_token = 0;
 };
+// The arrays of layer `index`, whose activations `layer` holds.
 template <class T>
-std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config);
-// The sum of a layer's saved arrays' bytes_per_token.
+std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const ModelConfig& config, int64_t index);
+// The bytes a token of a layer's slot takes: the most any layer saves.
 template <class T>
 int64_t saved_bytes_per_token(const ModelConfig& config);
 

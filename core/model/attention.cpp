@@ -23,7 +23,7 @@ Attention::Attention(const ModelConfig& config, int layer, Backend& backend, All
                      std::shared_ptr<WideActivations> wide)
     : backend_(&backend),
       layer_(layer),
-      linear_(config.attention == "linear"),
+      linear_(config.linear_layer(layer)),
       H_(static_cast<int>(config.n_head)),
       D_(static_cast<int>(config.n_embd / config.n_head)),
       chunk_(static_cast<int>(config.linear_chunk)),

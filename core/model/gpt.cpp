@@ -75,7 +75,8 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens)
                                         : activation_bytes<float>(shape, max_tokens);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
-  if (config.attention == "linear") bytes += 4 * config.n_head * config.n_layer;
+  for (int64_t l = 0; l < config.n_layer; ++l)
+    if (config.linear_layer(l)) bytes += 4 * config.n_head;  // the decay slopes
   return bytes;
 }
 
@@ -374,19 +375,19 @@ void GPT::final_norm_backward(const OuterWindows& outer, const T* trunk_output, 
 }
 
 double GPT::flops(const TokenBatch& b) const {
-  const double C = static_cast<double>(config_.n_embd), L = static_cast<double>(config_.n_layer);
+  const double C = static_cast<double>(config_.n_embd);
+  double linear_layers = 0;
+  for (int64_t l = 0; l < config_.n_layer; ++l) linear_layers += config_.linear_layer(l) ? 1 : 0;
+  const double softmax_layers = static_cast<double>(config_.n_layer) - linear_layers;
   const double matmul_params =
       static_cast<double>(layout_.num_params) - (layout_.wpe >= 0 ? static_cast<double>(config_.max_seq_len) * C : 0.0);
   double total = 6.0 * matmul_params * static_cast<double>(b.num_tokens);
   const double D = C / static_cast<double>(config_.n_head);
   for (int s = 0; s < b.num_sequences; ++s) {
     const double n = b.cu_seqlens[s + 1] - b.cu_seqlens[s];
-    if (layout_.wpe >= 0) {
-      total += 6.0 * L * C * n * n;  // QK^T and PV over the causal half: 2 n^2 C forward, x3 with backward
-    } else {
-      const double chunk = std::min<double>(static_cast<double>(config_.linear_chunk), n);
-      total += 3.0 * L * n * config_.n_head * (2.0 * chunk * D + 4.0 * D * D);  // masked intra half + inter + state
-    }
+    total += 6.0 * softmax_layers * C * n * n;  // QK^T and PV over the causal half: 2 n^2 C forward, x3 with backward
+    const double chunk = std::min<double>(static_cast<double>(config_.linear_chunk), n);
+    total += 3.0 * linear_layers * n * config_.n_head * (2.0 * chunk * D + 4.0 * D * D);  // intra, inter, state
   }
   return total;
 }

@@ -23,7 +23,7 @@ ModelLayout model_layout(const ModelConfig& m) {
   auto gain = [&](std::string name, int64_t n) { return add(std::move(name), {n}, false, 0.0f, 1.0f); };
 
   layout.wte = weight("transformer.wte.weight", {V, C}, std_base);
-  if (m.attention == "softmax") layout.wpe = weight("transformer.wpe.weight", {P, C}, std_base);
+  if (m.any_softmax()) layout.wpe = weight("transformer.wpe.weight", {P, C}, std_base);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "transformer.h." + std::to_string(l) + ".";
     BlockOffsets b;
@@ -31,7 +31,7 @@ ModelLayout model_layout(const ModelConfig& m) {
     b.ln1_b = bias(p + "ln_1.bias", C);
     b.qkv_w = weight(p + "attn.c_attn.weight", {C, 3 * C}, std_base);
     b.qkv_b = bias(p + "attn.c_attn.bias", 3 * C);
-    if (m.attention == "linear" && m.linear_output_gate) {
+    if (m.linear_layer(l) && m.linear_output_gate) {
       b.gate_w = weight(p + "attn.c_gate.weight", {C, C}, std_base);
       b.gate_b = bias(p + "attn.c_gate.bias", C);
     }

@@ -1,8 +1,8 @@
 #pragma once
 // Every parameter of the GPT in one flat fp32 buffer, in this order (core/model/README.md has the table):
-//   transformer.wte.weight (V, C)         transformer.wpe.weight (P, C)   [softmax attention only]
+//   transformer.wte.weight (V, C)         transformer.wpe.weight (P, C)   [with softmax layers only]
 //   per layer l: ln_1.weight (C), ln_1.bias (C), attn.c_attn.weight (C, 3C), attn.c_attn.bias (3C),
-//                attn.c_gate.weight (C, C), attn.c_gate.bias (C)   [linear attention with model.linear.output_gate]
+//                attn.c_gate.weight (C, C), attn.c_gate.bias (C)   [linear layers with model.linear.output_gate]
 //                attn.c_proj.weight (C, C), attn.c_proj.bias (C), ln_2.weight (C), ln_2.bias (C),
 //                mlp.c_fc.weight (C, 4C), mlp.c_fc.bias (4C), mlp.c_proj.weight (4C, C), mlp.c_proj.bias (C)
 //   transformer.ln_f.weight (C), transformer.ln_f.bias (C)
@@ -35,7 +35,7 @@ struct BlockOffsets {
 
 struct ModelLayout {
   std::vector<ParamEntry> params;
-  int64_t wte = 0, wpe = -1;  // wpe is -1 for linear attention
+  int64_t wte = 0, wpe = -1;  // wpe is -1 without softmax layers
   std::vector<BlockOffsets> blocks;
   int64_t lnf_w = 0, lnf_b = 0;
   int64_t num_params = 0;

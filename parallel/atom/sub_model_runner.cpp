@@ -199,7 +199,7 @@ int64_t SubModelRunner::copy_activations(int sub_model, int64_t n, bool to_host)
   auto* host = static_cast<char*>(host_acts_.raw());
   for (int l = starts_[static_cast<std::size_t>(sub_model)]; l < sub_model_end(sub_model); ++l) {
     char* at = host + static_cast<int64_t>(l) * host_layer_bytes_;
-    for (const SavedArray& a : saved_arrays(layer_acts<T>(l, sub_model), model_.config())) {
+    for (const SavedArray& a : saved_arrays(layer_acts<T>(l, sub_model), model_.config(), l)) {
       const auto bytes = static_cast<std::size_t>(n * a.bytes_per_token);
       char* pass = at + pass_at_ * a.bytes_per_token;
       copies.push_back(to_host ? LayerSource::Copy{pass, a.data, bytes} : LayerSource::Copy{a.data, pass, bytes});

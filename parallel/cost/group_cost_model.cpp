@@ -112,18 +112,26 @@ DegreeCost GroupCostModel::model_degree_cost(int64_t d) const {
   const double dd = static_cast<double>(d);
   const Link link = alltoall_link(d);
   const double latency = link.latency_us * 1e-6, bandwidth = link.bandwidth_gb_per_s * 1e9;
-  const double directions = 2.0 * static_cast<double>(n_layer());  // a state forward, its gradient backward
-  switch (exchange_.kind) {
-    case GroupExchange::Kind::ulysses:
-      k.per_token += alltoalls_ * bytes_per_token_moved_ / dd / bandwidth;
-      k.overhead += alltoalls_ * latency;
-      break;
-    case GroupExchange::Kind::lasp_chain:
-      k.overhead += directions * (dd - 1) * transfer_s(link, exchange_.state_bytes);
-      break;
-    case GroupExchange::Kind::lasp_allgather:
-      k.overhead += directions * allgather_s(link, exchange_.state_bytes, d);
-      break;
+  const double per_token_moved = bytes_per_token_moved_ / dd / bandwidth;  // one all-to-all's share of a token
+  if (exchange_.kind == GroupExchange::Kind::ulysses) {
+    k.per_token += alltoalls_ * per_token_moved;
+    k.overhead += alltoalls_ * latency;
+    return k;
+  }
+  const double softmax = static_cast<double>(exchange_.softmax_layers);
+  // a state forward and its gradient backward, in each linear layer
+  const double directions = 2.0 * (static_cast<double>(n_layer()) - softmax);
+  if (exchange_.kind == GroupExchange::Kind::lasp_chain)
+    k.overhead += directions * (dd - 1) * transfer_s(link, exchange_.state_bytes);
+  else
+    k.overhead += directions * allgather_s(link, exchange_.state_bytes, d);
+  if (softmax > 0 && exchange_.n_head % d == 0) {  // Ulysses' 8 all-to-alls a layer
+    k.per_token += 8 * softmax * per_token_moved;
+    k.overhead += 8 * softmax * latency;
+  } else if (softmax > 0) {  // Ring Attention's passes of K and V blocks (and their gradients)
+    const double passes = softmax * (3 * dd - 2);
+    k.per_token += passes * 2 * per_token_moved;
+    k.overhead += passes * latency;
   }
   return k;
 }

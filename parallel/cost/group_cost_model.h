@@ -8,6 +8,8 @@
 //                 + 8 L (latency(d) + (S/d) h b / bandwidth(d))                        Ulysses all-to-alls (d > 1)
 //              or + 2 L (d - 1) (latency(d) + state / bandwidth(d))                    LASP-1 state chains (d > 1)
 //              or + 2 L (latency(d) + (d - 1) state / bandwidth(d))                    LASP-2 state allgathers (d > 1)
+//   a hybrid's LASP: its L_lin linear layers exchange states as above, its L_soft softmax layers run Ulysses'
+//   8 L_soft all-to-alls where d divides the heads, else Ring Attention's (3d - 2) L_soft passes of (S/d) 2h b bytes
 //   memory/device = model_states + (S/d) bytes_per_token  <=  device_memory - reserved
 //
 // S = sum_k s_k tokens on the group; 8 L all-to-alls per step (q, k, v, out; forward and backward; L layers), each
@@ -28,6 +30,10 @@ struct GroupExchange {
   enum class Kind { ulysses, lasp_chain, lasp_allgather };
   Kind kind = Kind::ulysses;
   double state_bytes = 0;  // LASP: one layer's state, 4 H D^2 bytes
+  // LASP in a hybrid model: the softmax layers beside the linear ones, which run Ulysses on groups whose degree
+  // divides n_head and Ring Attention on the others.
+  int64_t softmax_layers = 0;
+  int64_t n_head = 0;
 };
 const char* exchange_name(GroupExchange::Kind kind);  // "Ulysses", "LASP-1", "LASP-2"
 

@@ -17,14 +17,15 @@ std::vector<CandidateSpec> alone(const Config& config, int world) {
 }
 
 // Where it can run: a power-of-two world of at least two ranks; Ulysses inside needs the world size to divide the
-// heads, LASP inside linear attention; parallel.flexsp.inner may rule either out.
+// heads, LASP inside linear layers (a hybrid's softmax layers beside it run Ulysses or Ring); parallel.flexsp.inner
+// may rule either out.
 std::vector<CandidateSpec> under_auto(const Config& config, int world) {
   const FlexspConfig& p = flexsp_config(config);
   const ModelConfig& m = config.model;
   std::vector<CandidateSpec> out;
   if (world < 2 || (world & (world - 1)) != 0) return out;
   if (p.inner != "lasp" && m.n_head % world == 0) out.push_back({"flexsp", 0});
-  if (p.inner != "ulysses" && m.attention == "linear") out.push_back({"flexsp-lasp", 0});
+  if (p.inner != "ulysses" && m.any_linear()) out.push_back({"flexsp-lasp", 0});
   return out;
 }
 

@@ -22,7 +22,7 @@ namespace trident {
 FlexInner configured_flex_inner(const Config& c) {
   if (flexsp_config(c).inner == "lasp") return FlexInner::lasp;
   if (flexsp_config(c).inner == "ulysses") return FlexInner::ulysses;
-  return c.model.attention == "linear" ? FlexInner::lasp : FlexInner::ulysses;
+  return c.model.any_linear() ? FlexInner::lasp : FlexInner::ulysses;
 }
 
 void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
@@ -30,7 +30,7 @@ void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
     throw_config_error("parallel.strategy: 'flexsp' plans power-of-two groups over all ranks, but this run has {} "
                        "ranks (run on a power of two, or use parallel.strategy: auto or sp)",
                        world);
-  if (inner == FlexInner::lasp && m.attention != "linear")
+  if (inner == FlexInner::lasp && !m.any_linear())
     throw_config_error("parallel.flexsp.inner: 'lasp' runs LASP inside the groups, which parallelises linear "
                        "attention, but model.attention is '{}' (use parallel.flexsp.inner: ulysses)",
                        m.attention);
@@ -38,15 +38,17 @@ void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
     throw_config_error("parallel.strategy: 'flexsp' runs Ulysses inside groups of up to all {} ranks, but "
                        "model.n_head = {} does not divide by {}{}",
                        world, m.n_head, world,
-                       m.attention == "linear" ? " (parallel.flexsp.inner: lasp has no such limit)" : "");
+                       m.any_linear() ? " (parallel.flexsp.inner: lasp has no such limit)" : "");
 }
 
 cost::GroupExchange flex_exchange(const ModelConfig& m, FlexInner inner, LaspVariant variant) {
   if (inner == FlexInner::ulysses) return {};
   const double D = static_cast<double>(m.n_embd / m.n_head);
+  int64_t softmax_layers = 0;
+  for (int64_t l = 0; l < m.n_layer; ++l) softmax_layers += m.linear_layer(l) ? 0 : 1;
   return {variant == LaspVariant::lasp1 ? cost::GroupExchange::Kind::lasp_chain
                                        : cost::GroupExchange::Kind::lasp_allgather,
-          4.0 * static_cast<double>(m.n_head) * D * D};
+          4.0 * static_cast<double>(m.n_head) * D * D, softmax_layers, m.n_head};
 }
 
 cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const Config& config, FlexInner inner) {
@@ -174,20 +176,32 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   if (cost_.devices() != world)
     throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
                        cost_.devices(), world);
-  const AttentionType type = model_.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
   const int H = static_cast<int>(model_.n_head), D = static_cast<int>(model_.n_embd / H);
+  // A hybrid's softmax layers beside LASP: Ulysses where the degree divides the heads, else Ring Attention, whose
+  // layers share one set of scratch buffers.
+  const auto ring_scratch = std::make_shared<RingCache>(env.backend);
   for (int d = 2; d <= world; d *= 2) {
-    // Ulysses moves activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
+    // Ulysses and Ring move activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
     const RunGroups::RankGroup& group = env.groups.group(d);
     for (int l = 0; l < model_.n_layer; ++l) {
-      ops_[d].push_back(inner_ == FlexInner::lasp ? make_lasp_op(*group.host, env.backend, variant, H, D)
-                                                  : make_ulysses_op(*group.device, env.backend, type, H, D));
+      const bool linear = model_.linear_layer(l);
+      const AttentionType type = linear ? AttentionType::linear : AttentionType::softmax;
+      if (inner_ == FlexInner::lasp && linear)
+        ops_[d].push_back(make_lasp_op(*group.host, env.backend, variant, H, D));
+      else if (inner_ == FlexInner::lasp && H % d != 0)
+        ops_[d].push_back(make_ring_op(*group.device, ring_scratch, type, H, D));
+      else
+        ops_[d].push_back(make_ulysses_op(*group.device, env.backend, type, H, D));
       layer_ops_[d].push_back(ops_[d].back().get());
     }
   }
   spdlog::info("{}: groups of 1..{} ranks planned per micro-batch ({} degrees), {} inside; {} tokens a rank", name(),
                world, flexsp_config(env.config).degrees,
-               inner_ == FlexInner::lasp ? fmt::format("LASP ({})", lasp_variant_name(variant)) : "Ulysses",
+               inner_ != FlexInner::lasp     ? std::string("Ulysses")
+               : model_.any_softmax() ? fmt::format("LASP ({}) in the linear layers, Ulysses (or Ring where the "
+                                                    "degree does not divide the heads) in the softmax layers",
+                                                    lasp_variant_name(variant))
+                                      : fmt::format("LASP ({})", lasp_variant_name(variant)),
                capacity_);
 }
 

@@ -11,9 +11,43 @@
 
 namespace trident {
 
+LayerMethods layer_methods(const std::string& method) {
+  const std::size_t plus = method.find('+');
+  if (plus == std::string::npos) return {method, method};
+  return {method.substr(0, plus), method.substr(plus + 1)};
+}
+
+namespace {
+
+bool is_lasp(const std::string& method) { return method == "lasp" || method == "lasp1" || method == "lasp2"; }
+
+// `method` on the softmax layers of a hybrid, which parallel.sp.softmax_method names.
+void check_hybrid_softmax_method(const ModelConfig& m, const std::string& method, int degree) {
+  if (method != "ulysses" && method != "ring")
+    throw_config_error("parallel.sp.softmax_method: '{}': a hybrid's softmax layers run ulysses or ring", method);
+  if (method == "ulysses" && m.n_head % degree != 0)
+    throw_config_error("parallel.sp.softmax_method: 'ulysses' splits the heads over the group, but model.n_head = {} "
+                       "does not divide by parallel.sp.size = {} (parallel.sp.softmax_method: ring takes any size)",
+                       m.n_head, degree);
+}
+
+}  // namespace
+
 void check_static_candidate(const ModelConfig& m, const std::string& method, int degree, int world) {
   if (degree < 1) throw_config_error("parallel.sp.size = {}: a group has at least one rank", degree);
-  const bool lasp = method == "lasp" || method == "lasp1" || method == "lasp2";
+  const LayerMethods methods = layer_methods(method);
+  if (methods.linear != methods.softmax) {  // a hybrid's pair: LASP on the linear layers
+    if (m.attention != "hybrid")
+      throw_config_error("parallel.sp.softmax_method: a method for softmax layers beside LASP's is for a hybrid "
+                         "model (model.attention: hybrid), but model.attention is '{}'",
+                         m.attention);
+    if (!is_lasp(methods.linear))
+      throw_config_error("parallel.sp.method: '{}' on a hybrid's linear layers beside '{}' on its softmax layers: "
+                         "only LASP is paired with another method (or parallel.sp.method: ulysses for every layer)",
+                         methods.linear, methods.softmax);
+    check_hybrid_softmax_method(m, methods.softmax, degree);
+  }
+  const bool lasp = is_lasp(methods.linear) && methods.linear == methods.softmax;
   if (lasp && m.attention != "linear")
     throw_config_error("parallel.strategy: 'lasp' with parallel.sp.method: 'lasp' parallelises linear attention, "
                        "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
@@ -21,8 +55,9 @@ void check_static_candidate(const ModelConfig& m, const std::string& method, int
                        m.attention);
   if (method == "ring" && m.attention != "softmax")
     throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
-                       "'{}' (use parallel.sp.method: lasp or ulysses)",
-                       m.attention);
+                       "'{}' (use parallel.sp.method: lasp or ulysses{})",
+                       m.attention, m.attention == "hybrid" ? "; parallel.sp.softmax_method: ring runs it on a hybrid's "
+                                                              "softmax layers beside LASP" : "");
   if (method == "ulysses" && m.n_head % degree != 0)
     throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                        "does not divide by parallel.sp.size = {}",
@@ -43,7 +78,8 @@ StaticCandidate::StaticCandidate(const Config& config, const std::string& method
       model_(config.model),
       precision_(precision_named(config.train.precision)),
       device_(device) {
-  TRIDENT_CHECK(method != "lasp", "a static candidate runs a resolved LASP variant (lasp1 or lasp2)");
+  TRIDENT_CHECK(layer_methods(method).linear != "lasp", "a static candidate runs a resolved LASP variant (lasp1 or "
+                "lasp2)");
   check_static_candidate(model_, method, degree, world);
 }
 
@@ -84,35 +120,39 @@ Feasibility StaticCandidate::feasible(const Batch& batch) const {
                              name(), largest, longest_document, per_rank, capacity_)};
 }
 
+std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
+  if (degree_ == 1 || tokens == 0) return {0, 0};
+  const LayerMethods methods = layer_methods(method_);
+  double seconds = 0, bytes = 0;
+  for (int64_t l = 0; l < model_.n_layer; ++l) {
+    const auto [s, b] = layer_exchange(methods.of(model_, l), tokens, cost);
+    seconds += s;
+    bytes += b;
+  }
+  return {seconds, static_cast<int64_t>(bytes)};
+}
+
 // Per layer, what each method sends for a micro-batch of S tokens on a group of d ranks, n = S / d tokens a rank,
 // C = n_embd values of b bytes a token, states of H D^2 fp32 values:
 //   ulysses  4 all-to-alls (qkv and out forward, their gradients backward) moving 8 n C b bytes
 //   ring     d - 1 passes of a K,V block (2 n C b) forward; d - 1 of K,V and d of dK,dV backward
 //   lasp1    d - 1 hops of a state forward and of its gradient backward, one after another along the chain
 //   lasp2    one allgather of a state (and decays) forward, one of state gradients backward
-std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
+std::pair<double, double> StaticCandidate::layer_exchange(const std::string& method, int64_t tokens,
+                                                          const cost::StepCostModel& cost) const {
   const int64_t d = degree_;
-  if (d == 1 || tokens == 0) return {0, 0};
-  const double L = static_cast<double>(model_.n_layer);
   const double n = static_cast<double>((tokens + d - 1) / d), C = static_cast<double>(model_.n_embd);
   const double b = static_cast<double>(cost.run().bytes_per_value);
   const double H = static_cast<double>(model_.n_head), D = C / H, state = H * D * D * 4;
-  double seconds = 0, bytes = 0;
-  if (method_ == "ulysses") {
-    seconds = 4 * cost.transfer_s(2 * n * C * b, d);
-    bytes = 8 * n * C * b;
-  } else if (method_ == "ring") {
+  if (method == "ulysses") return {4 * cost.transfer_s(2 * n * C * b, d), 8 * n * C * b};
+  if (method == "ring") {
     const double passes = 3.0 * static_cast<double>(d) - 2;
-    seconds = passes * cost.transfer_s(2 * n * C * b, d);
-    bytes = passes * 2 * n * C * b;
-  } else if (method_ == "lasp1") {
-    seconds = 2.0 * static_cast<double>(d - 1) * cost.transfer_s(state, d);
-    bytes = 2 * state;  // each rank sends its state forward and its gradient back once
-  } else if (method_ == "lasp2") {
-    seconds = 2 * cost.allgather_s(state, d);
-    bytes = 2 * state;
+    return {passes * cost.transfer_s(2 * n * C * b, d), passes * 2 * n * C * b};
   }
-  return {L * seconds, static_cast<int64_t>(L * bytes)};
+  // each rank sends its state forward and its gradient back once
+  if (method == "lasp1") return {2.0 * static_cast<double>(d - 1) * cost.transfer_s(state, d), 2 * state};
+  if (method == "lasp2") return {2 * cost.allgather_s(state, d), 2 * state};
+  return {0, 0};
 }
 
 cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::StepCostModel& cost) const {

@@ -12,6 +12,10 @@ ConfigSection static_sp_config_section() {
        StringField{section_member(&SpConfig::method), {"lasp", "ulysses", "ring"}},
        "sequence parallelism (strategy sp): LASP (linear attention), Ulysses (both types) or Ring Attention "
        "(softmax)"},
+      {"parallel.sp.softmax_method",
+       StringField{section_member(&SpConfig::softmax_method), {"ulysses", "ring"}},
+       "a hybrid model (model.attention: hybrid) with parallel.sp.method: lasp: what its softmax layers run, Ulysses "
+       "(model.n_head must divide by parallel.sp.size) or Ring Attention (any size)"},
       {"parallel.sp.size", IntField{section_member(&SpConfig::size), 1},
        "ranks per sequence-parallel group (contiguous ranks); must divide the world size"},
   }};

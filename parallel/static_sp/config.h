@@ -10,6 +10,7 @@ namespace trident {
 
 struct SpConfig {
   std::string method = "lasp";  // lasp | ulysses | ring
+  std::string softmax_method = "ulysses";  // a hybrid's softmax layers beside LASP: ulysses | ring
   int64_t size = 1;              // ranks per sequence-parallel group
 
   bool operator==(const SpConfig&) const = default;

@@ -14,23 +14,31 @@ std::vector<CandidateSpec> dp_candidates(const Config&, int) { return {{"dp", 1}
 std::vector<CandidateSpec> sp_alone(const Config& config, int world) {
   const SpConfig& p = sp_config(config);
   const std::string& variant = lasp_config(config).variant;
-  check_static_candidate(config.model, p.method, static_cast<int>(p.size), world);
-  if (p.method == "lasp" && variant != "auto")
-    return {{variant, static_cast<int>(p.size)}};
-  return {{p.method, static_cast<int>(p.size)}};
+  std::string method = p.method;
+  if (method == "lasp" && variant != "auto") method = variant;
+  // A hybrid's softmax layers run parallel.sp.softmax_method beside LASP.
+  if (config.model.attention == "hybrid" && p.method == "lasp") method += "+" + p.softmax_method;
+  check_static_candidate(config.model, method, static_cast<int>(p.size), world);
+  return {{method, static_cast<int>(p.size)}};
 }
 
-// By group size, then lasp1, lasp2, ulysses, ring: what the model can run on each power-of-two size dividing the world.
+// By group size, then lasp1, lasp2, ulysses, ring (for a hybrid: each LASP variant beside ulysses, then beside ring):
+// what the model can run on each power-of-two size dividing the world.
 std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
   const std::string& variant = lasp_config(config).variant;
   const ModelConfig& m = config.model;
   std::vector<CandidateSpec> out;
   for (int d = 2; d <= world; d *= 2) {
     if (world % d != 0) break;
-    if (m.attention == "linear") {
-      if (variant != "lasp2") out.push_back({"lasp1", d});
-      if (variant != "lasp1") out.push_back({"lasp2", d});
-    }
+    std::vector<std::string> lasp;
+    if (variant != "lasp2") lasp.push_back("lasp1");
+    if (variant != "lasp1") lasp.push_back("lasp2");
+    if (m.attention == "linear")
+      for (const std::string& v : lasp) out.push_back({v, d});
+    if (m.attention == "hybrid")
+      for (const char* softmax : {"ulysses", "ring"})
+        for (const std::string& v : lasp)
+          if (softmax != std::string("ulysses") || m.n_head % d == 0) out.push_back({v + "+" + softmax, d});
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
     if (m.attention == "softmax") out.push_back({"ring", d});
   }
@@ -45,10 +53,12 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& cand
 std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const CandidateSpec& candidate, int world,
                                              int64_t capacity, Device device) {
   std::vector<std::unique_ptr<Candidate>> out;
+  const LayerMethods methods = layer_methods(candidate.method);
   for (const char* variant : {"lasp1", "lasp2"}) {
-    const std::string method = candidate.method == "lasp" ? variant : candidate.method;
+    std::string method = candidate.method;
+    if (methods.linear == "lasp") method = methods.softmax == "lasp" ? variant : variant + ("+" + methods.softmax);
     out.push_back(std::make_unique<StaticCandidate>(config, method, candidate.degree, world, capacity, device));
-    if (candidate.method != "lasp") break;
+    if (methods.linear != "lasp") break;
   }
   return out;
 }

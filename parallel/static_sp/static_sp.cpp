@@ -39,8 +39,13 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   check_static_candidate(m, method, degree, world);
   const RunGroups::RankGroup& group = env.groups.group(degree);
   replica_ = group.replica;
-  std::string resolved = method;
-  if (method == "lasp") resolved = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";
+  LayerMethods methods = layer_methods(method);
+  if (methods.linear == "lasp") {
+    methods.linear = lasp_variant(env.config, *group.host) == LaspVariant::lasp1 ? "lasp1" : "lasp2";
+    if (methods.softmax == "lasp") methods.softmax = methods.linear;
+  }
+  const std::string resolved =
+      methods.linear == methods.softmax ? methods.linear : methods.linear + "+" + methods.softmax;
   layout_ = std::make_unique<StaticCandidate>(env.config, resolved, degree, world, env.capacity_tokens,
                                            env.backend.device());
   if (resolved == "dp") return;  // no group: the local kernels
@@ -48,15 +53,16 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   // Ulysses and Ring Attention exchange activations, which live in the backend's memory: on the GPU their group
   // talks NCCL. LASP's states are small and combined on the host, so LASP keeps the MPI group.
   Communicator& activations = *group.device;
-  const AttentionType type = m.attention == "linear" ? AttentionType::linear : AttentionType::softmax;
   const int H = static_cast<int>(m.n_head), D = static_cast<int>(m.n_embd / H);
   // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
-  const auto ring_scratch = resolved == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
+  const auto ring_scratch = methods.softmax == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
   for (int l = 0; l < m.n_layer; ++l) {
-    if (resolved == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
-    else if (resolved == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
-    else ops_.push_back(make_lasp_op(*group_, env.backend, resolved == "lasp1" ? LaspVariant::lasp1
-                                                                                : LaspVariant::lasp2, H, D));
+    const AttentionType type = m.linear_layer(l) ? AttentionType::linear : AttentionType::softmax;
+    const std::string& layer_method = methods.of(m, l);
+    if (layer_method == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
+    else if (layer_method == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
+    else ops_.push_back(make_lasp_op(*group_, env.backend, layer_method == "lasp1" ? LaspVariant::lasp1
+                                                                                   : LaspVariant::lasp2, H, D));
     layer_ops_.push_back(ops_.back().get());
   }
   spdlog::info("{}: {} replica(s) x sequence-parallel groups of {} ranks; this rank's group: ranks {}", name(),

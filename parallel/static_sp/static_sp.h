@@ -1,9 +1,9 @@
 #pragma once
 // Running a static candidate (candidate.h): each replica takes its share of the global batch's sequences, cut into
 // micro-batches; a group cuts each micro-batch into contiguous token slices, one per rank (parallel/sp/shard.h), and
-// its attention layers run the method's ops (LASP-1, LASP-2, Ulysses, Ring Attention). Gradients are summed over
-// every rank with the loss normalised by the global token count, so a step equals the single-rank step. degree 1 is
-// data parallelism: no group, the local kernels.
+// its attention layers run the method's ops (LASP-1, LASP-2, Ulysses, Ring Attention; in a hybrid, each layer its
+// kind's). Gradients are summed over every rank with the loss normalised by the global token count, so a step equals
+// the single-rank step. degree 1 is data parallelism: no group, the local kernels.
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +17,8 @@ namespace trident {
 class StaticSequenceParallel final : public Strategy {
  public:
   // method: "dp" (degree 1), "lasp1", "lasp2", "lasp" (the variant parallel.lasp.variant names; auto times both on
-  // the group), "ulysses" or "ring", on the group of degree ranks env.groups made. A method the model cannot run,
+  // the group), "ulysses" or "ring", or a hybrid's pair ("lasp+ring": candidate.h), on the group of degree ranks
+  // env.groups made. A method the model cannot run,
   // or a size that does not divide the world, is a ConfigError. Collective over the world.
   StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int degree);
   ~StaticSequenceParallel() override;

@@ -7,7 +7,7 @@ PARITY_DIR holds config.json, weights.safetensors, batch.safetensors and outputs
 tests/reference/README.md). This script recomputes the loss, the logits, every weight gradient and `steps` AdamW
 steps in float64 and compares them with Trident's outputs, per tensor by max|trident - ref| / max|ref|. Exit 0:
 every tensor within --rtol (--rtol-final for `losses` and `final.*`); 1: a mismatch or a missing, extra or
-mis-shaped tensor; 2: unreadable input. For softmax attention the key part of c_attn.bias is left out of `final.*`
+mis-shaped tensor; 2: unreadable input. For softmax layers the key part of c_attn.bias is left out of `final.*`
 (see --help).
 
 What is independent of Trident's C++ (nothing here was derived from it):
@@ -166,22 +166,35 @@ class Config:
     weight_decay: float
     grad_clip: float
     steps: int
-    # The linear-attention block (core/model/README.md, model.linear.*); required in config.json for linear attention,
-    # optional (and unused) for softmax attention.
+    # The linear-attention block (core/model/README.md, model.linear.*); required in config.json for linear and hybrid
+    # attention, optional (and unused) for softmax attention.
     qk_activation: str = "silu"
     output_gate: bool = True
     output_norm: str = "hidden"
+    # hybrid: each layer's attention, L (linear) or S (softmax), the pattern repeated to n_layer
+    layers: str = ""
 
     @property
     def head_dim(self) -> int:
         return self.n_embd // self.n_head
 
+    def linear_layer(self, layer: int) -> bool:
+        if self.attention == "hybrid":
+            return self.layers[layer % len(self.layers)] == "L"
+        return self.attention == "linear"
+
+    @property
+    def any_softmax(self) -> bool:
+        return any(not self.linear_layer(layer) for layer in range(self.n_layer))
+
     @staticmethod
     def from_dict(raw: dict) -> Config:
         fields = Config.__dataclass_fields__
-        required = [key for key in fields if key not in LINEAR_KEYS]
-        if raw.get("attention") == "linear":
+        required = [key for key in fields if key not in LINEAR_KEYS and key != "layers"]
+        if raw.get("attention") in ("linear", "hybrid"):
             required += list(LINEAR_KEYS)
+        if raw.get("attention") == "hybrid":
+            required.append("layers")
         missing = [key for key in required if key not in raw]
         if missing:
             raise FormatError(f"config.json: missing keys {missing}")
@@ -189,9 +202,12 @@ class Config:
         if extra:
             print(f"  note: config.json keys not used by the reference: {extra}")
         cfg = Config(**{key: raw[key] for key in fields if key in raw})
-        if cfg.attention not in ("softmax", "linear"):
-            raise FormatError(f"config.json: attention must be softmax or linear, got {cfg.attention!r}")
-        if cfg.attention == "linear":
+        if cfg.attention not in ("softmax", "linear", "hybrid"):
+            raise FormatError(f"config.json: attention must be softmax, linear or hybrid, got {cfg.attention!r}")
+        if cfg.attention == "hybrid" and (not cfg.layers or set(cfg.layers) - set("LS") or
+                                          cfg.n_layer % len(cfg.layers) != 0):
+            raise FormatError(f"config.json: layers must be a pattern of L and S dividing n_layer, got {cfg.layers!r}")
+        if cfg.attention != "softmax":
             for key, allowed in LINEAR_KEYS.items():
                 if getattr(cfg, key) not in allowed or type(getattr(cfg, key)) is not type(allowed[0]):
                     raise FormatError(f"config.json: {key} must be one of {list(allowed)}, got {getattr(cfg, key)!r}")
@@ -216,7 +232,7 @@ def param_specs(cfg: Config) -> list[ParamSpec]:
     C, V, P, L = cfg.n_embd, cfg.vocab_size, cfg.max_seq_len, cfg.n_layer
     proj_std = 0.02 / math.sqrt(2 * L)
     specs = [ParamSpec("transformer.wte.weight", (V, C), True, 0.02)]
-    if cfg.attention == "softmax":
+    if cfg.any_softmax:
         specs.append(ParamSpec("transformer.wpe.weight", (P, C), True, 0.02))
     for layer in range(L):
         h = f"transformer.h.{layer}"
@@ -226,7 +242,7 @@ def param_specs(cfg: Config) -> list[ParamSpec]:
             ParamSpec(f"{h}.attn.c_attn.weight", (C, 3 * C), True, 0.02),
             ParamSpec(f"{h}.attn.c_attn.bias", (3 * C,), False, None, 0.0),
         ]
-        if cfg.attention == "linear" and cfg.output_gate:
+        if cfg.linear_layer(layer) and cfg.output_gate:
             specs += [
                 ParamSpec(f"{h}.attn.c_gate.weight", (C, C), True, 0.02),
                 ParamSpec(f"{h}.attn.c_gate.bias", (C,), False, None, 0.0),
@@ -276,7 +292,7 @@ class Batch:
         scored = self.targets[self.targets != LOSS_IGNORE]
         if scored.numel() == 0 or int(scored.min()) < 0 or int(scored.max()) >= cfg.vocab_size:
             raise FormatError("batch: no target, or a target outside [0, vocab_size) other than -1")
-        if cfg.attention == "softmax" and (int(self.positions.min()) < 0 or int(self.positions.max()) >= cfg.max_seq_len):
+        if cfg.any_softmax and (int(self.positions.min()) < 0 or int(self.positions.max()) >= cfg.max_seq_len):
             raise FormatError("batch: a position outside [0, max_seq_len)")
 
     def documents(self) -> list[tuple[int, int]]:
@@ -391,7 +407,7 @@ def attention(qkv: torch.Tensor, batch: Batch, cfg: Config, layer: int) -> torch
     assert sum(lengths) == qkv.shape[0], "documents must cover the batch"
     for doc in qkv.split(lengths, dim=0):
         q, k, v = (split_heads(doc[:, i * C : (i + 1) * C], cfg.n_head) for i in range(3))
-        if cfg.attention == "softmax":
+        if not cfg.linear_layer(layer):
             outputs.append(merge_heads(causal_softmax_attention(q, k, v)))
             continue
         q, k = feature_map(q, cfg.qk_activation), feature_map(k, cfg.qk_activation)
@@ -409,7 +425,7 @@ def block(x: torch.Tensor, params: Params, batch: Batch, cfg: Config, layer: int
     h = f"transformer.h.{layer}"
     normed = layer_norm(x, params[f"{h}.ln_1.weight"], params[f"{h}.ln_1.bias"])
     a = attention(conv1d(normed, params, f"{h}.attn.c_attn"), batch, cfg, layer)
-    if cfg.attention == "linear" and cfg.output_gate:
+    if cfg.linear_layer(layer) and cfg.output_gate:
         a = a * conv1d(normed, params, f"{h}.attn.c_gate")
     x = x + conv1d(a, params, f"{h}.attn.c_proj")
     hidden = gelu_tanh(conv1d(layer_norm(x, params[f"{h}.ln_2.weight"], params[f"{h}.ln_2.bias"]), params, f"{h}.mlp.c_fc"))
@@ -420,7 +436,7 @@ def forward(params: Params, batch: Batch, cfg: Config) -> tuple[torch.Tensor, to
     """Returns (logits (N, V), loss = mean cross-entropy over the tokens whose target is not -1)."""
     wte = params["transformer.wte.weight"]
     x = wte[batch.tokens]
-    if cfg.attention == "softmax":
+    if cfg.any_softmax:
         x = x + params["transformer.wpe.weight"][batch.positions]
     for layer in range(cfg.n_layer):
         x = block(x, params, batch, cfg, layer)
@@ -508,17 +524,16 @@ def check_weights(weights: dict[str, torch.Tensor], cfg: Config) -> list[str]:
 
 
 def softmax_key_bias_gauge(cfg: Config) -> dict[str, slice]:
-    """Elements whose gradient is identically zero for softmax attention, so AdamW amplifies rounding noise.
+    """Elements whose gradient is identically zero in softmax layers, so AdamW amplifies rounding noise.
 
     Adding a constant vector b to every key of a document adds q_i.b to every score of row i, which softmax
     ignores: the k-part of c_attn.bias (columns C..2C) has zero gradient in exact arithmetic. Its computed gradient
     is rounding noise (~1e-9 in fp32, ~1e-18 in fp64) that AdamW's m/sqrt(v) turns into steps of up to ~lr, so
     final.* values there are noise and are compared only for being finite.
     """
-    if cfg.attention != "softmax":
-        return {}
     C = cfg.n_embd
-    return {f"final.transformer.h.{l}.attn.c_attn.bias": slice(C, 2 * C) for l in range(cfg.n_layer)}
+    return {f"final.transformer.h.{l}.attn.c_attn.bias": slice(C, 2 * C) for l in range(cfg.n_layer)
+            if not cfg.linear_layer(l)}
 
 
 def compare_tensor(name: str, got: torch.Tensor, ref: torch.Tensor, rtol: float, skip: slice | None) -> bool:

@@ -1,8 +1,9 @@
-// trident_parity_dump DIR softmax|linear [options]: writes a parity directory (tests/reference/README.md) from
+// trident_parity_dump DIR softmax|linear|hybrid [options]: writes a parity directory (tests/reference/README.md) from
 // Trident's own model and training step, for gpt_reference.py to recompute independently in PyTorch.
 //
 // The linear-attention block (defaults: model.linear.*'s defaults):
 //   --qk-activation silu|elu1|none   --output-gate | --no-output-gate   --output-norm hidden|head
+// A hybrid's layers: --layers PATTERN (model.layers; default LS).
 // The batch: by default a small model (3 heads, several chunks per document) on four documents, 3 AdamW steps.
 //   --shared-first-byte   the conditioning batch instead: a byte-level model of configs/quickstart.yaml's shape at its
 //                         GPT-2 initialisation (weights not scaled up) on many short documents in groups that each
@@ -33,8 +34,9 @@ using namespace trident;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident_parity_dump DIR softmax|linear [--qk-activation silu|elu1|none] [--output-gate|--no-output-gate]\n"
-    "                           [--output-norm hidden|head] [--shared-first-byte [--n-layer L] [--n-embd C]\n"
+    "usage: trident_parity_dump DIR softmax|linear|hybrid [--qk-activation silu|elu1|none]\n"
+    "                           [--output-gate|--no-output-gate] [--output-norm hidden|head] [--layers LS]\n"
+    "                           [--shared-first-byte [--n-layer L] [--n-embd C]\n"
     "                           [--n-head H] [--documents S] [--first-bytes K] [--seed N]]\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -57,6 +59,7 @@ struct Options {
   std::string qk_activation = ModelConfig{}.linear_qk_activation;
   bool output_gate = ModelConfig{}.linear_output_gate;
   std::string output_norm = ModelConfig{}.linear_output_norm;
+  std::string layers = "LS";  // hybrid only
   bool shared_first_byte = false;
   // --shared-first-byte: configs/quickstart.yaml's model; 512 documents (about 11,000 tokens) in 32 groups
   int n_layer = 4, n_embd = 256, n_head = 8, documents = 512, first_bytes = 32, seed = 0;
@@ -67,7 +70,8 @@ Options parse(int argc, char** argv) {
   Options o;
   o.dir = argv[1];
   o.attention = argv[2];
-  if (o.attention != "softmax" && o.attention != "linear") usage_error("attention must be softmax or linear");
+  if (o.attention != "softmax" && o.attention != "linear" && o.attention != "hybrid")
+    usage_error("attention must be softmax, linear or hybrid");
   std::set<std::string> shape_flags, linear_flags;
   for (int i = 3; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -98,6 +102,11 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--output-norm") {
       o.output_norm = value();
       if (o.output_norm != "hidden" && o.output_norm != "head") usage_error("--output-norm must be hidden or head");
+    } else if (arg == "--layers") {
+      o.layers = value();
+      if (o.attention != "hybrid") usage_error("--layers needs hybrid attention");
+      if (o.layers.empty() || o.layers.find_first_not_of("LS") != std::string::npos)
+        usage_error("--layers: a pattern of L and S");
     } else if (arg == "--shared-first-byte") {
       o.shared_first_byte = true;
     } else if (arg == "--n-layer") {
@@ -116,9 +125,12 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option " + arg);
     }
   }
-  if (!linear_flags.empty() && o.attention != "linear") usage_error(*linear_flags.begin() + " needs linear attention");
+  if (!linear_flags.empty() && o.attention == "softmax")
+    usage_error(*linear_flags.begin() + " needs linear or hybrid attention");
   if (!shape_flags.empty() && !o.shared_first_byte) usage_error(*shape_flags.begin() + " needs --shared-first-byte");
   if (o.n_embd % o.n_head != 0) usage_error("--n-head must divide --n-embd");
+  if (o.attention == "hybrid" && o.shared_first_byte && o.n_layer % static_cast<int>(o.layers.size()) != 0)
+    usage_error("--layers: the pattern's length must divide --n-layer");
   if (o.first_bytes > static_cast<int>(kFirstBytes.size()))
     usage_error("--first-bytes: at most " + std::to_string(kFirstBytes.size()));
   return o;
@@ -146,6 +158,7 @@ int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   ModelConfig m;
   m.attention = opt.attention;
+  if (m.attention == "hybrid") m.layers = opt.layers;
   m.linear_qk_activation = opt.qk_activation;
   m.linear_output_gate = opt.output_gate;
   m.linear_output_norm = opt.output_norm;
@@ -160,7 +173,7 @@ int main(int argc, char** argv) {
   int steps = 3;
   HostBatch host;
   if (!opt.shared_first_byte) {
-    m.n_layer = 2;
+    m.n_layer = m.attention == "hybrid" ? static_cast<int64_t>(opt.layers.size()) : 2;
     m.n_embd = 48;
     m.n_head = 3;  // not a power of two: exercises the second branch of the ALiBi slope rule
     m.vocab_size = 67;
@@ -223,7 +236,8 @@ int main(int argc, char** argv) {
                            {"beta2", t.beta2},           {"eps", t.eps},
                            {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip},
                            {"steps", steps}};
-  if (m.attention == "linear") {
+  if (m.attention == "hybrid") config["layers"] = m.layers;
+  if (m.any_linear()) {
     config["qk_activation"] = m.linear_qk_activation;
     config["output_gate"] = m.linear_output_gate;
     config["output_norm"] = m.linear_output_norm;
@@ -260,8 +274,9 @@ int main(int argc, char** argv) {
   for (StTensor& w : weight_tensors(model, model.params(), "final.")) out.push_back(w);
   write_safetensors(opt.dir / "outputs.safetensors", out);
   std::string block;
-  if (m.attention == "linear")
-    block = ", qk_activation " + m.linear_qk_activation + ", output_gate " + (m.linear_output_gate ? "true" : "false") +
+  if (m.attention == "hybrid") block = ", layers " + m.layers;
+  if (m.any_linear())
+    block += ", qk_activation " + m.linear_qk_activation + ", output_gate " + (m.linear_output_gate ? "true" : "false") +
             ", output_norm " + m.linear_output_norm;
   std::printf("parity dump (%s attention%s; %lld layers, n_embd %lld, %lld heads; %lld tokens in %d documents, "
               "%d steps) written to %s\n",

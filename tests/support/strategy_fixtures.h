@@ -25,6 +25,7 @@ inline Config tiny_strategy_config(const std::string& attention, int64_t max_seq
   c.model.vocab_size = kTinyVocab;
   c.model.max_seq_len = max_seq_len;
   c.model.attention = attention;
+  if (attention == "hybrid") c.model.layers = "LS";  // a linear layer, then a softmax one
   c.model.linear_chunk = 4;
   return c;
 }

@@ -83,7 +83,20 @@ const std::vector<BadCase> kBadCases = {
      {"train.beta2: 1.0 is out of range (allowed: 0 <= value < 1)"}},
     {"non-finite float", "train:\n  lr: .nan\n", {}, {"train.lr: expected a finite number, got '.nan'"}},
     {"bad choice", "model:\n  attention: flash\n", {},
-     {"bad.yaml:2:14: model.attention: 'flash' is not allowed (allowed: softmax, linear)"}},
+     {"bad.yaml:2:14: model.attention: 'flash' is not allowed (allowed: softmax, linear, hybrid)"}},
+    {"hybrid without a pattern", "model:\n  attention: hybrid\n", {},
+     {"model.layers = \"\" (default): model.attention: hybrid needs a pattern"}},
+    {"a pattern for a model of one kind", "model:\n  layers: LLLS\n", {},
+     {"model.layers = LLLS (bad.yaml:2:11): a layer pattern is for model.attention: hybrid, but model.attention = "
+      "softmax (default)"}},
+    {"a pattern with another letter", "model:\n  attention: hybrid\n  layers: LLXS\n", {},
+     {"model.layers = LLXS (bad.yaml:3:11): the pattern has only L (linear) and S (softmax) layers, not 'X'"}},
+    {"a pattern not dividing the layers", "model:\n  n_layer: 4\n  attention: hybrid\n  layers: LLS\n", {},
+     {"model.layers = LLS (bad.yaml:4:11): the pattern is repeated to model.n_layer, so its length 3 must divide "
+      "model.n_layer = 4 (bad.yaml:2:12)"}},
+    {"a hybrid of one kind", "model:\n  attention: hybrid\n  layers: LL\n", {},
+     {"model.layers = LL (bad.yaml:3:11): a hybrid has both kinds of layer (for one kind, set model.attention: "
+      "linear)"}},
     {"bad feature map", "model:\n  linear:\n    qk_activation: relu\n", {},
      {"bad.yaml:3:20: model.linear.qk_activation: 'relu' is not allowed (allowed: silu, elu1, none)"}},
     {"the per-head norm is not a key", "", {"model.linear.output_norm=head"},

@@ -64,11 +64,16 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     const char* attention;
     FlexInner inner;
     const char* variant;
+    int heads = 4;
   };
+  // A hybrid's softmax layers run Ulysses in every group (4 heads), or Ring Attention in the groups larger than the
+  // head count (2 heads: the group of 4 ranks).
   for (const Case& k : {Case{"softmax", FlexInner::ulysses, "ring"}, Case{"linear", FlexInner::ulysses, "ring"},
-                        Case{"linear", FlexInner::lasp, "ring"}, Case{"linear", FlexInner::lasp, "allgather"}}) {
+                        Case{"linear", FlexInner::lasp, "ring"}, Case{"linear", FlexInner::lasp, "allgather"},
+                        Case{"hybrid", FlexInner::lasp, "allgather"}, Case{"hybrid", FlexInner::lasp, "ring", 2}}) {
     const std::string attention = k.attention;
     Config c = tiny_strategy_config(attention, 256);
+    c.model.n_head = k.heads;
     lasp_config(c).variant = k.variant;
     const cost::Profile profile = one_node_profile(W);
     RunGroups groups(world(), {}, all_degrees(W));
@@ -93,7 +98,7 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     model.init_weights(3);
     const Batch b = random_documents({W > 1 ? 90 : 40, 30, 20, 12, 8, 5}, 7);
     INFO(attention << (k.inner == FlexInner::lasp ? " with LASP " : " with Ulysses ") << k.variant << " on " << W
-                   << " ranks");
+                   << " ranks, " << k.heads << " heads");
     CHECK(flexsp.feasible(b).ok == (W > 1 || b.num_tokens() <= 48 * 4));
     int64_t targets = 0;
     for (int32_t t : b.targets) targets += t >= 0;
@@ -226,6 +231,12 @@ TEST_CASE("FlexSP's checks: a power-of-two world; Ulysses inside needs the heads
   CHECK(methods(lin, 4) == std::vector<std::string>{"flexsp"});
   flexsp_config(lin).inner = "auto";
   CHECK(methods(lin, 8) == std::vector<std::string>{"flexsp-lasp"});
+
+  // A hybrid: LASP inside by default, its softmax layers beside it taking Ring where the heads do not divide.
+  Config hybrid = tiny_strategy_config("hybrid", 64);
+  CHECK(configured_flex_inner(hybrid) == FlexInner::lasp);
+  CHECK_NOTHROW(check_flexsp(hybrid.model, 8, FlexInner::lasp));
+  CHECK(methods(hybrid, 8) == std::vector<std::string>{"flexsp-lasp"});
 }
 
 TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a share of the group's tokens",
@@ -249,6 +260,31 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   CHECK(chain.sequence_s(50, 4) < ulysses.sequence_s(50, 4));
   CHECK(chain.sequence_s(50, 4) == Approx(gather.sequence_s(50, 4)));
   CHECK(chain.group_overhead_s(1) == ulysses.group_overhead_s(1));  // one rank: no exchange
+}
+
+TEST_CASE("a hybrid's FlexSP group pays LASP's states in its linear layers, Ulysses or Ring in its softmax layers",
+          "[flexsp_train]") {
+  Config lin = tiny_strategy_config("linear", 64), hybrid = tiny_strategy_config("hybrid", 64);  // LS: one of each
+  lasp_config(lin).variant = lasp_config(hybrid).variant = "lasp2";
+  const cost::Profile profile = one_node_profile(4);  // 20 us, 1 GB/s
+  // the compute of a sequence and Ulysses' all-to-all volume (16 all-to-alls: 2 layers) are the same for both
+  const double compute = flexsp_cost_model(profile, lin, 100, FlexInner::lasp).sequence_s(50, 4);
+  const double ulysses = flexsp_cost_model(profile, lin, 100).sequence_s(50, 4) - compute;
+  const cost::GroupCostModel beside_ulysses = flexsp_cost_model(profile, hybrid, 100, FlexInner::lasp);
+  CHECK(beside_ulysses.exchange().softmax_layers == 1);
+  // one linear layer's state allgathered forward and backward (4 heads of 6: 576 bytes), one softmax layer's 8
+  // all-to-alls, each moving its share of the tokens
+  CHECK(beside_ulysses.group_overhead_s(4) - beside_ulysses.group_overhead_s(1) ==
+        Approx(2 * (20e-6 + 3 * 576 / 1e9) + 8 * 20e-6));
+  CHECK(beside_ulysses.sequence_s(50, 4) - compute == Approx(ulysses / 2));
+  // 2 heads: a group of 4 runs Ring Attention in the softmax layer, 3d - 2 = 10 passes of K and V (2 all-to-alls'
+  // volume each); a group of 2 still runs Ulysses
+  hybrid.model.n_head = 2;
+  const cost::GroupCostModel beside_ring = flexsp_cost_model(profile, hybrid, 100, FlexInner::lasp);
+  CHECK(beside_ring.group_overhead_s(4) - beside_ring.group_overhead_s(1) ==
+        Approx(2 * (20e-6 + 3 * 1152 / 1e9) + 10 * 20e-6));
+  CHECK(beside_ring.sequence_s(50, 4) - compute == Approx(ulysses / 16 * 20));
+  CHECK(beside_ring.sequence_s(50, 2) == Approx(beside_ulysses.sequence_s(50, 2)));
 }
 
 TEST_CASE("FlexSP planned under corrections still gives the single-rank step", "[mpi][flexsp_train]") {

@@ -360,7 +360,7 @@ TEST_CASE("auto never picks a candidate its own measurements on the batch's shap
 TEST_CASE("a stream alternating short-document and long-document batches switches strategy and equals the "
           "single-rank step", "[mpi][select]") {
   const int W = world().size();
-  for (const char* attention : {"linear", "softmax"}) {
+  for (const char* attention : {"linear", "softmax", "hybrid"}) {
     Config c = tiny_config(attention);
     lasp_config(c).variant = "auto";
     const int64_t capacity = (200 + W - 1) / W;  // the long document fits only a group of all the ranks

@@ -58,19 +58,27 @@ TEST_CASE("every static candidate (method and group size) equals the single-rank
     const char* attention;
     const char* method;
     int degree;
+    int heads = 4;
   };
   const int W = world().size();
+  // The hybrids ("LS": a linear layer, then a softmax one) run each pair of methods, and Ring beside LASP on groups
+  // the heads do not divide (3 heads) or that are larger than the head count (2 heads on 4 ranks).
   for (const Layout& l : {Layout{"softmax", "dp", 1}, Layout{"linear", "dp", 1}, Layout{"linear", "lasp", W},
                           Layout{"linear", "ulysses", 2}, Layout{"softmax", "ulysses", W},
-                          Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}}) {
-    if (W % l.degree != 0 || (std::string(l.method) == "ulysses" && 4 % l.degree != 0)) continue;
-    const Config c = tiny_config(l.attention);
+                          Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}, Layout{"hybrid", "dp", 1},
+                          Layout{"hybrid", "lasp1+ulysses", W}, Layout{"hybrid", "lasp2+ulysses", 2},
+                          Layout{"hybrid", "lasp2+ring", W}, Layout{"hybrid", "lasp1+ring", W, 3},
+                          Layout{"hybrid", "lasp2+ring", W, 2}, Layout{"hybrid", "ulysses", 2}}) {
+    const bool ulysses = std::string(l.method).ends_with("ulysses");
+    if (W % l.degree != 0 || (ulysses && l.heads % l.degree != 0)) continue;
+    Config c = tiny_config(l.attention);
+    c.model.n_head = l.heads;
     GPT model(c.model, 256, test_allocator());
     model.init_weights(5);
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const std::vector<float> expected = single_rank_gradient(model, b);
     StaticSequenceParallel strategy(env_for(c, 256), l.method, l.degree);
-    INFO(l.attention << " " << strategy.name() << " on " << W << " ranks");
+    INFO(l.attention << " " << strategy.name() << " on " << W << " ranks, " << l.heads << " heads");
     CHECK(strategy.feasible(b).ok);
     model.zero_grads();
     const StepSums sums = strategy.train(model, b, 1.0f / 100.0f);
@@ -104,4 +112,15 @@ TEST_CASE("a static candidate the model cannot run is a configuration error nami
   CHECK_THROWS_WITH(check_static_candidate(linear.model, "ring", 1, 1), Catch::Contains("parallel.sp.method: 'ring'"));
   CHECK_THROWS_WITH(check_static_candidate(linear.model, "ulysses", 3, 3), Catch::Contains("model.n_head = 4"));
   CHECK_THROWS_WITH(check_static_candidate(linear.model, "lasp", 3, 4), Catch::Contains("parallel.sp.size = 3"));
+  const Config hybrid = tiny_config("hybrid");  // 4 heads
+  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "lasp2+ulysses", 3, 3),
+                    Catch::Contains("parallel.sp.softmax_method: 'ulysses'") && Catch::Contains("model.n_head = 4"));
+  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "ring", 2, 2),
+                    Catch::Contains("parallel.sp.method: 'ring'") &&
+                        Catch::Contains("parallel.sp.softmax_method: ring"));
+  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "lasp2", 2, 2), Catch::Contains("model.attention is 'hybrid'"));
+  CHECK_THROWS_WITH(check_static_candidate(linear.model, "lasp2+ring", 2, 2),
+                    Catch::Contains("parallel.sp.softmax_method") && Catch::Contains("model.attention is 'linear'"));
+  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "ulysses+ring", 2, 2), Catch::Contains("only LASP"));
+  check_static_candidate(hybrid.model, "lasp1+ring", 3, 3);  // Ring takes any group size
 }
