@@ -345,6 +345,7 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   const CheckpointCheck check = verify_checkpoint(dir);
   if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
   const TrainerState state = read_trainer_state(dir);
+  check_same_model(dir, state.config_yaml, model.config());  // by key name, before the tensors' shapes
   TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
                 optimizer.size(), model.num_params());
   try {
@@ -362,7 +363,6 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
     throw_runtime_error("checkpoint '{}' does not fit this model (written for another model shape?): {}",
                         dir.string(), e.what());
   }
-  check_same_model(dir, state.config_yaml, model.config());
   return state;
 }
 
