@@ -1,5 +1,6 @@
 #include "parallel/sp/model_op.h"
 
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,79 @@ class RingOp final : public AttentionOp, public Bf16AttentionOp {
   std::shared_ptr<RingCache> cache_;
 };
 
+// USP: Ulysses over `inner` (the group's u consecutive ranks with this rank's g = t / u) turns their u slices into
+// heads [j H/u, (j+1) H/u) (j = t % u) of their combined token range; Ring Attention over `outer` (the r = T / u
+// ranks with this j, one per Ulysses group, in group order) runs on those heads, the combined ranges being the
+// ring's own contiguous layout (slice g of r is slices g u .. g u + u - 1 of T); Ulysses turns the output back.
+// Backward is the same in reverse, from the head-sharded qkv, out and lse kept from forward.
+class UspOp final : public AttentionOp, public Bf16AttentionOp {
+ public:
+  UspOp(Communicator& sp, Backend& backend, std::shared_ptr<RingCache> ring, int H, int D, int u)
+      : sp_(sp), H_(H), D_(D), u_(u), batch_(sp, H, D), ring_(std::move(ring)), cache_(backend),
+        cache_bf16_(backend) {
+    const int g = sp.rank() / u, j = sp.rank() % u;
+    std::vector<int> inner, outer;
+    for (int i = 0; i < u; ++i) inner.push_back(g * u + i);
+    for (int k = 0; k < sp.size() / u; ++k) outer.push_back(k * u + j);
+    inner_ = sp.subgroup(inner);
+    outer_ = sp.subgroup(outer);
+  }
+
+  // The layer's lse stays unwritten: the op keeps its own, head-sharded.
+  void forward(float* out, float*, const float* qkv, const float*, int, const TokenBatch& b) override {
+    run_forward(out, cache_, qkv, b);
+  }
+  void backward(float* dqkv, const float* dout, const float*, const float*, const float*) override {
+    run_backward(dqkv, dout, cache_);
+  }
+  Bf16AttentionOp* bf16_entry() override { return this; }
+  void forward(bf16* out, float*, const bf16* qkv, const float*, int, const TokenBatch& b) override {
+    run_forward(out, cache_bf16_, qkv, b);
+  }
+  void backward(bf16* dqkv, const bf16* dout, const bf16*, const bf16*, const float*) override {
+    run_backward(dqkv, dout, cache_bf16_);
+  }
+
+ private:
+  Communicator& sp_;
+  int H_, D_, u_;
+  GroupBatch batch_;
+  std::shared_ptr<RingCache> ring_;
+  Communicator* inner_ = nullptr;  // Ulysses
+  Communicator* outer_ = nullptr;  // Ring Attention
+  UlyssesCacheOf<float> cache_;    // qkv, out, lse of this rank's heads over the Ulysses group's tokens
+  UlyssesCacheOf<bf16> cache_bf16_;
+  std::vector<int64_t> bounds_;    // the Ulysses group's slices, from its first token
+  SpBatch heads_{};                // the whole batch with this rank's H/u heads, as the ring takes it
+
+  template <class T>
+  void run_forward(T* out, UlyssesCacheOf<T>& c, const T* qkv, const TokenBatch& b) {
+    const SpBatch& whole = batch_.set(b);
+    const int group = sp_.size(), first = sp_.rank() / u_ * u_;
+    bounds_.clear();
+    for (int i = 0; i <= u_; ++i)
+      bounds_.push_back(shard_begin(whole.N, group, first + i) - shard_begin(whole.N, group, first));
+    heads_ = {whole.cu_seqlens, whole.n_seq, whole.N, H_ / u_, D_};
+    const int64_t M = bounds_.back(), Cl = heads_.C();
+    T* qkv_h = c.qkv.data(M * 3 * Cl);
+    T* out_h = c.out.data(M * Cl);
+    float* lse_h = c.lse.data(int64_t(heads_.H) * M);
+    ulysses_to_heads(*inner_, c, bounds_, H_, D_, qkv, 3, qkv_h);
+    ring_attention_forward(*outer_, *ring_, out_h, lse_h, qkv_h, heads_);
+    ulysses_to_sequence(*inner_, c, bounds_, H_, D_, out_h, 1, out, false);
+  }
+  template <class T>
+  void run_backward(T* dqkv, const T* dout, UlyssesCacheOf<T>& c) {
+    const int64_t M = bounds_.back(), Cl = heads_.C();
+    T* dout_h = c.heads.data(M * Cl);
+    T* dqkv_h = c.grad_heads.data(M * 3 * Cl);
+    c.backend.fill(dqkv_h, M * 3 * Cl, 0.0f);
+    ulysses_to_heads(*inner_, c, bounds_, H_, D_, dout, 1, dout_h);
+    ring_attention_backward(*outer_, *ring_, dqkv_h, dout_h, c.qkv.data(), c.out.data(), c.lse.data(), heads_);
+    ulysses_to_sequence(*inner_, c, bounds_, H_, D_, dqkv_h, 3, dqkv, true);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend, AttentionType type, int H, int D) {
@@ -122,6 +196,19 @@ std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, std::shared_ptr<Ring
   TRIDENT_CHECK(type == AttentionType::softmax, "Ring Attention here is softmax-only");
   TRIDENT_CHECK(scratch != nullptr, "Ring Attention needs its scratch buffers");
   return std::make_unique<RingOp>(sp, std::move(scratch), H, D);
+}
+
+std::unique_ptr<AttentionOp> make_usp_op(Communicator& sp, Backend& backend, std::shared_ptr<RingCache> scratch, int H,
+                                         int D, int ulysses_degree) {
+  TRIDENT_CHECK(ulysses_degree >= 1 && sp.size() % ulysses_degree == 0 && H % ulysses_degree == 0,
+                "USP's Ulysses degree {} must divide the group of {} ranks and the {} heads", ulysses_degree,
+                sp.size(), H);
+  TRIDENT_CHECK(scratch != nullptr, "USP's ring needs its scratch buffers");
+  return std::make_unique<UspOp>(sp, backend, std::move(scratch), H, D, ulysses_degree);
+}
+
+int usp_ulysses_degree(int group, int H, int ranks_per_node) {
+  return ranks_per_node <= 0 ? 1 : std::gcd(std::gcd(group, H), ranks_per_node);
 }
 
 }  // namespace trident

@@ -1,8 +1,8 @@
 #pragma once
-// Ulysses and Ring Attention as the model sees them: one AttentionOp per layer (core/model/attention.h) over the
-// rank's sequence-parallel group, so training can run either baseline where LASP runs. A Ulysses op keeps its layer's
-// head-sharded activations for backward; Ring Attention keeps nothing between calls, so its layers share one
-// RingCache of scratch buffers.
+// Ulysses, Ring Attention and USP (the two combined) as the model sees them: one AttentionOp per layer
+// (core/model/attention.h) over the rank's sequence-parallel group, so training can run them where LASP runs. A
+// Ulysses or USP op keeps its layer's head-sharded activations for backward; Ring Attention keeps nothing between
+// calls, so its layers share one RingCache of scratch buffers.
 // The ops compute on the backend passed in, on buffers in its memory; the communicator must take that memory (MPI for
 // the CPU backend, NCCL for CUDA).
 #include <memory>
@@ -20,5 +20,15 @@ std::unique_ptr<AttentionOp> make_ulysses_op(Communicator& sp, Backend& backend,
 // Softmax only: asking for linear attention throws. Computes on the scratch's backend.
 std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, std::shared_ptr<RingCache> scratch, AttentionType type,
                                           int H, int D);
+
+// USP (arXiv 2405.07719), softmax only: 2-D sequence parallelism, Ulysses over `ulysses_degree` consecutive ranks of
+// the group (on one node) times Ring Attention across those Ulysses groups, so a group may be larger than the head
+// count. Needs ulysses_degree to divide the group and H. Keeps its layer's head-sharded activations for backward.
+std::unique_ptr<AttentionOp> make_usp_op(Communicator& sp, Backend& backend, std::shared_ptr<RingCache> scratch, int H,
+                                         int D, int ulysses_degree);
+// USP's Ulysses degree on a group of `group` ranks: the largest that divides the group, the H heads and the ranks of
+// a node (so each Ulysses group stays on a node: NVLink inside, the ring over the slower links between nodes), or 1
+// when nodes hold different numbers of ranks (ranks_per_node 0).
+int usp_ulysses_degree(int group, int H, int ranks_per_node);
 
 }  // namespace trident

@@ -15,16 +15,22 @@ struct HeadSplit {
   std::vector<int64_t> bounds;  // token shards
 };
 
-HeadSplit split_heads(Communicator& comm, const SpBatch& batch, const char* op) {
-  batch.check(op);
+HeadSplit split_heads(Communicator& comm, int H, int D, std::vector<int64_t> bounds, const char* op) {
   const int T = comm.size();
-  if (batch.H % T != 0)
+  if (H % T != 0)
     throw_runtime_error("{}: DeepSpeed-Ulysses shards heads, so the head count H={} must be divisible by the "
                         "sequence-parallel size T={}",
-                        op, batch.H, T);
-  HeadSplit s{T, comm.rank(), batch.H / T, batch.C(), batch.C() / T, 0, shard_bounds(batch.N, T)};
+                        op, H, T);
+  TRIDENT_CHECK(static_cast<int>(bounds.size()) == T + 1, "{}: {} token bounds for {} ranks", op, bounds.size(), T);
+  const int64_t C = int64_t(H) * D;
+  HeadSplit s{T, comm.rank(), H / T, C, C / T, 0, std::move(bounds)};
   s.n_local = s.bounds[s.t + 1] - s.bounds[s.t];
   return s;
+}
+
+HeadSplit split_heads(Communicator& comm, const SpBatch& batch, const char* op) {
+  batch.check(op);
+  return split_heads(comm, batch.H, batch.D, shard_bounds(batch.N, comm.size()), op);
 }
 
 // The all-to-all's layout: rank r's block is n_local rows of `row` elements on the sequence-sharded side, and its
@@ -155,6 +161,18 @@ void ulysses_linear_backward(Communicator& comm, T* dqkv, const T* dout, Ulysses
   if (s.T > 1) to_sequence(comm, cache, s, dqkv_h, 3, dqkv, true);
 }
 
+template <class T>
+void ulysses_to_heads(Communicator& comm, UlyssesCacheOf<T>& cache, const std::vector<int64_t>& bounds, int H, int D,
+                      const T* x, int parts, T* y) {
+  to_heads(comm, cache, split_heads(comm, H, D, bounds, "ulysses_to_heads"), x, parts, y);
+}
+
+template <class T>
+void ulysses_to_sequence(Communicator& comm, UlyssesCacheOf<T>& cache, const std::vector<int64_t>& bounds, int H,
+                         int D, const T* y, int parts, T* x, bool accumulate) {
+  to_sequence(comm, cache, split_heads(comm, H, D, bounds, "ulysses_to_sequence"), y, parts, x, accumulate);
+}
+
 SpTraffic ulysses_traffic(int64_t N, int T, int t, int H, int D, int element_bytes) {
   if (T == 1) return {};
   const int64_t n = shard_size(N, T, t), C = int64_t(H) * D, Cl = C / T, e = element_bytes;
@@ -168,7 +186,11 @@ SpTraffic ulysses_traffic(int64_t N, int T, int t, int H, int D, int element_byt
   template void ulysses_linear_forward<T>(Communicator&, T*, UlyssesCacheOf<T>&, const T*, const float*,         \
                                           const SpBatch&, int);                                                  \
   template void ulysses_linear_backward<T>(Communicator&, T*, const T*, UlyssesCacheOf<T>&, const float*,        \
-                                           const SpBatch&, int);
+                                           const SpBatch&, int);                                                  \
+  template void ulysses_to_heads<T>(Communicator&, UlyssesCacheOf<T>&, const std::vector<int64_t>&, int, int,    \
+                                    const T*, int, T*);                                                          \
+  template void ulysses_to_sequence<T>(Communicator&, UlyssesCacheOf<T>&, const std::vector<int64_t>&, int, int, \
+                                       const T*, int, T*, bool);
 TRIDENT_ULYSSES_INSTANTIATE(float)
 TRIDENT_ULYSSES_INSTANTIATE(bf16)
 #undef TRIDENT_ULYSSES_INSTANTIATE

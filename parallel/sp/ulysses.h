@@ -12,6 +12,7 @@
 //   forward   qkv (n, 3C) -> (N, 3C/T), attention, out (N, C/T) -> (n, C)
 //   backward  dout (n, C) -> (N, C/T), attention backward, dqkv (N, 3C/T) -> (n, 3C), accumulated (+=)
 #include <cstdint>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "parallel/comm/communicator.h"
@@ -53,6 +54,17 @@ void ulysses_linear_forward(Communicator& comm, T* out, UlyssesCacheOf<T>& cache
 template <class T>
 void ulysses_linear_backward(Communicator& comm, T* dqkv, const T* dout, UlyssesCacheOf<T>& cache,
                              const float* slopes, const SpBatch& batch, int chunk);
+
+// Ulysses' two exchanges on their own, for methods built on them (USP: parallel/sp/model_op.h), with the token shards
+// given: rank r of `comm` holds rows [bounds[r], bounds[r+1]) of the head-sharded side (bounds[0] = 0, T + 1
+// entries). to_heads: x (n_local, parts*C) -> y (bounds[T], parts*C/T); to_sequence the reverse, accumulating into
+// x when `accumulate`. H must divide by T.
+template <class T>
+void ulysses_to_heads(Communicator& comm, UlyssesCacheOf<T>& cache, const std::vector<int64_t>& bounds, int H, int D,
+                      const T* x, int parts, T* y);
+template <class T>
+void ulysses_to_sequence(Communicator& comm, UlyssesCacheOf<T>& cache, const std::vector<int64_t>& bounds, int H,
+                         int D, const T* y, int parts, T* x, bool accumulate);
 
 // Bytes rank t of T hands to the communicator (what its counters show; the block a rank keeps for itself is
 // included, so (T-1)/T of it crosses the wire; a 1-rank group sends nothing), for elements of `element_bytes` (4 for

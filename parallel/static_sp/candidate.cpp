@@ -8,6 +8,7 @@
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/sp/model_op.h"
 
 namespace trident {
 
@@ -23,11 +24,13 @@ bool is_lasp(const std::string& method) { return method == "lasp" || method == "
 
 // `method` on the softmax layers of a hybrid, which parallel.sp.softmax_method names.
 void check_hybrid_softmax_method(const ModelConfig& m, const std::string& method, int degree) {
-  if (method != "ulysses" && method != "ring")
-    throw_config_error("parallel.sp.softmax_method: '{}': a hybrid's softmax layers run ulysses or ring", method);
+  if (method != "ulysses" && method != "ring" && method != "usp")
+    throw_config_error("parallel.sp.softmax_method: '{}': a hybrid's softmax layers run ulysses, ring or usp",
+                       method);
   if (method == "ulysses" && m.n_head % degree != 0)
     throw_config_error("parallel.sp.softmax_method: 'ulysses' splits the heads over the group, but model.n_head = {} "
-                       "does not divide by parallel.sp.size = {} (parallel.sp.softmax_method: ring takes any size)",
+                       "does not divide by parallel.sp.size = {} (parallel.sp.softmax_method: ring or usp takes any "
+                       "size)",
                        m.n_head, degree);
 }
 
@@ -53,11 +56,13 @@ void check_static_candidate(const ModelConfig& m, const std::string& method, int
                        "but model.attention is '{}' (use model.attention: linear, parallel.sp.method: ulysses or "
                        "ring, or parallel.strategy: auto)",
                        m.attention);
-  if (method == "ring" && m.attention != "softmax")
-    throw_config_error("parallel.sp.method: 'ring': Ring Attention here is softmax-only, but model.attention is "
-                       "'{}' (use parallel.sp.method: lasp or ulysses{})",
-                       m.attention, m.attention == "hybrid" ? "; parallel.sp.softmax_method: ring runs it on a hybrid's "
-                                                              "softmax layers beside LASP" : "");
+  if ((method == "ring" || method == "usp") && m.attention != "softmax")
+    throw_config_error("parallel.sp.method: '{}': {} here is softmax-only, but model.attention is '{}' (use "
+                       "parallel.sp.method: lasp or ulysses{})",
+                       method, method == "ring" ? "Ring Attention" : "USP", m.attention,
+                       m.attention == "hybrid" ? fmt::format("; parallel.sp.softmax_method: {} runs it on a hybrid's "
+                                                             "softmax layers beside LASP", method)
+                                               : "");
   if (method == "ulysses" && m.n_head % degree != 0)
     throw_config_error("parallel.sp.method: 'ulysses' splits the heads over the group, but model.n_head = {} "
                        "does not divide by parallel.sp.size = {}",
@@ -136,6 +141,7 @@ std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost:
 // C = n_embd values of b bytes a token, states of H D^2 fp32 values:
 //   ulysses  4 all-to-alls (qkv and out forward, their gradients backward) moving 8 n C b bytes
 //   ring     d - 1 passes of a K,V block (2 n C b) forward; d - 1 of K,V and d of dK,dV backward
+//   usp      ulysses inside groups of u ranks, ring across the d / u groups (blocks of u n tokens, C / u wide)
 //   lasp1    d - 1 hops of a state forward and of its gradient backward, one after another along the chain
 //   lasp2    one allgather of a state (and decays) forward, one of state gradients backward
 std::pair<double, double> StaticCandidate::layer_exchange(const std::string& method, int64_t tokens,
@@ -148,6 +154,14 @@ std::pair<double, double> StaticCandidate::layer_exchange(const std::string& met
   if (method == "ring") {
     const double passes = 3.0 * static_cast<double>(d) - 2;
     return {passes * cost.transfer_s(2 * n * C * b, d), passes * 2 * n * C * b};
+  }
+  if (method == "usp") {  // Ulysses' four all-to-alls inside u ranks, then a ring of r = d / u Ulysses groups
+    const int64_t u = usp_ulysses_degree(static_cast<int>(d), static_cast<int>(model_.n_head),
+                                         static_cast<int>(cost.run().ranks_per_node));
+    const double passes = 3.0 * static_cast<double>(d / u) - 2;  // blocks of u n tokens, C / u wide
+    const double ulysses = u > 1 ? 4 * cost.transfer_s(2 * n * C * b, u) : 0;
+    const double ring = d / u > 1 ? passes * cost.transfer_s(2 * n * C * b, d) : 0;
+    return {ulysses + ring, (u > 1 ? 8 * n * C * b : 0) + (d / u > 1 ? passes * 2 * n * C * b : 0)};
   }
   // each rank sends its state forward and its gradient back once
   if (method == "lasp1") return {2.0 * static_cast<double>(d - 1) * cost.transfer_s(state, d), 2 * state};

@@ -9,8 +9,8 @@
 namespace trident {
 
 struct SpConfig {
-  std::string method = "lasp";  // lasp | ulysses | ring
-  std::string softmax_method = "ulysses";  // a hybrid's softmax layers beside LASP: ulysses | ring
+  std::string method = "lasp";  // lasp | ulysses | ring | usp
+  std::string softmax_method = "ulysses";  // a hybrid's softmax layers beside LASP: ulysses | ring | usp
   int64_t size = 1;              // ranks per sequence-parallel group
 
   bool operator==(const SpConfig&) const = default;

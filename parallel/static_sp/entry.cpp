@@ -3,6 +3,7 @@
 #include "parallel/lasp/config.h"
 #include "parallel/static_sp/candidate.h"
 #include "parallel/static_sp/config.h"
+#include "parallel/sp/model_op.h"
 #include "parallel/static_sp/static_sp.h"
 
 namespace trident {
@@ -22,7 +23,7 @@ std::vector<CandidateSpec> sp_alone(const Config& config, int world) {
   return {{method, static_cast<int>(p.size)}};
 }
 
-// By group size, then lasp1, lasp2, ulysses, ring (for a hybrid: each LASP variant beside ulysses, then beside ring):
+// By group size, then lasp1, lasp2, ulysses, ring, usp (for a hybrid: each LASP variant beside ulysses, ring and usp):
 // what the model can run on each power-of-two size dividing the world.
 std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
   const std::string& variant = lasp_config(config).variant;
@@ -35,12 +36,19 @@ std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
     if (variant != "lasp1") lasp.push_back("lasp2");
     if (m.attention == "linear")
       for (const std::string& v : lasp) out.push_back({v, d});
+    // USP where it can be neither Ulysses (Ulysses degree d) nor Ring (degree 1): its degree also depends on the
+    // node layout, not known here (on one node it is gcd(d, H))
+    const int u = usp_ulysses_degree(d, static_cast<int>(m.n_head), d);
+    std::vector<std::string> softmax = {"ring"};
+    if (m.n_head % d == 0) softmax.insert(softmax.begin(), "ulysses");
+    if (u > 1 && u < d) softmax.push_back("usp");
     if (m.attention == "hybrid")
-      for (const char* softmax : {"ulysses", "ring"})
-        for (const std::string& v : lasp)
-          if (softmax != std::string("ulysses") || m.n_head % d == 0) out.push_back({v + "+" + softmax, d});
+      for (const std::string& method : softmax)
+        for (const std::string& v : lasp) out.push_back({v + "+" + method, d});
     if (m.n_head % d == 0) out.push_back({"ulysses", d});
-    if (m.attention == "softmax") out.push_back({"ring", d});
+    if (m.attention == "softmax")
+      for (const std::string& method : softmax)
+        if (method != "ulysses") out.push_back({method, d});
   }
   return out;
 }

@@ -55,18 +55,24 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   Communicator& activations = *group.device;
   const int H = static_cast<int>(m.n_head), D = static_cast<int>(m.n_embd / H);
   // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
-  const auto ring_scratch = methods.softmax == "ring" ? std::make_shared<RingCache>(env.backend) : nullptr;
+  const bool ring = methods.softmax == "ring" || methods.softmax == "usp";
+  const auto ring_scratch = ring ? std::make_shared<RingCache>(env.backend) : nullptr;
+  const int usp_degree = usp_ulysses_degree(degree, H, env.groups.ranks_per_node());
+  auto make_op = [&](const std::string& layer_method, AttentionType type) -> std::unique_ptr<AttentionOp> {
+    if (layer_method == "ulysses") return make_ulysses_op(activations, env.backend, type, H, D);
+    if (layer_method == "ring") return make_ring_op(activations, ring_scratch, type, H, D);
+    if (layer_method == "usp") return make_usp_op(activations, env.backend, ring_scratch, H, D, usp_degree);
+    return make_lasp_op(*group_, env.backend, layer_method == "lasp1" ? LaspVariant::lasp1 : LaspVariant::lasp2, H, D);
+  };
   for (int l = 0; l < m.n_layer; ++l) {
-    const AttentionType type = m.linear_layer(l) ? AttentionType::linear : AttentionType::softmax;
-    const std::string& layer_method = methods.of(m, l);
-    if (layer_method == "ulysses") ops_.push_back(make_ulysses_op(activations, env.backend, type, H, D));
-    else if (layer_method == "ring") ops_.push_back(make_ring_op(activations, ring_scratch, type, H, D));
-    else ops_.push_back(make_lasp_op(*group_, env.backend, layer_method == "lasp1" ? LaspVariant::lasp1
-                                                                                   : LaspVariant::lasp2, H, D));
+    ops_.push_back(make_op(methods.of(m, l), m.linear_layer(l) ? AttentionType::linear : AttentionType::softmax));
     layer_ops_.push_back(ops_.back().get());
   }
   spdlog::info("{}: {} replica(s) x sequence-parallel groups of {} ranks; this rank's group: ranks {}", name(),
                layout_->replicas(), degree, group_->members());
+  if (methods.softmax == "usp")
+    spdlog::info("{}: USP in the softmax layers: Ulysses over {} ranks x Ring Attention over {} Ulysses groups", name(),
+                 usp_degree, degree / usp_degree);
 }
 
 StaticSequenceParallel::~StaticSequenceParallel() = default;

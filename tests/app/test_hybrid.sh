@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Hybrid models end to end under mpirun (oversubscribed): a model whose layers alternate linear and softmax attention
 # (model.layers: LS) trains at sp = 4 with LASP in its linear layers beside Ulysses or Ring Attention in its softmax
-# layers, on the same groups and slices, to the single-rank losses; Ring beside LASP on a group larger than the head
-# count; FlexSP and auto; a LASP + Ring run resumes bit for bit; bf16; the checkpoint's config.json names the
+# layers, on the same groups and slices, to the single-rank losses; Ring or USP beside LASP on a group larger than
+# the head count; FlexSP and auto; a LASP + Ring run resumes bit for bit; bf16; the checkpoint's config.json names the
 # pattern; a pattern or a method the model cannot run is a one-line configuration error naming the key.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_hybrid.sh tests/app/configs
 set -u
@@ -28,15 +28,20 @@ for softmax in ulysses ring; do
     fail "metrics do not record lasp2+$softmax at sp 4"
 done
 
-# 2 heads on a group of 4: Ulysses cannot split them, Ring beside LASP can.
+# 2 heads on a group of 4: Ulysses cannot split them; Ring beside LASP can, and USP (Ulysses over pairs of ranks x
+# Ring over the 2 pairs: one node of 4 ranks).
 heads=(--set model.n_head=2)
 mpi 1 0 train "$tiny" "${base[@]}" "${heads[@]}" --set run.dir="$tmp/single_2heads"
-mpi 4 0 train "$tiny" "${base[@]}" "${heads[@]}" "${sp[@]}" --set parallel.sp.softmax_method=ring \
-  --set parallel.sp.size=4 --set run.dir="$tmp/ring_2heads"
-close "$tmp/single_2heads" "$tmp/ring_2heads" 1e-5
+for softmax in ring usp; do
+  mpi 4 0 train "$tiny" "${base[@]}" "${heads[@]}" "${sp[@]}" --set parallel.sp.softmax_method=$softmax \
+    --set parallel.sp.size=4 --set run.dir="$tmp/${softmax}_2heads"
+  close "$tmp/single_2heads" "$tmp/${softmax}_2heads" 1e-5
+done
+grep -q "USP in the softmax layers: Ulysses over 2 ranks x Ring Attention over 2 Ulysses groups" \
+  "$tmp/usp_2heads/trident.log" || fail "the log does not give USP's degrees"
 run 2 train "$tiny" "${base[@]}" "${heads[@]}" "${sp[@]}" --set parallel.sp.size=4 --set run.dir="$tmp/bad_heads"
 last_stderr_line "trident: config error:" "parallel.sp.softmax_method: 'ulysses'" "model.n_head = 2" \
-  "parallel.sp.softmax_method: ring"
+  "parallel.sp.softmax_method: ring or usp"
 
 # FlexSP (LASP inside its groups, Ulysses beside it) and auto (every candidate the hybrid can run).
 mpi 4 0 train "$tiny" "${base[@]}" --set parallel.strategy=flexsp --set run.dir="$tmp/flexsp"

@@ -78,10 +78,12 @@ TEST_CASE("every static layout on the CUDA backend over NCCL equals the CPU back
   for (const Layout& l : {Layout{"softmax", "dp", 1, "ring"}, Layout{"linear", "dp", 1, "ring"},
                           Layout{"linear", "lasp", W, "ring"}, Layout{"linear", "lasp", W, "allgather"},
                           Layout{"linear", "ulysses", 2, "ring"}, Layout{"softmax", "ulysses", W, "ring"},
-                          Layout{"softmax", "ring", W, "ring"}, Layout{"softmax", "ring", 2, "ring"}}) {
+                          Layout{"softmax", "ring", W, "ring"}, Layout{"softmax", "ring", 2, "ring"},
+                          Layout{"hybrid", "lasp2+ring", W, "allgather"}, Layout{"softmax", "usp", W, "ring"}}) {
     if (W % l.degree != 0) continue;
     Config c = tiny_strategy_config(l.attention, 64);
     lasp_config(c).variant = l.lasp_variant;
+    if (std::string(l.method) == "usp") c.model.n_head = 2;  // 4 ranks: Ulysses over 2 x Ring over 2
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const float scale = inverse_targets(b);
     StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, l.method, l.degree);

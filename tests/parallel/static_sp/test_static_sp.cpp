@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "parallel/lasp/config.h"
+#include "parallel/sp/model_op.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
 #include "support/strategy_fixtures.h"
@@ -62,20 +63,25 @@ TEST_CASE("every static candidate (method and group size) equals the single-rank
   };
   const int W = world().size();
   // The hybrids ("LS": a linear layer, then a softmax one) run each pair of methods, and Ring beside LASP on groups
-  // the heads do not divide (3 heads) or that are larger than the head count (2 heads on 4 ranks).
+  // the heads do not divide (3 heads) or that are larger than the head count (2 heads on 4 ranks). USP on one node
+  // of 4 ranks: Ulysses over 2 x Ring over 2 with 2 heads, all Ulysses with 4, all Ring with 3.
   for (const Layout& l : {Layout{"softmax", "dp", 1}, Layout{"linear", "dp", 1}, Layout{"linear", "lasp", W},
                           Layout{"linear", "ulysses", 2}, Layout{"softmax", "ulysses", W},
                           Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}, Layout{"hybrid", "dp", 1},
                           Layout{"hybrid", "lasp1+ulysses", W}, Layout{"hybrid", "lasp2+ulysses", 2},
                           Layout{"hybrid", "lasp2+ring", W}, Layout{"hybrid", "lasp1+ring", W, 3},
-                          Layout{"hybrid", "lasp2+ring", W, 2}, Layout{"hybrid", "ulysses", 2}}) {
+                          Layout{"hybrid", "lasp2+ring", W, 2}, Layout{"hybrid", "ulysses", 2},
+                          Layout{"softmax", "usp", W, 2}, Layout{"hybrid", "lasp1+usp", W, 2},
+                          Layout{"softmax", "usp", W, 4}, Layout{"softmax", "usp", W, 3}}) {
     const bool ulysses = std::string(l.method).ends_with("ulysses");
     if (W % l.degree != 0 || (ulysses && l.heads % l.degree != 0)) continue;
     Config c = tiny_config(l.attention);
     c.model.n_head = l.heads;
     GPT model(c.model, 256, test_allocator());
     model.init_weights(5);
-    const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
+    // USP: 103 tokens, so that its Ulysses groups' slices differ in size
+    const bool usp = std::string(l.method).ends_with("usp");
+    const Batch b = random_documents({17, 1, 30, 9, 40, usp ? 6 : 3}, 11);
     const std::vector<float> expected = single_rank_gradient(model, b);
     StaticSequenceParallel strategy(env_for(c, 256), l.method, l.degree);
     INFO(l.attention << " " << strategy.name() << " on " << W << " ranks, " << l.heads << " heads");
@@ -118,9 +124,20 @@ TEST_CASE("a static candidate the model cannot run is a configuration error nami
   CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "ring", 2, 2),
                     Catch::Contains("parallel.sp.method: 'ring'") &&
                         Catch::Contains("parallel.sp.softmax_method: ring"));
-  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "lasp2", 2, 2), Catch::Contains("model.attention is 'hybrid'"));
+  CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "lasp2", 2, 2),
+                    Catch::Contains("model.attention is 'hybrid'"));
   CHECK_THROWS_WITH(check_static_candidate(linear.model, "lasp2+ring", 2, 2),
                     Catch::Contains("parallel.sp.softmax_method") && Catch::Contains("model.attention is 'linear'"));
   CHECK_THROWS_WITH(check_static_candidate(hybrid.model, "ulysses+ring", 2, 2), Catch::Contains("only LASP"));
   check_static_candidate(hybrid.model, "lasp1+ring", 3, 3);  // Ring takes any group size
+  CHECK_THROWS_WITH(check_static_candidate(linear.model, "usp", 2, 2), Catch::Contains("USP here is softmax-only"));
+}
+
+TEST_CASE("USP's Ulysses degree divides the group, the heads and a node's ranks", "[static_sp]") {
+  CHECK(usp_ulysses_degree(8, 4, 4) == 4);    // 2 nodes of 4: Ulysses inside each, a ring of 2 across
+  CHECK(usp_ulysses_degree(8, 2, 4) == 2);    // 2 heads: Ulysses over pairs, a ring of 4
+  CHECK(usp_ulysses_degree(4, 8, 8) == 4);    // the group inside one node: all Ulysses
+  CHECK(usp_ulysses_degree(4, 3, 4) == 1);    // 3 heads: all Ring
+  CHECK(usp_ulysses_degree(12, 6, 4) == 2);
+  CHECK(usp_ulysses_degree(8, 8, 0) == 1);    // nodes of different sizes: Ring across all
 }
