@@ -298,7 +298,9 @@ namespace {
 // The run's model keys against those the checkpoint was trained with. Most differences also change a tensor's shape
 // and fail to load, but some change only what the weights compute (the head count, the linear block's options, its
 // decay slopes): resuming across those would silently train another model.
-void check_same_model(const fs::path& dir, const std::string& config_yaml, const ModelConfig& now) {
+// The model keys that differ ("model.layers: LS in the checkpoint, SL now"); throws on the old linear block.
+std::vector<std::string> model_differences(const fs::path& dir, const std::string& config_yaml,
+                                           const ModelConfig& now) {
   const std::string source = (dir / "trainer_state.json").string() + " (config)";
   ModelConfig then;
   bool has_linear_keys = true;
@@ -333,6 +335,11 @@ void check_same_model(const fs::path& dir, const std::string& config_yaml, const
     compare("linear.qk_activation", then.linear_qk_activation, now.linear_qk_activation);
     compare("linear.output_gate", then.linear_output_gate, now.linear_output_gate);
   }
+  return differences;
+}
+
+void check_same_model(const fs::path& dir, const std::string& config_yaml, const ModelConfig& now) {
+  const std::vector<std::string> differences = model_differences(dir, config_yaml, now);
   if (!differences.empty())
     throw_config_error("checkpoint '{}' was trained with another model: {}; set these keys as the checkpoint has them "
                        "(its config is in trainer_state.json) or start a new run.dir",
@@ -345,7 +352,6 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   const CheckpointCheck check = verify_checkpoint(dir);
   if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
   const TrainerState state = read_trainer_state(dir);
-  check_same_model(dir, state.config_yaml, model.config());  // by key name, before the tensors' shapes
   TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
                 optimizer.size(), model.num_params());
   try {
@@ -360,9 +366,13 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
     if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);
     optimizer.set_steps_taken(steps);
   } catch (const RuntimeError& e) {
-    throw_runtime_error("checkpoint '{}' does not fit this model (written for another model shape?): {}",
-                        dir.string(), e.what());
+    const std::vector<std::string> differences = model_differences(dir, state.config_yaml, model.config());
+    const std::string keys =
+        differences.empty() ? "" : fmt::format("; its model keys differ: {}", fmt::join(differences, "; "));
+    throw_runtime_error("checkpoint '{}' does not fit this model (written for another model shape?): {}{}",
+                        dir.string(), e.what(), keys);
   }
+  check_same_model(dir, state.config_yaml, model.config());
   return state;
 }
 

@@ -192,12 +192,14 @@ def read_yaml(path: str) -> dict:
 
 def gpt_parameters(model: dict) -> int:
     """The parameters of a resolved config's model.* (core/model/layout.cpp): token embeddings (tied to the LM head),
-    learned positions for softmax attention, per block two LayerNorms, qkv, the output projection, the MLP and, for
-    linear attention with model.linear.output_gate, the gate; the final LayerNorm. All with biases."""
+    learned positions when a layer has softmax attention, per block two LayerNorms, qkv, the output projection, the
+    MLP and, for a linear-attention layer with model.linear.output_gate, the gate; the final LayerNorm. All with
+    biases."""
     V, C, P, L = model["vocab_size"], model["n_embd"], model["max_seq_len"], model["n_layer"]
-    gate = C * C + C if model["attention"] == "linear" and model["linear"]["output_gate"] else 0
-    block = 12 * C * C + 13 * C + gate
-    return V * C + (P * C if model["attention"] == "softmax" else 0) + L * block + 2 * C
+    kinds = [("L" if model["attention"] == "linear" else "S")] * L if model["attention"] != "hybrid" else \
+        [model["layers"][layer % len(model["layers"])] for layer in range(L)]
+    gates = kinds.count("L") * (C * C + C) if model["linear"]["output_gate"] else 0
+    return V * C + (P * C if "S" in kinds else 0) + L * (12 * C * C + 13 * C) + gates + 2 * C
 
 
 def logged_parameters(run_dir: Path) -> int:
@@ -212,8 +214,9 @@ def logged_parameters(run_dir: Path) -> int:
 def describe_model(model: dict) -> str:
     """A resolved config's model.* in words: '2 layers, width 64, 4 heads, linear attention, byte-level'."""
     vocab = "byte-level" if model["vocab_size"] == 256 else f"a {model['vocab_size']:,}-token vocabulary"
-    return f"{model['n_layer']} layers, width {model['n_embd']}, {model['n_head']} heads, {model['attention']} " \
-           f"attention, {vocab}"
+    attention = f"layers {model['layers']} repeated (L linear, S softmax)" if model["attention"] == "hybrid" else \
+        f"{model['attention']} attention"
+    return f"{model['n_layer']} layers, width {model['n_embd']}, {model['n_head']} heads, {attention}, {vocab}"
 
 
 def metrics(run_dir: Path) -> list[dict]:

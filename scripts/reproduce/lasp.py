@@ -7,12 +7,20 @@ softmax twin) and rank count, the longest sequence the ranks' activation budget 
 names its per-rank capacity when it refuses a too-long document, the script trains at the longest length the
 method's group holds and checks that one token more is refused. Tokens/s and peak memory come from that run.
 
+Hybrids (LASP-2H): models whose layers are linear or softmax (model.layers), trained at one rank on the same
+synthetic recall task (pairs k=v, then every key asked again: only exact recall of a pair predicts its value) for the
+same number of tokens, pure linear, 1/8, 1/4 and 1/2 softmax layers and pure softmax: the held-out loss beside the
+task's floor (perfect recall) and the paper's hybrid-ratio table; then at the mode's largest rank count, one long
+document a step: tokens/s and bytes a step of each (LASP-2 in linear layers, Ulysses in softmax ones), and the
+longest sequence each trains within the same budget.
+
 At paper scale: `trident plan` on TNL-1B and 8 to 128 A100-80G (configs/experiments/lasp/paper_tnl1b.yaml,
 configs/clusters/a100-80g-16x8-tnl1b.yaml): the longest power-of-two length each method fits and its estimated
 tokens/s, beside the paper's published numbers (docs/methods.md §2.4). What the report says about the configs and
 models is read from them (`trident config`, the cluster file).
 """
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -29,10 +37,18 @@ PAPER = "configs/experiments/lasp/paper_tnl1b.yaml"
 CLUSTER = "configs/clusters/a100-80g-16x8-tnl1b.yaml"
 CORPUS = common.ROOT / "runs" / "data" / "reproduce_lasp.txt"
 
-MODES = {  # rank counts, per-rank budget (GiB), steps per run
-    "smoke": {"ranks": [1, 2], "memory_gb": 0.01, "steps": 2},
-    "quick": {"ranks": [1, 2, 4, 8], "memory_gb": 0.03, "steps": 3},
-    "full": {"ranks": [1, 2, 4, 8], "memory_gb": 0.1, "steps": 5},
+# rank counts, per-rank budget (GiB), steps per run; hybrids: the recall task's steps and batch tokens at one rank,
+# then ranks, one document of `length` tokens and steps for their speed, and the budget their longest is found in
+# (4x the measured half's: 8 layers against 2)
+MODES = {
+    "smoke": {"ranks": [1, 2], "memory_gb": 0.01, "steps": 2,
+              "hybrid": {"steps": 3, "batch": 1024, "ranks": 2, "length": 2048, "speed_steps": 2, "memory_gb": 0.04}},
+    "quick": {"ranks": [1, 2, 4, 8], "memory_gb": 0.03, "steps": 3,
+              "hybrid": {"steps": 150, "batch": 2048, "ranks": 4, "length": 16384, "speed_steps": 3,
+                         "memory_gb": 0.12}},
+    "full": {"ranks": [1, 2, 4, 8], "memory_gb": 0.1, "steps": 5,
+             "hybrid": {"steps": 600, "batch": 4096, "ranks": 4, "length": 32768, "speed_steps": 5,
+                        "memory_gb": 0.4}},
 }
 # name, model.attention, --set overrides
 METHODS = [
@@ -41,6 +57,16 @@ METHODS = [
     ("Ulysses", "linear", ["parallel.sp.method=ulysses"]),
     ("Ring", "softmax", ["parallel.sp.method=ring"]),
 ]
+# name, model.attention, model.layers: 8 layers, so that the 1/8 hybrid has its one softmax layer
+HYBRIDS = [("pure linear", "linear", ""), ("1/8 hybrid", "hybrid", "LLLLLLLS"), ("1/4 hybrid", "hybrid", "LLLS"),
+           ("1/2 hybrid", "hybrid", "LS"), ("pure softmax", "softmax", "")]
+HYBRID_LAYERS = 8
+RECALL = common.ROOT / "runs" / "data" / "reproduce_lasp_recall.txt"
+RECALL_PAIRS, RECALL_DOCUMENTS = 12, 20000
+# LASP-2's hybrid-ratio table (basic linear attention and Lightning, loss at 16K after 50B tokens; docs/methods.md)
+PUBLISHED_HYBRID_LOSS = {"pure linear": (2.892, 2.848), "1/8 hybrid": (2.826, 2.756), "1/4 hybrid": (2.824, 2.750),
+                         "1/2 hybrid": (2.775, 2.742)}
+PUBLISHED_HYBRID_TOKENS_PER_S = (17834.3, 17394.7)  # pure linear, 1/4 hybrid (basic linear attention, 8 A100, 16K)
 GPUS = [8, 16, 32, 64, 128]
 PUBLISHED_GPUS = 64  # where the paper compares the methods
 PAPER_LENGTHS = [2 ** k * 1024 for k in range(4, 15)]  # 16K .. 16384K
@@ -84,22 +110,28 @@ def train_args(method: str, ranks: int, length: int, steps: int, memory_gb: floa
 
 
 def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
+    g = group_size(method, ranks)
+    tag = f"{method.lower().replace('-', '')}_r{ranks}"
+    found = longest_length(lambda n, steps, run_dir: train_args(method, ranks, n, steps, mode["memory_gb"], run_dir),
+                           f"{method} on {ranks} rank(s)", tag, ranks, g, mode, out)
+    found.update(method=method, ranks=ranks)
+    return found
+
+
+def longest_length(args_for, what: str, tag: str, ranks: int, g: int, mode: dict, out: Path) -> dict:
     """The longest one-document batch the method's group trains within the budget, by probing (one step each):
     trident refuses a too-long document at start-up and names the per-rank capacity C, so C x group trains. A softmax
     model's capacity falls as max_seq_len grows (its learned positions are parameters, a row per position), nearly
     linearly: two refusals give the line, and where it crosses length / group is the next probe. Otherwise the search
     halves the gap between the longest length known to train and the shortest refused until they are one token apart
     (a probe whose parameters alone overflow the budget counts as refused). Then one run of the mode's steps at the
-    longest."""
-    g = group_size(method, ranks)
-    tag = f"{method.lower().replace('-', '')}_r{ranks}"
+    longest. args_for(length, steps, run_dir): the run's trident arguments; g: the group size."""
     lo, hi, length = 0, None, g * int(1024 * mode["memory_gb"] / 0.01)  # 0.01 GiB holds ~650 tokens
     probed, refusals = set(), []  # refusals: (length, the capacity named there)
     for _ in range(40):
         probed.add(length)
         log = out / "runs" / f"{tag}_probe_n{length}.log"
-        code, output = common.run(train_args(method, ranks, length, 1, mode["memory_gb"],
-                                             out / "runs" / f"{tag}_probe_n{length}"), log, ranks=ranks)
+        code, output = common.run(args_for(length, 1, out / "runs" / f"{tag}_probe_n{length}"), log, ranks=ranks)
         capacity = common.capacity_in(output)
         named = 0  # the length the refusal's capacity says trains
         if code == 0:
@@ -110,7 +142,7 @@ def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
             if capacity:
                 refusals.append((length, capacity))
         else:
-            raise common.Failure(f"{method} on {ranks} rank(s) at {length} tokens: exit {code}, see {log}")
+            raise common.Failure(f"{what} at {length} tokens: exit {code}, see {log}")
         if hi is None:
             length *= 4
             continue
@@ -126,16 +158,15 @@ def longest_trainable(method: str, ranks: int, mode: dict, out: Path) -> dict:
         candidates = ([crossing, crossing + 1] if crossing else []) + ([lo + 1] if named == lo > 0 else [])
         length = next((n for n in candidates if lo < n < hi and n not in probed), (lo + hi) // 2)
     else:
-        raise common.Failure(f"{method} on {ranks} rank(s): no longest length after 40 probes, see {out}/runs")
+        raise common.Failure(f"{what}: no longest length after 40 probes, see {out}/runs")
     if lo == 0:
-        raise common.Failure(f"{method} on {ranks} rank(s): not even one token fits device.memory_gb, see {out}/runs")
+        raise common.Failure(f"{what}: not even one token fits device.memory_gb, see {out}/runs")
     run_dir = out / "runs" / f"{tag}_n{lo}"
-    code, _ = common.run(train_args(method, ranks, lo, mode["steps"], mode["memory_gb"], run_dir),
-                         out / "runs" / f"{tag}_n{lo}.log", ranks=ranks)
+    code, _ = common.run(args_for(lo, mode["steps"], run_dir), out / "runs" / f"{tag}_n{lo}.log", ranks=ranks)
     if code != 0:
-        raise common.Failure(f"{method} on {ranks} rank(s) at {lo} tokens: exit {code}, see {run_dir}.log")
+        raise common.Failure(f"{what} at {lo} tokens: exit {code}, see {run_dir}.log")
     rows = common.metrics(run_dir)
-    return {"method": method, "ranks": ranks, "group": g, "longest": lo, "tokens_per_s": common.tokens_per_s(rows),
+    return {"group": g, "longest": lo, "tokens_per_s": common.tokens_per_s(rows),
             "peak_mib": max(r["peak_mem_bytes"] for r in rows) / 2 ** 20,
             "comm_mib": common.median(rows, "comm_bytes") / 2 ** 20}
 
@@ -153,6 +184,89 @@ def measured(mode: dict, out: Path) -> list[dict]:
             if ranks == 1:
                 single[attention] = results[-1]
     return results
+
+
+def write_recall_corpus() -> dict:
+    """Documents of RECALL_PAIRS pairs 'k=v' (distinct random keys a-z, random values a-z), ' |', then every key
+    again in a random order with its value: the recalled values are predictable only by finding the pair. Returns the
+    task's floor and its no-recall loss per target (nats): the entropy of the keys and the first values, divided by
+    the targets of a document (every token but its first has one), and the same plus the recalled values'."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rng = random.Random(3)
+    documents = []
+    for _ in range(RECALL_DOCUMENTS):
+        keys = rng.sample(letters, RECALL_PAIRS)
+        pairs = {k: rng.choice(letters) for k in keys}
+        asked = rng.sample(keys, RECALL_PAIRS)
+        documents.append(" ".join(f"{k}={pairs[k]}" for k in keys) + " | " + " ".join(f"{k}={pairs[k]}" for k in asked))
+    if not RECALL.exists() or RECALL.read_text() != "\n\n".join(documents):
+        RECALL.parent.mkdir(parents=True, exist_ok=True)
+        tmp = RECALL.with_suffix(".tmp")
+        tmp.write_text("\n\n".join(documents))
+        tmp.rename(RECALL)
+    targets = len(documents[0]) - 1
+    chosen_keys = sum(math.log(len(letters) - i) for i in range(1, RECALL_PAIRS))  # the first key has no target
+    asked_keys = sum(math.log(RECALL_PAIRS - j) for j in range(RECALL_PAIRS))
+    values = RECALL_PAIRS * math.log(len(letters))
+    return {"floor": (chosen_keys + values + asked_keys) / targets,
+            "no_recall": (chosen_keys + 2 * values + asked_keys) / targets, "document": documents[0]}
+
+
+def hybrid_sets(attention: str, layers: str) -> list[str]:
+    sets = [f"model.attention={attention}", f"model.n_layer={HYBRID_LAYERS}"]
+    return sets + [f"model.layers={layers}"] if layers else sets
+
+
+def hybrid_args(attention: str, layers: str, ranks: int, length: int, steps: int, memory_gb: float,
+                run_dir: Path) -> list:
+    """One document of `length` tokens a step on `ranks` ranks: LASP-2 in the linear layers, Ulysses in the softmax
+    ones (the heads divide the group), or Ulysses everywhere for pure softmax."""
+    method = ["parallel.sp.method=ulysses"] if attention == "softmax" else \
+        ["parallel.sp.method=lasp", "parallel.lasp.variant=lasp2", "parallel.sp.softmax_method=ulysses"]
+    sets = hybrid_sets(attention, layers) + method + [
+        f"model.max_seq_len={length}", f"train.batch_tokens={length}", f"device.memory_gb={memory_gb}",
+        f"train.steps={steps}", f"run.dir={run_dir}", "parallel.strategy=sp", f"parallel.sp.size={ranks}"]
+    return ["train", SCALED] + [x for kv in sets for x in ("--set", kv)]
+
+
+def hybrids(mode: dict, out: Path) -> dict:
+    """The recall task's held-out loss per hybrid ratio at one rank; tokens/s, bytes a step and the longest sequence
+    of each at the mode's largest group."""
+    h = mode["hybrid"]
+    task = write_recall_corpus()
+    quality = {}
+    for name, attention, layers in HYBRIDS:
+        print(f"reproduce/lasp.sh: hybrids: {name}, recall task", file=sys.stderr)
+        run_dir = out / "runs" / f"recall_{name.replace(' ', '_').replace('/', '')}"
+        sets = hybrid_sets(attention, layers) + [
+            f"data.path={RECALL}", 'data.separator="\\n\\n"', "data.split=0.95", "model.max_seq_len=256",
+            f"train.batch_tokens={h['batch']}", f"train.steps={h['steps']}", f"train.eval_every={h['steps']}",
+            "train.eval_batches=8", f"train.warmup_steps={max(1, h['steps'] // 10)}", "train.lr=3e-3",
+            "train.min_lr=3e-4", "device.memory_gb=1", f"run.dir={run_dir}"]
+        code, _ = common.run(["train", SCALED] + [x for kv in sets for x in ("--set", kv)], Path(f"{run_dir}.log"))
+        rows = common.metrics(run_dir)
+        if code != 0 or "eval_loss" not in rows[-1]:
+            raise common.Failure(f"{name} on the recall task: exit {code}, see {run_dir}.log")
+        quality[name] = {"eval_loss": rows[-1]["eval_loss"], "train_loss": rows[-1]["loss"],
+                         "tokens_per_s": common.tokens_per_s(rows)}
+    speed = {}
+    for name, attention, layers in HYBRIDS:
+        if name not in ("pure linear", "1/4 hybrid", "pure softmax"):
+            continue
+        print(f"reproduce/lasp.sh: hybrids: {name} on {h['ranks']} ranks", file=sys.stderr)
+        tag = f"hybrid_{name.replace(' ', '_').replace('/', '')}_r{h['ranks']}"
+        run_dir = out / "runs" / tag
+        code, _ = common.run(hybrid_args(attention, layers, h["ranks"], h["length"], h["speed_steps"], 1, run_dir),
+                             Path(f"{run_dir}.log"), ranks=h["ranks"])
+        rows = common.metrics(run_dir)
+        if code != 0 or not rows:
+            raise common.Failure(f"{name} on {h['ranks']} ranks: exit {code}, see {run_dir}.log")
+        longest = longest_length(
+            lambda n, steps, d, a=attention, lay=layers: hybrid_args(a, lay, h["ranks"], n, steps, h["memory_gb"], d),
+            f"{name} on {h['ranks']} ranks", f"{tag}_longest", h["ranks"], h["ranks"], mode, out)
+        speed[name] = {"tokens_per_s": common.tokens_per_s(rows), "comm_mib": common.median(rows, "comm_bytes") / 2**20,
+                       "strategy": rows[-1]["strategy"], "longest": longest["longest"]}
+    return {"task": task, "quality": quality, "speed": speed}
 
 
 def paper_scale(mode: dict, out: Path) -> dict:
@@ -188,7 +302,45 @@ def paper_scale(mode: dict, out: Path) -> dict:
     return found
 
 
-def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> None:
+def hybrid_report(hybrid: dict, mode: dict, scaled: dict) -> list[str]:
+    h, task, speed = mode["hybrid"], hybrid["task"], hybrid["speed"]
+    m = scaled["model"]
+    md = ["## Hybrids (LASP-2H): linear and softmax layers in one model", "",
+          f"`{SCALED}` with {HYBRID_LAYERS} layers (width {m['n_embd']}, {m['n_head']} heads), each linear or softmax "
+          "as the layers column says (`model.layers`, repeated to the 8 layers), one rank, "
+          f"{h['steps']} steps of {h['batch']:,} tokens on a recall task: {RECALL_DOCUMENTS:,} "
+          f"documents like `{task['document']}` ({RECALL_PAIRS} pairs, then every key again; 5% held out). The "
+          f"task's floor is {task['floor']:.3f} nats a token (every recalled value right) and {task['no_recall']:.3f} "
+          "with no recall; the held-out loss is the last step's evaluation. The paper's losses are LASP-2's "
+          "hybrid-ratio table (Linear-Llama3-1B, 16K tokens, after 50B tokens), on another task and scale: the column "
+          "to compare is the order, not the values.", ""]
+    rows = []
+    for name, _, layers in HYBRIDS:
+        q = hybrid["quality"][name]
+        paper = PUBLISHED_HYBRID_LOSS.get(name)
+        rows.append([name, layers or ("L" if name == "pure linear" else "S"), f"{q['eval_loss']:.3f}",
+                     f"{q['train_loss']:.3f}", f"{q['tokens_per_s']:,.0f}",
+                     f"{paper[0]:.3f}" if paper else "—", f"{paper[1]:.3f}" if paper else "—"])
+    md += common.table(["model", "layers", "held-out loss", "train loss", "tokens/s (1 rank)", "paper: basic LA",
+                        "paper: Lightning"], rows)
+    base = speed["pure linear"]["tokens_per_s"]
+    md += ["", f"At {h['ranks']} ranks, one document of {h['length']:,} tokens a step ({h['speed_steps']} steps, "
+           "LASP-2 in the linear layers and Ulysses in the softmax ones on the same group and slices; pure softmax: "
+           "Ulysses), and the longest document each trains in "
+           f"device.memory_gb = {h['memory_gb']} a rank (found as the measured half's are). Bytes: rank 0's "
+           "communicator bytes a step, the gradient all-reduce included. What bounds the length is activation "
+           "memory a token: a linear layer saves more a token than a softmax one (the feature map's input, the gate "
+           "and the output before its norm, against one log-sum-exp a head), and neither saves anything quadratic, "
+           "so the softmax layers cost time here, not length. The paper's 1/4 hybrid runs at "
+           f"{PUBLISHED_HYBRID_TOKENS_PER_S[1] / PUBLISHED_HYBRID_TOKENS_PER_S[0]:.3f}x the pure linear model's "
+           "tokens/s (basic linear attention, 8 A100, 16K).", ""]
+    md += common.table(["model", "strategy", "tokens/s", "vs pure linear", "MiB a step", "longest document"],
+                       [[name, s["strategy"], f"{s['tokens_per_s']:,.0f}", f"{s['tokens_per_s'] / base:.2f}x",
+                         f"{s['comm_mib']:.2f}", f"{s['longest']:,}"] for name, s in speed.items()])
+    return md + [""]
+
+
+def report(args, mode: dict, runs: list[dict], hybrid: dict, paper: dict, wall_s: float) -> None:
     out = args.out
     scaled, big = common.resolved_config(SCALED), common.resolved_config(PAPER)
     profile = common.read_yaml(CLUSTER)
@@ -227,6 +379,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
            "of max_seq_len, so a longer sequence leaves less of the budget to activations; and its bytes grow with N.",
            ""]
 
+    md += hybrid_report(hybrid, mode, scaled)
     md += [f"## At paper scale: {model} on {big['device']['memory_gb']:g} GiB GPUs, estimated by `trident plan`", "",
            f"`{PAPER}` ({common.describe_model(big['model'])}, {big['train']['precision']}) on `{CLUSTER}` (nodes "
            f"varied: {profile['cluster']['devices_per_node']} GPUs a node). Trident replicates weights, gradients and "
@@ -305,7 +458,7 @@ def report(args, mode: dict, runs: list[dict], paper: dict, wall_s: float) -> No
 
 
 def main() -> None:
-    common.drive("lasp", __doc__, MODES, [measured, paper_scale], report)
+    common.drive("lasp", __doc__, MODES, [measured, hybrids, paper_scale], report)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,14 @@ def number(cell: str) -> float:
 
 
 def lasp(out: Path) -> str:
-    rows = report(out, "lasp", ["## Measured here", "## At paper scale", "### Longest sequence on 64 GPUs",
-                                "### Scalability of LASP", "### LASP-2 over LASP-1"])
+    rows = report(out, "lasp", ["## Measured here", "## Hybrids (LASP-2H)", "## At paper scale",
+                                "### Longest sequence on 64 GPUs", "### Scalability of LASP", "### LASP-2 over LASP-1"])
+    for model in ("pure linear", "1/8 hybrid", "1/4 hybrid", "1/2 hybrid", "pure softmax"):
+        row = next((r for r in rows if r[0] == model and len(r) == 7), None)  # the recall task
+        assert row and all(number(c) > 0 for c in row[2:5]), (model, row)
+    for model, strategy in (("pure linear", "lasp2"), ("1/4 hybrid", "lasp2+ulysses"), ("pure softmax", "ulysses")):
+        row = next((r for r in rows if r[0] == model and len(r) == 6), None)  # tokens/s, bytes, longest
+        assert row and row[1] == strategy and all(number(c) > 0 for c in row[2:]), (model, row)
     for method in ("LASP-1", "LASP-2", "Ulysses", "Ring"):
         for what in ("longest", "tokens/s"):
             row = next((r for r in rows if r[:2] == [method, what]), None)

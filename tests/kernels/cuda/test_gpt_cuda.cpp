@@ -25,6 +25,7 @@ ModelConfig small_model(const std::string& attention) {
   m.vocab_size = 101;
   m.max_seq_len = 64;
   m.attention = attention;
+  if (attention == "hybrid") m.layers = "SL";
   m.linear_chunk = 8;
   return m;
 }
@@ -72,7 +73,7 @@ struct SideBySide {
 }  // namespace
 
 TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, AdamW steps", "[cuda][model]") {
-  const std::string attention = GENERATE("softmax", "linear");
+  const std::string attention = GENERATE("softmax", "linear", "hybrid");
   CAPTURE(attention);
   SideBySide both(attention, Precision::fp32);
   auto& [cuda, host_alloc, device_alloc, m, on_cpu, on_gpu] = both;
@@ -137,7 +138,7 @@ TEST_CASE("GPT-2 124M at T = 1024, V = 50304 on the cuda backend equals the cpu 
   const std::string attention = GENERATE("softmax", "linear");
   CAPTURE(attention);
   const ModelConfig m{.n_layer = 12, .n_embd = 768, .n_head = 12, .vocab_size = 50304, .max_seq_len = 1024,
-                      .attention = attention};
+                      .attention = attention, .layers = ""};
   const int64_t T = 1024;
   std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
   Allocator host_alloc({.name = "cpu", .budget_bytes = std::size_t(8) << 30});

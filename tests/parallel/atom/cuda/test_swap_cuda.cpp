@@ -57,11 +57,13 @@ TEST_CASE("a swapped model on the cuda backend equals the resident one bit for b
       std::tuple{"linear", Precision::bf16, std::vector<int>{0, 1, 3}, 2, 2, 0, false, false},
       std::tuple{"linear", Precision::bf16, std::vector<int>{0, 1, 2, 3}, 2, 0, 3, false, true},
       std::tuple{"softmax", Precision::fp32, std::vector<int>{0, 1, 3}, 3, 0, 2, true, true},
-      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 2}, 2, 1, 0, true, false});
+      std::tuple{"linear", Precision::bf16, std::vector<int>{0, 2}, 2, 1, 0, true, false},
+      std::tuple{"hybrid", Precision::fp32, std::vector<int>{0, 1, 2, 3}, 2, 0, 2, false, true});
   if (!kEveryCase && !emulated) return;
   CAPTURE(attention, static_cast<int>(precision), starts.size(), slots, recomputed, offloaded, sub_model_major);
   const ModelConfig m{.n_layer = 4, .n_embd = 32, .n_head = 2, .vocab_size = 61, .max_seq_len = 32,
-                      .attention = attention, .linear_chunk = 8};  // small: the SIMT emulation is slow
+                      .attention = attention, .layers = attention == std::string("hybrid") ? "SL" : "",
+                      .linear_chunk = 8};  // small: the SIMT emulation is slow
   const int64_t tokens = 64;
   std::unique_ptr<Backend> cuda = cuda::make_cuda_backend(0);
 
