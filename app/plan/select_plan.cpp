@@ -72,17 +72,20 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
     }
     fmt::print("\nbatch {}: {} sequences, {} tokens, longest {}\n", b, batch.num_sequences(), batch.num_tokens(),
                longest);
+    std::size_t width = 16;  // the names' column: as wide as the longest ("lasp2+ulysses sp=64")
+    for (const Option& o : c.options) width = std::max(width, o.candidate->name().size());
     for (std::size_t i = 0; i < c.options.size(); ++i) {
       const Option& o = c.options[i];
       if (!o.feasibility.ok) {
-        fmt::print("    {:<16} cannot run it: {}\n", o.candidate->name(), o.feasibility.reason);
+        fmt::print("    {:<{}} cannot run it: {}\n", o.candidate->name(), width, o.feasibility.reason);
         continue;
       }
       const std::string peak = o.estimate->peak_bytes > 0
           ? fmt::format(", peak {:.1f} MiB a rank", static_cast<double>(o.estimate->peak_bytes) / (1 << 20))
           : "";
-      fmt::print("  {} {:<16} {:>10.3f} ms  (compute {:.3f}, communication {:.3f}; {:.1f} MiB sent{})\n",
-                 static_cast<int>(i) == c.cheapest ? "->" : "  ", o.candidate->name(), o.estimate->seconds * 1e3,
+      fmt::print("  {} {:<{}} {:>10.3f} ms  (compute {:.3f}, communication {:.3f}; {:.1f} MiB sent{})\n",
+                 static_cast<int>(i) == c.cheapest ? "->" : "  ", o.candidate->name(), width,
+                 o.estimate->seconds * 1e3,
                  o.estimate->compute_s * 1e3, o.estimate->comm_s * 1e3,
                  static_cast<double>(o.estimate->comm_bytes) / (1 << 20), peak);
     }

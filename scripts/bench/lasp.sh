@@ -2,7 +2,8 @@
 # Sequence-parallel attention side by side: runs `trident bench sp` under mpirun (LASP-1, LASP-2, Ulysses for
 # linear attention; Ulysses and Ring Attention for softmax; one attention layer forward + backward, group sizes T =
 # 1, 2, 4, 8 of the ranks) and `trident bench sp --max-length-budget`, then writes OUT/bench_lasp.md (bytes per rank
-# vs N at T = 4 and 8, tokens/s, longest N per T) and OUT/bench_lasp.png (bytes per rank vs N, log-log).
+# vs N at T = 4 and 8, tokens/s, a 1/4 hybrid's layers composed from them, longest N per T) and OUT/bench_lasp.png
+# (bytes per rank vs N, log-log).
 #   bash scripts/bench/lasp.sh [--ranks 8] [--lengths 1024,2048,...,65536] [--budget GIB] [--max-case-seconds S]
 #                              [--out DIR] [--like TESTBED] [--rounds R]
 # Defaults: 8 ranks, N = 1K..64K (softmax needs the short ones), 1 GiB per rank, 2 s per case (warm-up + 3 calls;
@@ -156,6 +157,36 @@ for T in [t for t in Ts if t > 1]:
     md.append(f"| {T} | {N:,} | {speed(('lasp2', 'linear', T, N))} | {speed(('ring', 'softmax', T, N))} | "
               f"**{statistics.median(a) / statistics.median(b):.2f}x** | {verdict} |")
 md.append("")
+
+# A 1/4 hybrid (LLLS) composed from the one-layer rows: three linear layers on LASP-2 beside one softmax layer
+T4 = 4 if 4 in Ts else max(Ts)
+kinds = {"lasp2": ("lasp2", "linear"), "ulysses": ("ulysses", "softmax"), "ring": ("ring", "softmax")}
+def layer_bytes(m, N):
+    r = by.get((label({"method": kinds[m][0], "attention": kinds[m][1]}), T4, N))
+    return r["bytes"] if r else None
+def layer_s(m, N):  # median seconds of one layer's forward + backward
+    s = speeds.get(kinds[m] + (T4, N))
+    return N / statistics.median(s) if s else None
+def stack(f, layers, N):  # the layers' sum, or None when one is missing
+    parts = [f(m, N) for m in layers]
+    return None if None in parts else sum(parts)
+stacks = {"LLLS, Ulysses": ["lasp2"] * 3 + ["ulysses"], "LLLS, Ring": ["lasp2"] * 3 + ["ring"],
+          "LLLL": ["lasp2"] * 4, "SSSS, Ring": ["ring"] * 4}
+md += [f"## A 1/4 hybrid (LLLS) at T = {T4}: bytes a rank by layer kind, and four layers together", "",
+       "Composed from the one-layer rows above: a hybrid's linear layers run LASP-2 and its softmax layers Ulysses or "
+       "Ring Attention on the same group, so its four layers send three LASP-2 layers' bytes and one softmax "
+       "layer's; against four layers of the pure linear (LASP-2) and pure softmax (Ring) models. Attention only "
+       "(the projections and MLPs are the same in every model); tokens/s = N over the four layers' median times.", "",
+       "| N | linear layer (LASP-2) | softmax layer (Ulysses) | softmax layer (Ring) | " +
+       " | ".join(f"{k} bytes" for k in stacks) + " | " + " | ".join(f"{k} tokens/s" for k in stacks) + " |",
+       "|---|" + "---|" * (3 + 2 * len(stacks))]
+fmt = lambda x, spec="{:,.0f}": spec.format(x) if x is not None else dash
+for N in lengths:
+    cells = [fmt(layer_bytes(m, N)) for m in ("lasp2", "ulysses", "ring")]
+    cells += [fmt(stack(layer_bytes, layers, N)) for layers in stacks.values()]
+    cells += [fmt(N / t if t else None) for t in (stack(layer_s, layers, N) for layers in stacks.values())]
+    md.append(f"| {N:,} | " + " | ".join(cells) + " |")
+md += ["", "The linear layers' bytes stay flat in N; the softmax layer's grow with N as its method's do.", ""]
 
 lT = sorted({r["T"] for r in longest})
 md += [f"## Longest N at {budget} GiB per rank (one layer's forward + backward buffers)", "",

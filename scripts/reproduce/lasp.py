@@ -44,7 +44,7 @@ MODES = {
     "smoke": {"ranks": [1, 2], "memory_gb": 0.01, "steps": 2,
               "hybrid": {"steps": 3, "batch": 1024, "ranks": 2, "length": 2048, "speed_steps": 2, "memory_gb": 0.04}},
     "quick": {"ranks": [1, 2, 4, 8], "memory_gb": 0.03, "steps": 3,
-              "hybrid": {"steps": 150, "batch": 2048, "ranks": 4, "length": 16384, "speed_steps": 3,
+              "hybrid": {"steps": 300, "batch": 2048, "ranks": 4, "length": 16384, "speed_steps": 3,
                          "memory_gb": 0.12}},
     "full": {"ranks": [1, 2, 4, 8], "memory_gb": 0.1, "steps": 5,
              "hybrid": {"steps": 600, "batch": 4096, "ranks": 4, "length": 32768, "speed_steps": 5,

@@ -74,6 +74,21 @@ mpi 1 0 train "$tiny" "${base[@]}" "${bf16[@]}" --set run.dir="$tmp/single_bf16"
 mpi 2 0 train "$tiny" "${base[@]}" "${bf16[@]}" "${sp[@]}" --set parallel.sp.size=2 --set run.dir="$tmp/sp2_bf16"
 close "$tmp/single_bf16" "$tmp/sp2_bf16" 1e-3
 
+# trident plan shows a hybrid's candidates and choice per batch: a profile of this model (trident bench profile) on
+# the links of a 64-GPU cluster of 8 nodes: Ulysses beside LASP up to the 8 heads, Ring or USP beyond.
+wide=(--set model.n_head=8 --set model.max_seq_len=4096 --set train.batch_tokens=65536 --set parallel.strategy=auto)
+run 0 bench profile "$tiny" "${base[@]}" "${wide[@]}" --set model.max_seq_len=64 --out "$tmp/profile.yaml"
+"$python" - "$tmp/profile.yaml" "$(dirname "${BASH_SOURCE[0]}")/../../configs/clusters/a100-8x8-gpt7b.yaml" \
+  "$tmp/cluster.yaml" <<'PY' || fail "cannot put the profile on the cluster's links"
+import sys, yaml
+profile, cluster = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+profile.update(cluster=cluster["cluster"], network=cluster["network"])
+yaml.safe_dump(profile, open(sys.argv[3], "w"), sort_keys=False)
+PY
+run 0 plan "$tiny" "${base[@]}" "${wide[@]}" --cluster "$tmp/cluster.yaml" --batches 1
+stdout_has "64 rank(s) (8 per node)" "lasp1+ulysses sp=8" "lasp1+ring sp=64" "lasp1+usp sp=64" "ulysses sp=8"
+grep -q -- "-> " "$tmp/out" || fail "the plan chose nothing"
+
 # What the model cannot be, or a method cannot run: configuration errors (exit 2) before any rank work.
 run 2 train "$tiny" "${base[@]}" --set model.layers=LLS --set run.dir="$tmp/bad1"
 last_stderr_line "trident: config error:" "model.layers = LLS" "must divide model.n_layer = 2"
