@@ -1,5 +1,7 @@
 #include "parallel/cost/group_cost_model.h"
 
+#include "parallel/sp/shard.h"
+
 #include <bit>
 #include <cmath>
 
@@ -125,11 +127,17 @@ DegreeCost GroupCostModel::model_degree_cost(int64_t d) const {
     k.overhead += directions * (dd - 1) * transfer_s(link, exchange_.state_bytes);
   else
     k.overhead += directions * allgather_s(link, exchange_.state_bytes, d);
-  if (softmax > 0 && exchange_.n_head % d == 0) {  // Ulysses' 8 all-to-alls a layer
-    k.per_token += 8 * softmax * per_token_moved;
-    k.overhead += 8 * softmax * latency;
-  } else if (softmax > 0) {  // Ring Attention's passes of K and V blocks (and their gradients)
-    const double passes = softmax * (3 * dd - 2);
+  if (softmax == 0) return k;
+  // Ulysses' 8 all-to-alls a layer inside groups of u devices, then Ring Attention's passes of K and V blocks (and
+  // their gradients) across the d / u of them: u = d where the heads divide by d
+  const int64_t u = exchange_.n_head % d == 0 ? d : usp_ulysses_degree(d, exchange_.n_head, devices_per_node_);
+  if (u > 1) {
+    const Link inner = alltoall_link(u);
+    k.per_token += 8 * softmax * bytes_per_token_moved_ / dd / (inner.bandwidth_gb_per_s * 1e9);
+    k.overhead += 8 * softmax * inner.latency_us * 1e-6;
+  }
+  if (u < d) {
+    const double passes = softmax * (3 * static_cast<double>(d / u) - 2);
     k.per_token += passes * 2 * per_token_moved;
     k.overhead += passes * latency;
   }

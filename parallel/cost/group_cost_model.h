@@ -9,7 +9,9 @@
 //              or + 2 L (d - 1) (latency(d) + state / bandwidth(d))                    LASP-1 state chains (d > 1)
 //              or + 2 L (latency(d) + (d - 1) state / bandwidth(d))                    LASP-2 state allgathers (d > 1)
 //   a hybrid's LASP: its L_lin linear layers exchange states as above, its L_soft softmax layers run Ulysses'
-//   8 L_soft all-to-alls where d divides the heads, else Ring Attention's (3d - 2) L_soft passes of (S/d) 2h b bytes
+//   8 L_soft all-to-alls where d divides the heads, else USP: 8 L_soft all-to-alls inside groups of u devices of a
+//   node (u = gcd(d, heads, devices per node), none for u = 1) and Ring Attention's (3r - 2) L_soft passes of
+//   (S/d) 2h b bytes over r = d/u of them (parallel/sp/shard.h, usp_ulysses_degree)
 //   memory/device = model_states + (S/d) bytes_per_token  <=  device_memory - reserved
 //
 // S = sum_k s_k tokens on the group; 8 L all-to-alls per step (q, k, v, out; forward and backward; L layers), each
@@ -31,7 +33,8 @@ struct GroupExchange {
   Kind kind = Kind::ulysses;
   double state_bytes = 0;  // LASP: one layer's state, 4 H D^2 bytes
   // LASP in a hybrid model: the softmax layers beside the linear ones, which run Ulysses on groups whose degree
-  // divides n_head and Ring Attention on the others.
+  // divides n_head and USP (Ulysses inside a node x Ring across; Ring alone where no Ulysses degree fits) on the
+  // others.
   int64_t softmax_layers = 0;
   int64_t n_head = 0;
 };

@@ -177,9 +177,12 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
     throw_config_error("{}: the profile describes {} devices, but this run has {} ranks", env.profile->source,
                        cost_.devices(), world);
   const int H = static_cast<int>(model_.n_head), D = static_cast<int>(model_.n_embd / H);
-  // A hybrid's softmax layers beside LASP: Ulysses where the degree divides the heads, else Ring Attention, whose
-  // layers share one set of scratch buffers.
+  // A hybrid's softmax layers beside LASP: Ulysses where the degree divides the heads, else USP (Ring Attention
+  // alone where no Ulysses degree fits), whose rings share one set of scratch buffers.
   const auto ring_scratch = std::make_shared<RingCache>(env.backend);
+  auto usp_degree = [&](int d) {
+    return static_cast<int>(usp_ulysses_degree(d, H, env.groups.ranks_per_node()));
+  };
   for (int d = 2; d <= world; d *= 2) {
     // Ulysses and Ring move activations, in the backend's memory (NCCL on the GPU); LASP's small states go over MPI.
     const RunGroups::RankGroup& group = env.groups.group(d);
@@ -188,8 +191,10 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
       const AttentionType type = linear ? AttentionType::linear : AttentionType::softmax;
       if (inner_ == FlexInner::lasp && linear)
         ops_[d].push_back(make_lasp_op(*group.host, env.backend, variant, H, D));
-      else if (inner_ == FlexInner::lasp && H % d != 0)
+      else if (inner_ == FlexInner::lasp && H % d != 0 && usp_degree(d) == 1)
         ops_[d].push_back(make_ring_op(*group.device, ring_scratch, type, H, D));
+      else if (inner_ == FlexInner::lasp && H % d != 0)
+        ops_[d].push_back(make_usp_op(*group.device, env.backend, ring_scratch, H, D, usp_degree(d)));
       else
         ops_[d].push_back(make_ulysses_op(*group.device, env.backend, type, H, D));
       layer_ops_[d].push_back(ops_[d].back().get());
@@ -198,7 +203,7 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
   spdlog::info("{}: groups of 1..{} ranks planned per micro-batch ({} degrees), {} inside; {} tokens a rank", name(),
                world, flexsp_config(env.config).degrees,
                inner_ != FlexInner::lasp     ? std::string("Ulysses")
-               : model_.any_softmax() ? fmt::format("LASP ({}) in the linear layers, Ulysses (or Ring where the "
+               : model_.any_softmax() ? fmt::format("LASP ({}) in the linear layers, Ulysses (USP where the "
                                                     "degree does not divide the heads) in the softmax layers",
                                                     lasp_variant_name(variant))
                                       : fmt::format("LASP ({})", lasp_variant_name(variant)),

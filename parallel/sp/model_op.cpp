@@ -1,6 +1,5 @@
 #include "parallel/sp/model_op.h"
 
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -205,10 +204,6 @@ std::unique_ptr<AttentionOp> make_usp_op(Communicator& sp, Backend& backend, std
                 sp.size(), H);
   TRIDENT_CHECK(scratch != nullptr, "USP's ring needs its scratch buffers");
   return std::make_unique<UspOp>(sp, backend, std::move(scratch), H, D, ulysses_degree);
-}
-
-int usp_ulysses_degree(int group, int H, int ranks_per_node) {
-  return ranks_per_node <= 0 ? 1 : std::gcd(std::gcd(group, H), ranks_per_node);
 }
 
 }  // namespace trident

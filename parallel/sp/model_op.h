@@ -26,9 +26,5 @@ std::unique_ptr<AttentionOp> make_ring_op(Communicator& sp, std::shared_ptr<Ring
 // count. Needs ulysses_degree to divide the group and H. Keeps its layer's head-sharded activations for backward.
 std::unique_ptr<AttentionOp> make_usp_op(Communicator& sp, Backend& backend, std::shared_ptr<RingCache> scratch, int H,
                                          int D, int ulysses_degree);
-// USP's Ulysses degree on a group of `group` ranks: the largest that divides the group, the H heads and the ranks of
-// a node (so each Ulysses group stays on a node: NVLink inside, the ring over the slower links between nodes), or 1
-// when nodes hold different numbers of ranks (ranks_per_node 0).
-int usp_ulysses_degree(int group, int H, int ranks_per_node);
 
 }  // namespace trident

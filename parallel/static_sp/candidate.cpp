@@ -156,8 +156,7 @@ std::pair<double, double> StaticCandidate::layer_exchange(const std::string& met
     return {passes * cost.transfer_s(2 * n * C * b, d), passes * 2 * n * C * b};
   }
   if (method == "usp") {  // Ulysses' four all-to-alls inside u ranks, then a ring of r = d / u Ulysses groups
-    const int64_t u = usp_ulysses_degree(static_cast<int>(d), static_cast<int>(model_.n_head),
-                                         static_cast<int>(cost.run().ranks_per_node));
+    const int64_t u = usp_ulysses_degree(d, model_.n_head, cost.run().ranks_per_node);
     const double passes = 3.0 * static_cast<double>(d / u) - 2;  // blocks of u n tokens, C / u wide
     const double ulysses = u > 1 ? 4 * cost.transfer_s(2 * n * C * b, u) : 0;
     const double ring = d / u > 1 ? passes * cost.transfer_s(2 * n * C * b, d) : 0;

@@ -38,7 +38,7 @@ std::vector<CandidateSpec> sp_under_auto(const Config& config, int world) {
       for (const std::string& v : lasp) out.push_back({v, d});
     // USP where it can be neither Ulysses (Ulysses degree d) nor Ring (degree 1): its degree also depends on the
     // node layout, not known here (on one node it is gcd(d, H))
-    const int u = usp_ulysses_degree(d, static_cast<int>(m.n_head), d);
+    const int64_t u = usp_ulysses_degree(d, m.n_head, d);
     std::vector<std::string> softmax = {"ring"};
     if (m.n_head % d == 0) softmax.insert(softmax.begin(), "ulysses");
     if (u > 1 && u < d) softmax.push_back("usp");

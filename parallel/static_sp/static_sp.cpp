@@ -57,7 +57,7 @@ StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std
   // Ring Attention keeps nothing between calls: its layers share one set of scratch buffers.
   const bool ring = methods.softmax == "ring" || methods.softmax == "usp";
   const auto ring_scratch = ring ? std::make_shared<RingCache>(env.backend) : nullptr;
-  const int usp_degree = usp_ulysses_degree(degree, H, env.groups.ranks_per_node());
+  const int usp_degree = static_cast<int>(usp_ulysses_degree(degree, H, env.groups.ranks_per_node()));
   auto make_op = [&](const std::string& layer_method, AttentionType type) -> std::unique_ptr<AttentionOp> {
     if (layer_method == "ulysses") return make_ulysses_op(activations, env.backend, type, H, D);
     if (layer_method == "ring") return make_ring_op(activations, ring_scratch, type, H, D);

@@ -7,12 +7,12 @@ softmax twin) and rank count, the longest sequence the ranks' activation budget 
 names its per-rank capacity when it refuses a too-long document, the script trains at the longest length the
 method's group holds and checks that one token more is refused. Tokens/s and peak memory come from that run.
 
-Hybrids (LASP-2H): models whose layers are linear or softmax (model.layers), trained at one rank on the same
-synthetic recall task (pairs k=v, then every key asked again: only exact recall of a pair predicts its value) for the
-same number of tokens, pure linear, 1/8, 1/4 and 1/2 softmax layers and pure softmax: the held-out loss beside the
-task's floor (perfect recall) and the paper's hybrid-ratio table; then at the mode's largest rank count, one long
-document a step: tokens/s and bytes a step of each (LASP-2 in linear layers, Ulysses in softmax ones), and the
-longest sequence each trains within the same budget.
+Hybrids (LASP-2H): models whose layers are linear or softmax (model.layers), trained at one rank on the quickstart's
+corpus (Debian's fortune cookies, scripts/data/fortunes_corpus.sh) for the same number of tokens, pure linear, 1/8,
+1/4 and 1/2 softmax layers and pure softmax: the held-out loss beside the paper's hybrid-ratio table; then at the
+mode's largest rank count, one long document a step: tokens/s and bytes a step of pure linear, the 1/4 hybrid and
+pure softmax (LASP-2 in linear layers, Ulysses in softmax ones), and the longest sequence each trains within the same
+budget.
 
 At paper scale: `trident plan` on TNL-1B and 8 to 128 A100-80G (configs/experiments/lasp/paper_tnl1b.yaml,
 configs/clusters/a100-80g-16x8-tnl1b.yaml): the longest power-of-two length each method fits and its estimated
@@ -20,8 +20,8 @@ tokens/s, beside the paper's published numbers (docs/methods.md §2.4). What the
 models is read from them (`trident config`, the cluster file).
 """
 import json
-import math
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,7 +37,7 @@ PAPER = "configs/experiments/lasp/paper_tnl1b.yaml"
 CLUSTER = "configs/clusters/a100-80g-16x8-tnl1b.yaml"
 CORPUS = common.ROOT / "runs" / "data" / "reproduce_lasp.txt"
 
-# rank counts, per-rank budget (GiB), steps per run; hybrids: the recall task's steps and batch tokens at one rank,
+# rank counts, per-rank budget (GiB), steps per run; hybrids: the quality runs' steps and batch tokens at one rank,
 # then ranks, one document of `length` tokens and steps for their speed, and the budget their longest is found in
 # (4x the measured half's: 8 layers against 2)
 MODES = {
@@ -61,8 +61,7 @@ METHODS = [
 HYBRIDS = [("pure linear", "linear", ""), ("1/8 hybrid", "hybrid", "LLLLLLLS"), ("1/4 hybrid", "hybrid", "LLLS"),
            ("1/2 hybrid", "hybrid", "LS"), ("pure softmax", "softmax", "")]
 HYBRID_LAYERS = 8
-RECALL = common.ROOT / "runs" / "data" / "reproduce_lasp_recall.txt"
-RECALL_PAIRS, RECALL_DOCUMENTS = 12, 20000
+CORPUS_TEXT = common.ROOT / "runs" / "data" / "fortunes.txt"  # the quickstart's
 # LASP-2's hybrid-ratio table (basic linear attention and Lightning, loss at 16K after 50B tokens; docs/methods.md)
 PUBLISHED_HYBRID_LOSS = {"pure linear": (2.892, 2.848), "1/8 hybrid": (2.826, 2.756), "1/4 hybrid": (2.824, 2.750),
                          "1/2 hybrid": (2.775, 2.742)}
@@ -186,30 +185,11 @@ def measured(mode: dict, out: Path) -> list[dict]:
     return results
 
 
-def write_recall_corpus() -> dict:
-    """Documents of RECALL_PAIRS pairs 'k=v' (distinct random keys a-z, random values a-z), ' |', then every key
-    again in a random order with its value: the recalled values are predictable only by finding the pair. Returns the
-    task's floor and its no-recall loss per target (nats): the entropy of the keys and the first values, divided by
-    the targets of a document (every token but its first has one), and the same plus the recalled values'."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    rng = random.Random(3)
-    documents = []
-    for _ in range(RECALL_DOCUMENTS):
-        keys = rng.sample(letters, RECALL_PAIRS)
-        pairs = {k: rng.choice(letters) for k in keys}
-        asked = rng.sample(keys, RECALL_PAIRS)
-        documents.append(" ".join(f"{k}={pairs[k]}" for k in keys) + " | " + " ".join(f"{k}={pairs[k]}" for k in asked))
-    if not RECALL.exists() or RECALL.read_text() != "\n\n".join(documents):
-        RECALL.parent.mkdir(parents=True, exist_ok=True)
-        tmp = RECALL.with_suffix(".tmp")
-        tmp.write_text("\n\n".join(documents))
-        tmp.rename(RECALL)
-    targets = len(documents[0]) - 1
-    chosen_keys = sum(math.log(len(letters) - i) for i in range(1, RECALL_PAIRS))  # the first key has no target
-    asked_keys = sum(math.log(RECALL_PAIRS - j) for j in range(RECALL_PAIRS))
-    values = RECALL_PAIRS * math.log(len(letters))
-    return {"floor": (chosen_keys + values + asked_keys) / targets,
-            "no_recall": (chosen_keys + 2 * values + asked_keys) / targets, "document": documents[0]}
+def write_text_corpus() -> None:
+    code = subprocess.run(["bash", str(common.ROOT / "scripts" / "data" / "fortunes_corpus.sh"), str(CORPUS_TEXT)],
+                          cwd=common.ROOT).returncode
+    if code != 0:
+        raise common.Failure("cannot assemble the quickstart's corpus (scripts/data/fortunes_corpus.sh)")
 
 
 def hybrid_sets(attention: str, layers: str) -> list[str]:
@@ -230,23 +210,23 @@ def hybrid_args(attention: str, layers: str, ranks: int, length: int, steps: int
 
 
 def hybrids(mode: dict, out: Path) -> dict:
-    """The recall task's held-out loss per hybrid ratio at one rank; tokens/s, bytes a step and the longest sequence
-    of each at the mode's largest group."""
+    """The held-out loss per hybrid ratio at one rank on the quickstart's corpus; tokens/s, bytes a step and the
+    longest sequence of each at the mode's largest group."""
     h = mode["hybrid"]
-    task = write_recall_corpus()
+    write_text_corpus()
     quality = {}
     for name, attention, layers in HYBRIDS:
-        print(f"reproduce/lasp.sh: hybrids: {name}, recall task", file=sys.stderr)
-        run_dir = out / "runs" / f"recall_{name.replace(' ', '_').replace('/', '')}"
+        print(f"reproduce/lasp.sh: hybrids: {name}, quality", file=sys.stderr)
+        run_dir = out / "runs" / f"quality_{name.replace(' ', '_').replace('/', '')}"
         sets = hybrid_sets(attention, layers) + [
-            f"data.path={RECALL}", 'data.separator="\\n\\n"', "data.split=0.95", "model.max_seq_len=256",
+            f"data.path={CORPUS_TEXT}", 'data.separator="\\n%\\n"', "data.split=0.98", "model.max_seq_len=256",
             f"train.batch_tokens={h['batch']}", f"train.steps={h['steps']}", f"train.eval_every={h['steps']}",
             "train.eval_batches=8", f"train.warmup_steps={max(1, h['steps'] // 10)}", "train.lr=3e-3",
             "train.min_lr=3e-4", "device.memory_gb=1", f"run.dir={run_dir}"]
         code, _ = common.run(["train", SCALED] + [x for kv in sets for x in ("--set", kv)], Path(f"{run_dir}.log"))
         rows = common.metrics(run_dir)
         if code != 0 or "eval_loss" not in rows[-1]:
-            raise common.Failure(f"{name} on the recall task: exit {code}, see {run_dir}.log")
+            raise common.Failure(f"{name} on the quickstart's corpus: exit {code}, see {run_dir}.log")
         quality[name] = {"eval_loss": rows[-1]["eval_loss"], "train_loss": rows[-1]["loss"],
                          "tokens_per_s": common.tokens_per_s(rows)}
     speed = {}
@@ -266,7 +246,7 @@ def hybrids(mode: dict, out: Path) -> dict:
             f"{name} on {h['ranks']} ranks", f"{tag}_longest", h["ranks"], h["ranks"], mode, out)
         speed[name] = {"tokens_per_s": common.tokens_per_s(rows), "comm_mib": common.median(rows, "comm_bytes") / 2**20,
                        "strategy": rows[-1]["strategy"], "longest": longest["longest"]}
-    return {"task": task, "quality": quality, "speed": speed}
+    return {"quality": quality, "speed": speed}
 
 
 def paper_scale(mode: dict, out: Path) -> dict:
@@ -303,15 +283,13 @@ def paper_scale(mode: dict, out: Path) -> dict:
 
 
 def hybrid_report(hybrid: dict, mode: dict, scaled: dict) -> list[str]:
-    h, task, speed = mode["hybrid"], hybrid["task"], hybrid["speed"]
+    h, speed = mode["hybrid"], hybrid["speed"]
     m = scaled["model"]
     md = ["## Hybrids (LASP-2H): linear and softmax layers in one model", "",
           f"`{SCALED}` with {HYBRID_LAYERS} layers (width {m['n_embd']}, {m['n_head']} heads), each linear or softmax "
           "as the layers column says (`model.layers`, repeated to the 8 layers), one rank, "
-          f"{h['steps']} steps of {h['batch']:,} tokens on a recall task: {RECALL_DOCUMENTS:,} "
-          f"documents like `{task['document']}` ({RECALL_PAIRS} pairs, then every key again; 5% held out). The "
-          f"task's floor is {task['floor']:.3f} nats a token (every recalled value right) and {task['no_recall']:.3f} "
-          "with no recall; the held-out loss is the last step's evaluation. The paper's losses are LASP-2's "
+          f"{h['steps']} steps of {h['batch']:,} tokens of the quickstart's corpus (Debian's fortune cookies, "
+          "byte-level, 2% held out); the held-out loss is the last step's evaluation. The paper's losses are LASP-2's "
           "hybrid-ratio table (Linear-Llama3-1B, 16K tokens, after 50B tokens), on another task and scale: the column "
           "to compare is the order, not the values.", ""]
     rows = []

@@ -80,3 +80,16 @@ bad = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if abs(x - y) > float(sys
 assert not bad, bad
 PY
 }
+
+# resumed_same STRAIGHT RESUMED FIRST LAST: the run resumed into RESUMED trained steps FIRST .. LAST, each with
+# STRAIGHT's loss bit for bit.
+resumed_same() {
+  grep -q "resuming from" "$2/trident.log" || fail "$2 did not resume"
+  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" "$4" <<'PY' || fail "the run resumed in $2 diverged from $1"
+import json, sys
+a = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1]))}
+b = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2]))}
+steps = list(range(int(sys.argv[3]), int(sys.argv[4]) + 1))
+assert sorted(b) == steps and all(a[s] == b[s] for s in b), [(s, a.get(s), b[s]) for s in b]
+PY
+}

@@ -108,7 +108,7 @@ TEST_CASE("GPT on the cuda backend equals the cpu backend: loss, gradients, Adam
 // The two round at the same points but sum in different orders, so a value can land on the neighbouring bf16: the
 // bounds are those of bf16 against fp32 on the CPU (tests/core/model/test_model.cpp), which measure 0.3-1.8% rms there.
 TEST_CASE("GPT in bf16 on the cuda backend tracks the cpu backend's bf16: loss, gradients, logits", "[cuda][model]") {
-  const std::string attention = GENERATE("softmax", "linear");
+  const std::string attention = GENERATE("softmax", "linear", "hybrid");
   CAPTURE(attention);
   SideBySide both(attention, Precision::bf16);
   auto& [cuda, host_alloc, device_alloc, m, on_cpu, on_gpu] = both;

@@ -66,11 +66,13 @@ TEST_CASE("a FlexSP step with groups of several sizes equals the single-rank ste
     const char* variant;
     int heads = 4;
   };
-  // A hybrid's softmax layers run Ulysses in every group (4 heads), or Ring Attention in the groups larger than the
-  // head count (2 heads: the group of 4 ranks).
+  // A hybrid's softmax layers run Ulysses in every group (4 heads), USP in the groups larger than the head count
+  // (2 heads: the group of 4 ranks, Ulysses over pairs x Ring over 2), or Ring Attention (3 heads: no Ulysses
+  // degree divides them).
   for (const Case& k : {Case{"softmax", FlexInner::ulysses, "ring"}, Case{"linear", FlexInner::ulysses, "ring"},
                         Case{"linear", FlexInner::lasp, "ring"}, Case{"linear", FlexInner::lasp, "allgather"},
-                        Case{"hybrid", FlexInner::lasp, "allgather"}, Case{"hybrid", FlexInner::lasp, "ring", 2}}) {
+                        Case{"hybrid", FlexInner::lasp, "allgather"}, Case{"hybrid", FlexInner::lasp, "ring", 2},
+                        Case{"hybrid", FlexInner::lasp, "allgather", 3}}) {
     const std::string attention = k.attention;
     Config c = tiny_strategy_config(attention, 256);
     c.model.n_head = k.heads;
@@ -262,8 +264,8 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   CHECK(chain.group_overhead_s(1) == ulysses.group_overhead_s(1));  // one rank: no exchange
 }
 
-TEST_CASE("a hybrid's FlexSP group pays LASP's states in its linear layers, Ulysses or Ring in its softmax layers",
-          "[flexsp_train]") {
+TEST_CASE("a hybrid's FlexSP group pays LASP's states in its linear layers, Ulysses, USP or Ring in its softmax "
+          "layers", "[flexsp_train]") {
   Config lin = tiny_strategy_config("linear", 64), hybrid = tiny_strategy_config("hybrid", 64);  // LS: one of each
   lasp_config(lin).variant = lasp_config(hybrid).variant = "lasp2";
   const cost::Profile profile = one_node_profile(4);  // 20 us, 1 GB/s
@@ -277,14 +279,20 @@ TEST_CASE("a hybrid's FlexSP group pays LASP's states in its linear layers, Ulys
   CHECK(beside_ulysses.group_overhead_s(4) - beside_ulysses.group_overhead_s(1) ==
         Approx(2 * (20e-6 + 3 * 576 / 1e9) + 8 * 20e-6));
   CHECK(beside_ulysses.sequence_s(50, 4) - compute == Approx(ulysses / 2));
-  // 2 heads: a group of 4 runs Ring Attention in the softmax layer, 3d - 2 = 10 passes of K and V (2 all-to-alls'
-  // volume each); a group of 2 still runs Ulysses
+  // 2 heads: a group of 4 (one node) runs USP in the softmax layer, Ulysses over pairs (8 all-to-alls) and a ring of
+  // 2 (3r - 2 = 4 passes of K and V, 2 all-to-alls' volume each); a group of 2 still runs Ulysses
   hybrid.model.n_head = 2;
+  const cost::GroupCostModel beside_usp = flexsp_cost_model(profile, hybrid, 100, FlexInner::lasp);
+  CHECK(beside_usp.group_overhead_s(4) - beside_usp.group_overhead_s(1) ==
+        Approx(2 * (20e-6 + 3 * 1152 / 1e9) + 8 * 20e-6 + 4 * 20e-6));
+  CHECK(beside_usp.sequence_s(50, 4) - compute == Approx(ulysses / 16 * (8 + 4 * 2)));
+  CHECK(beside_usp.sequence_s(50, 2) == Approx(beside_ulysses.sequence_s(50, 2)));
+  // 3 heads: no Ulysses degree divides them: Ring Attention alone, 3d - 2 = 10 passes on 4 devices
+  hybrid.model.n_head = 3;
   const cost::GroupCostModel beside_ring = flexsp_cost_model(profile, hybrid, 100, FlexInner::lasp);
   CHECK(beside_ring.group_overhead_s(4) - beside_ring.group_overhead_s(1) ==
-        Approx(2 * (20e-6 + 3 * 1152 / 1e9) + 10 * 20e-6));
+        Approx(2 * (20e-6 + 3 * 768 / 1e9) + 10 * 20e-6));
   CHECK(beside_ring.sequence_s(50, 4) - compute == Approx(ulysses / 16 * 20));
-  CHECK(beside_ring.sequence_s(50, 2) == Approx(beside_ulysses.sequence_s(50, 2)));
 }
 
 TEST_CASE("FlexSP planned under corrections still gives the single-rank step", "[mpi][flexsp_train]") {
