@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` on the CUDA backend against the CPU backend, end to end (label gpu): one rank and two ranks
 # (gradients over NCCL, or staged through the host where the node has one GPU) give the CPU's losses in fp32, and so
-# do LASP, Ulysses and Ring Attention at sp = 2 and FlexSP on 2 ranks; bf16 (also with sequence parallelism) follows
+# do LASP, Ulysses and Ring Attention at sp = 2, a hybrid's LASP beside Ring, and FlexSP on 2 ranks; bf16 (also with sequence parallelism) follows
 # the fp32 curve; MFU is written; ATOM swaps sub-models on the GPU; a resumed run continues bit for bit; a
 # device.memory_gb the GPU cannot hold is a start-up error.
 # Without a usable CUDA device (or a build without CUDA) it reports skipped (exit 77).
@@ -82,6 +82,16 @@ grep -q "ring sp=2: 1 replica(s) x sequence-parallel groups of 2 ranks" "$tmp/ri
 mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=lasp \
   --set parallel.sp.method=ring --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/ring_bf16"
 close "$tmp/cpu" "$tmp/ring_bf16" 2e-3
+# A hybrid (model.layers: LS) at sp = 2 on the GPU: LASP in the linear layer beside Ring Attention (fp32) or
+# Ulysses (bf16) in the softmax layer, against the 1-rank CPU losses of the same model.
+hybrid=(--set model.attention=hybrid --set model.layers=LS)
+mpi 1 0 train "$tiny" "${base[@]}" "${hybrid[@]}" --set run.dir="$tmp/cpu_hybrid"
+mpi2 0 train "$tiny" "${base[@]}" "${hybrid[@]}" --set device.backend=cuda --set parallel.strategy=sp \
+  --set parallel.sp.softmax_method=ring --set parallel.sp.size=2 --set run.dir="$tmp/hybrid_ring"
+close "$tmp/cpu_hybrid" "$tmp/hybrid_ring" 1e-4
+mpi2 0 train "$tiny" "${base[@]}" "${hybrid[@]}" --set device.backend=cuda --set parallel.strategy=sp \
+  --set parallel.sp.size=2 --set train.precision=bf16 --set run.dir="$tmp/hybrid_bf16"
+close "$tmp/cpu_hybrid" "$tmp/hybrid_bf16" 2e-3
 # FlexSP (2 ranks, Ulysses inside its groups, the profile measured at start-up on the GPU): the softmax losses.
 mpi2 0 train "$tiny" "${base[@]}" --set device.backend=cuda --set parallel.strategy=flexsp \
   --set parallel.flexsp.inner=ulysses --set run.dir="$tmp/flexsp"

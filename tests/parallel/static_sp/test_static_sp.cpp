@@ -72,6 +72,7 @@ TEST_CASE("every static candidate (method and group size) equals the single-rank
                           Layout{"hybrid", "lasp2+ring", W}, Layout{"hybrid", "lasp1+ring", W, 3},
                           Layout{"hybrid", "lasp2+ring", W, 2}, Layout{"hybrid", "ulysses", 2},
                           Layout{"softmax", "usp", W, 2}, Layout{"hybrid", "lasp1+usp", W, 2},
+                          Layout{"hybrid", "lasp2+usp", W, 4}, Layout{"hybrid", "lasp2+usp", 2, 2},
                           Layout{"softmax", "usp", W, 4}, Layout{"softmax", "usp", W, 3}}) {
     const bool ulysses = std::string(l.method).ends_with("ulysses");
     if (W % l.degree != 0 || (ulysses && l.heads % l.degree != 0)) continue;
