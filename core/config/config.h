@@ -42,7 +42,8 @@ struct ModelConfig {
 
   // Layer l runs linear attention (else softmax attention).
   bool linear_layer(int64_t l) const;
-  // Some layer runs linear (softmax) attention: the model has the linear block's options (learned positions, wpe).
+  // Some layer runs linear attention (the model has the linear block's options), or softmax attention (the model has
+  // learned positions, wpe).
   bool any_linear() const;
   bool any_softmax() const;
 

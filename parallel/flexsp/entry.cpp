@@ -17,7 +17,7 @@ std::vector<CandidateSpec> alone(const Config& config, int world) {
 }
 
 // Where it can run: a power-of-two world of at least two ranks; Ulysses inside needs the world size to divide the
-// heads, LASP inside linear layers (a hybrid's softmax layers beside it run Ulysses or Ring); parallel.flexsp.inner
+// heads, LASP inside linear layers (a hybrid's softmax layers beside it run Ulysses or USP); parallel.flexsp.inner
 // may rule either out.
 std::vector<CandidateSpec> under_auto(const Config& config, int world) {
   const FlexspConfig& p = flexsp_config(config);
