@@ -69,6 +69,7 @@ TEST_CASE("every static candidate (method and group size) equals the single-rank
                           Layout{"linear", "ulysses", 2}, Layout{"softmax", "ulysses", W},
                           Layout{"softmax", "ring", W}, Layout{"softmax", "ring", 2}, Layout{"hybrid", "dp", 1},
                           Layout{"hybrid", "lasp1+ulysses", W}, Layout{"hybrid", "lasp2+ulysses", 2},
+                          Layout{"hybrid", "lasp2+ulysses", W},
                           Layout{"hybrid", "lasp2+ring", W}, Layout{"hybrid", "lasp1+ring", W, 3},
                           Layout{"hybrid", "lasp2+ring", W, 2}, Layout{"hybrid", "ulysses", 2},
                           Layout{"softmax", "usp", W, 2}, Layout{"hybrid", "lasp1+usp", W, 2},
