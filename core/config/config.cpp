@@ -364,6 +364,12 @@ bool ModelConfig::linear_layer(int64_t l) const {
   return layers[static_cast<std::size_t>(l) % layers.size()] == 'L';
 }
 
+int64_t ModelConfig::linear_layers() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < n_layer; ++l) n += linear_layer(l) ? 1 : 0;
+  return n;
+}
+
 bool ModelConfig::any_linear() const {
   return attention == "linear" || (attention == "hybrid" && layers.find('L') != std::string::npos);
 }

@@ -40,8 +40,9 @@ struct ModelConfig {
   // Trident's first linear block, ill-conditioned (core/model/README.md); the tests build it to show that.
   std::string linear_output_norm = "hidden";
 
-  // Layer l runs linear attention (else softmax attention).
+  // Layer l runs linear attention (else softmax attention); how many layers do.
   bool linear_layer(int64_t l) const;
+  int64_t linear_layers() const;
   // Some layer runs linear attention (the model has the linear block's options), or softmax attention (the model has
   // learned positions, wpe).
   bool any_linear() const;

@@ -75,8 +75,7 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens)
                                         : activation_bytes<float>(shape, max_tokens);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
-  for (int64_t l = 0; l < config.n_layer; ++l)
-    if (config.linear_layer(l)) bytes += 4 * config.n_head;  // the decay slopes
+  bytes += 4 * config.n_head * config.linear_layers();  // the decay slopes
   return bytes;
 }
 
@@ -376,8 +375,7 @@ void GPT::final_norm_backward(const OuterWindows& outer, const T* trunk_output, 
 
 double GPT::flops(const TokenBatch& b) const {
   const double C = static_cast<double>(config_.n_embd);
-  double linear_layers = 0;
-  for (int64_t l = 0; l < config_.n_layer; ++l) linear_layers += config_.linear_layer(l) ? 1 : 0;
+  const double linear_layers = static_cast<double>(config_.linear_layers());
   const double softmax_layers = static_cast<double>(config_.n_layer) - linear_layers;
   const double matmul_params =
       static_cast<double>(layout_.num_params) - (layout_.wpe >= 0 ? static_cast<double>(config_.max_seq_len) * C : 0.0);

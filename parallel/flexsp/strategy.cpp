@@ -44,11 +44,9 @@ void check_flexsp(const ModelConfig& m, int world, FlexInner inner) {
 cost::GroupExchange flex_exchange(const ModelConfig& m, FlexInner inner, LaspVariant variant) {
   if (inner == FlexInner::ulysses) return {};
   const double D = static_cast<double>(m.n_embd / m.n_head);
-  int64_t softmax_layers = 0;
-  for (int64_t l = 0; l < m.n_layer; ++l) softmax_layers += m.linear_layer(l) ? 0 : 1;
   return {variant == LaspVariant::lasp1 ? cost::GroupExchange::Kind::lasp_chain
                                        : cost::GroupExchange::Kind::lasp_allgather,
-          4.0 * static_cast<double>(m.n_head) * D * D, softmax_layers, m.n_head};
+          4.0 * static_cast<double>(m.n_head) * D * D, m.n_layer - m.linear_layers(), m.n_head};
 }
 
 cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const Config& config, FlexInner inner) {

@@ -128,13 +128,12 @@ Feasibility StaticCandidate::feasible(const Batch& batch) const {
 std::pair<double, int64_t> StaticCandidate::exchange(int64_t tokens, const cost::StepCostModel& cost) const {
   if (degree_ == 1 || tokens == 0) return {0, 0};
   const LayerMethods methods = layer_methods(method_);
-  double seconds = 0, bytes = 0;
-  for (int64_t l = 0; l < model_.n_layer; ++l) {
-    const auto [s, b] = layer_exchange(methods.of(model_, l), tokens, cost);
-    seconds += s;
-    bytes += b;
-  }
-  return {seconds, static_cast<int64_t>(bytes)};
+  const double linear = static_cast<double>(model_.linear_layers());
+  const double softmax = static_cast<double>(model_.n_layer) - linear;
+  const auto [linear_s, linear_bytes] = layer_exchange(methods.linear, tokens, cost);
+  const auto [softmax_s, softmax_bytes] = layer_exchange(methods.softmax, tokens, cost);
+  return {linear * linear_s + softmax * softmax_s,
+          static_cast<int64_t>(linear * linear_bytes + softmax * softmax_bytes)};
 }
 
 // Per layer, what each method sends for a micro-batch of S tokens on a group of d ranks, n = S / d tokens a rank,
