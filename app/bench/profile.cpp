@@ -147,10 +147,7 @@ void run_profile(const Options& options, const std::string& config_path, const s
   cost::check_profile_target(out);  // before measuring, so a bad file fails at once
   use_configured_blas(options.blas.empty() ? config.device.blas : options.blas, config.device.gemm_threads);
   const int64_t longest = config.model.max_seq_len;
-  std::vector<int64_t> lengths;
-  // Down to 1/128 of the longest: short sequences pin the linear term (what short documents cost).
-  for (int64_t s = longest; s >= 16 && lengths.size() < 8; s /= 2) lengths.push_back(s);
-  std::reverse(lengths.begin(), lengths.end());
+  const std::vector<int64_t> lengths = cost::halving_lengths(longest, 16, 8);  // down to 1/128 of the longest
   if (lengths.size() < 3)
     throw_config_error("model.max_seq_len = {}: bench profile needs lengths of at least 64 tokens to time three "
                        "sequence lengths (it halves from max_seq_len down to 16)", longest);

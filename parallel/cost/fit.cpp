@@ -1,5 +1,6 @@
 #include "parallel/cost/fit.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
@@ -52,6 +53,14 @@ std::array<double, 3> solve(std::span<const Timing> timings, std::array<bool, 3>
 }
 
 }  // namespace
+
+std::vector<int64_t> halving_lengths(int64_t longest, int64_t shortest, int most) {
+  std::vector<int64_t> lengths;
+  for (int64_t s = longest; s >= std::max<int64_t>(shortest, 1) && std::ssize(lengths) < most; s /= 2)
+    lengths.push_back(s);
+  std::reverse(lengths.begin(), lengths.end());
+  return lengths;
+}
 
 ComputeSection fit_compute(std::span<const Timing> timings) {
   std::set<double> distinct;

@@ -71,17 +71,19 @@ cost::Profile measure_run_profile(GPT& model, RunGroups& groups, const Config& c
   Communicator& world = groups.world();
   const int64_t longest = std::min(config.model.max_seq_len, capacity);
   if (longest < 12)
-    throw_config_error("parallel.strategy: auto measures the model at three document lengths up to model.max_seq_len "
-                       "within the activation capacity, but that is {} tokens (raise device.memory_gb or give "
-                       "parallel.select.profile)",
+    throw_config_error("parallel.strategy: auto measures the model at three or more document lengths up to "
+                       "model.max_seq_len within the activation capacity, but that is {} tokens (raise "
+                       "device.memory_gb or give parallel.select.profile)",
                        longest);
+  // Halving down to 16 tokens (a quarter of the longest when that is shorter), as `trident bench profile` does.
+  const std::vector<int64_t> lengths = cost::halving_lengths(longest, std::min<int64_t>(16, longest / 4), 8);
   std::vector<cost::Timing> timings;
-  for (int64_t s : {longest / 4, longest / 2, longest}) timings.push_back({s, 1, time_document(model, world, s)});
+  for (int64_t s : lengths) timings.push_back({s, 1, time_document(model, world, s)});
   cost::Profile p;
   p.source = "the profile measured at start-up";
   p.compute = cost::fit_compute(timings);
-  p.compute->fitted_from = fmt::format("start-up: forward+backward of one document of {}..{} tokens, {} rank(s)",
-                                       longest / 4, longest, world.size());
+  p.compute->fitted_from = fmt::format("start-up: forward+backward of one document of {}..{} tokens ({} lengths), "
+                                       "{} rank(s)", lengths.front(), lengths.back(), lengths.size(), world.size());
 
   const int per_node = groups.ranks_per_node() > 0 ? groups.ranks_per_node() : world.size();
   cost::NetworkSection network;

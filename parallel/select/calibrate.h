@@ -1,9 +1,9 @@
 #pragma once
 // A profile of this run measured at start-up, for parallel.strategy: auto when parallel.select.profile names no
 // file (parallel/cost/README.md describes the sections):
-//   compute  forward + backward of one document at three lengths up to model.max_seq_len (within the activation
-//            capacity), on the run's own model, every rank at once as in training; alpha1, alpha2 and beta1 fitted
-//            by least squares (parallel/cost/fit.h)
+//   compute  forward + backward of one document at up to 8 lengths, halving from model.max_seq_len (within the
+//            activation capacity) down to 16 tokens, on the run's own model, every rank at once as in training;
+//            alpha1, alpha2 and beta1 fitted by least squares (parallel/cost/fit.h)
 //   network  for each group size the run uses and for the whole world: all-to-alls of a small and a large message
 //            on the communicator the group's activations travel on (NCCL over device buffers on the GPU, MPI on the
 //            CPU): latency, and bandwidth from the difference; intra_node is the largest group on one node,

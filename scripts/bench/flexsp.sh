@@ -203,23 +203,31 @@ for preset in presets:
         print(f"| {preset} | {run} | {tps:.0f} ({low:.0f}-{high:.0f}) | {speedup} | {share:.0%} | {layout_text} | "
               f"{plan_text} |")
         if run == "flexsp":
-            by_degree, settled = defaultdict(list), defaultdict(list)
+            by_degree, settled, hindsight = defaultdict(list), defaultdict(list), defaultdict(list)
             for r in done:
                 for step, x in enumerate(r):
                     if step == 0:
                         continue
                     # g[3]: the plan's corrected estimate; g[4]: whether the time carries the gradient reduction
                     others = any(len(g) < 5 or not g[4] for mb in x.get("group_times", []) for g in mb)
+                    counted = defaultdict(list)  # degree -> (estimate, measured) of the groups the corrections use
                     for mb in x.get("group_times", []):
                         for degree, est, meas, *rest in mb:
                             if others and len(rest) > 1 and rest[1]:
                                 carried[preset] += 1
                                 continue
+                            counted[degree].append((est, meas))
                             by_degree[degree].append(abs(est - meas) / meas)
                             if step >= 8 and rest:
                                 settled[degree].append(abs(rest[0] - meas) / meas)
+                    # The bound on any one factor a degree: the step's own measured / estimated, known afterwards.
+                    for degree, g in counted.items():
+                        ratio = sum(m for _, m in g) / sum(e for e, _ in g) if sum(e for e, _ in g) else 1
+                        if step >= 8:
+                            hindsight[degree] += [abs(ratio * e - m) / m for e, m in g]
             errors[preset] = {d: (len(e), statistics.median(e),
-                                  statistics.median(settled[d]) if settled[d] else None)
+                                  statistics.median(settled[d]) if settled[d] else None,
+                                  statistics.median(hindsight[d]) if hindsight[d] else None)
                               for d, e in sorted(by_degree.items())}
 print("\nThe cost model on FlexSP's groups (median |estimated - measured| / measured: the profile's estimate over "
       "every step after the first; the planner's corrected estimate after the eighth step; groups counted; left out "
@@ -227,8 +235,12 @@ print("\nThe cost model on FlexSP's groups (median |estimated - measured| / meas
       "the gradient reduction overlapped with its backward):\n")
 for preset, by in errors.items():
     print(f"- {preset}: " + ", ".join(
-        f"degree {d}: {e:.0%}" + (f", corrected {s:.0%} after 8 steps" if s is not None else "") + f" ({n})"
-        for d, (n, e, s) in by.items()) + f"; {carried[preset]} left out")
+        f"degree {d}: {e:.0%}" + (f", corrected {s:.0%} after 8 steps" if s is not None else "") +
+        (f" (the step's own ratio: {h:.0%})" if h is not None else "") + f" ({n})"
+        for d, (n, e, s, h) in by.items()) + f"; {carried[preset]} left out")
+print("\n(the step's own ratio: each group's estimate times its step's measured / estimated for its degree, known only "
+      "after the step: how close any one correction a degree and step could come, the rest being the spread of the "
+      "step's groups of one degree)")
 plans = [json.loads(l) for l in open(out / "paper_plan.jsonl")] if (out / "paper_plan.jsonl").exists() else []
 if plans:
     print("\nPaper scale, estimated by `trident plan` (GPT-7B, 8 x 8 A100-40GB, 384K context, 512-sequence batches):\n")

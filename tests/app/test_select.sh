@@ -266,6 +266,9 @@ shapes = [s for c in corrections.values() for s in c["by_longest"].values()]
 assert shapes and all(s["ratio"] > 0 and s["steps"] >= 1 for s in shapes), corrections
 PY
 [[ -s "$tmp/measured/profile.yaml" ]] || fail "the measured profile was not written"
+# the lengths halve from the 104 tokens a rank holds down to 16: 104, 52, 26
+grep -q 'fitted_from: "start-up: forward+backward of one document of 26..104 tokens (3 lengths), 4 rank(s)"' \
+  "$tmp/measured/profile.yaml" || fail "the start-up profile did not time the halving lengths"
 # ... and that profile serves a later run's mode model
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set train.steps=4 --set train.eval_every=0 \
   --set parallel.select.mode=model --set parallel.select.profile="$tmp/measured/profile.yaml" --set run.dir="$tmp/again"

@@ -23,6 +23,13 @@ TEST_CASE("the least-squares fit recovers alpha1, alpha2 and beta1 from exact ti
   CHECK(c.beta1_s == Approx(b1).epsilon(1e-9));
 }
 
+TEST_CASE("a profile's lengths halve from the longest down to the shortest, ascending", "[cost]") {
+  CHECK(halving_lengths(1343, 16, 8) == std::vector<int64_t>{20, 41, 83, 167, 335, 671, 1343});
+  CHECK(halving_lengths(4096, 16, 8) == std::vector<int64_t>{32, 64, 128, 256, 512, 1024, 2048, 4096});
+  CHECK(halving_lengths(12, 3, 8) == std::vector<int64_t>{3, 6, 12});
+  CHECK(halving_lengths(40, 16, 8) == std::vector<int64_t>{20, 40});  // too few: fit_compute refuses them
+}
+
 TEST_CASE("the fit stays close under 1% noise", "[cost]") {
   const double a1 = 2e-10, a2 = 3e-6, b1 = 0.004;
   std::mt19937_64 rng(1);
