@@ -89,10 +89,11 @@ def peers_over_links(mode: dict, out) -> dict:
             for name, sets in runs.items():
                 print(f"reproduce/atom.sh: measured: {name} at {bandwidth}'s ratio ({cluster.where})", file=sys.stderr)
                 run_dir = out / "runs" / f"{bandwidth}_{name}"
-                # a step waiting for a round on the slowest link outlasts the watchdog's default deadline
+                # a step waiting for a round on the slowest link outlasts the watchdog's default deadline, and the
+                # peers' last synchronization (parameters and AdamW moments, 77 MB) takes minutes at 100mbit's ratio
                 code, _ = cluster.run(["train", PEERS, "--set", f"train.steps={mode['steps']}", *sets, "--set",
                                        "run.watchdog_s=7200", "--set", f"run.dir={run_dir}"],
-                                      out / "runs" / f"{bandwidth}_{name}.log")
+                                      out / "runs" / f"{bandwidth}_{name}.log", timeout_s=3600)
                 rows = common.metrics(run_dir)
                 if code != 0 or len(rows) < mode["steps"]:
                     raise common.Failure(f"{name} at {bandwidth}'s ratio: exit {code}, see {run_dir}.log")
