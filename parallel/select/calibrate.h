@@ -3,6 +3,7 @@
 // file (parallel/cost/README.md describes the sections):
 //   compute  forward + backward of one document at up to 8 lengths, halving from model.max_seq_len (within the
 //            activation capacity) down to 16 tokens, on the run's own model, every rank at once as in training;
+//            each length the mean call over 0.1 s (so a rank's share of a shared core counts as in a step);
 //            alpha1, alpha2 and beta1 fitted by least squares (parallel/cost/fit.h)
 //   network  for each group size the run uses and for the whole world: all-to-alls of a small and a large message
 //            on the communicator the group's activations travel on (NCCL over device buffers on the GPU, MPI on the
