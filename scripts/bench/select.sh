@@ -8,7 +8,8 @@
 # markdown table: tokens/s of each run (median over the rounds, and the range), auto's speedup over it (the ratio of
 # the medians; "within the spread" where the ranges overlap), which strategies each ran, and the estimate error
 # (median |estimate - measured| / measured over the steps after the first: the cost model's estimate, and the
-# prediction corrected by the steps measured before it), per run and per strategy auto ran. Writes
+# prediction corrected by the steps measured before it), per run and per strategy auto ran, and the most a per-step
+# choice among the fixed runs could reach (each step's fastest, as every run trains on the same batches). Writes
 # runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores; needs root.
 # Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
@@ -126,6 +127,18 @@ for k, xs in by.items():
     e = statistics.median(abs(x["estimate_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     p = statistics.median(abs(x["predicted_ms"] - x["step_ms"]) / x["step_ms"] for x in xs)
     print(f"- {k}: {len(xs)} steps, {e:.0%} / {p:.0%}")
+# What choosing per step could gain at most: every run trains on the same batches, so each step's fastest fixed run
+# (its median over the rounds) bounds any per-step choice among them.
+fixed = [n for n in ["dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
+         if all(len(r) == steps for r in runs(n))]
+if fixed:
+    step_ms = {n: [statistics.median(r[k]["step_ms"] for r in runs(n)) for k in range(1, steps)] for n in fixed}
+    tokens = sum(x["tokens"] for x in runs(fixed[0])[0][1:])
+    best = min(fixed, key=lambda n: sum(step_ms[n]))
+    oracle = sum(min(step_ms[n][k] for n in fixed) for k in range(steps - 1))
+    print(f"\nThe most a per-step choice among the fixed runs could reach (each step's fastest run, medians over the "
+          f"rounds): {tokens / oracle * 1e3:.0f} tokens/s, {sum(step_ms[best]) / oracle:.2f}x the best fixed run "
+          f"({best}, {tokens / sum(step_ms[best]) * 1e3:.0f} tokens/s by the same per-step medians).")
 PY
 bench_like_report "$out/select.md"
 bench_stamp "$out/select.md"
