@@ -4,7 +4,7 @@
 # scripts/reproduce/lasp.sh, flexsp.sh and atom.sh in turn, each measured here and at paper scale.
 #   bash scripts/reproduce/all.sh [--smoke | --quick | --full] [--out DIR]
 # --smoke: tiny sizes, checks that every table and plot is produced (what CI runs, ~4 minutes); --quick (default): the
-# figures of docs/benchmarks/reproduction.md (~100 minutes on 2 cores, most of it ATOM's slowest link); --full: larger
+# figures of docs/benchmarks/reproduction.md (~90 minutes on 2 cores, most of it ATOM's slowest link); --full: larger
 # runs. DIR defaults to results/; an existing DIR/<paper> is moved aside, never deleted. Builds nothing: TRIDENT
 # names the binary (default build/trident).
 set -euo pipefail

@@ -5,7 +5,7 @@
 # a model four times its device budget against the model resident, and GPT-3 6.7B on 8 RTX 4090 peers against GPipe
 # from the cost model beside the paper's claim. Writes results/atom/ (atom.md, two PNGs, runs/).
 #   bash scripts/reproduce/atom.sh [--smoke | --quick | --full] [--out DIR]
-# --smoke: the 10 Gbit/s link, 4 steps (~2 minutes, what CI runs); --quick (default): three links, 8 steps (~75
+# --smoke: the 10 Gbit/s link, 4 steps (~2 minutes, what CI runs); --quick (default): three links, 8 steps (~65
 # minutes on 2 cores: at the 100 Mbit/s ratio a pipeline step takes a minute, and the peers' rounds and their last
 # synchronization several); --full: 16 steps and a budget of 1/8.
 # Builds nothing: TRIDENT names the binary (default build/trident).
