@@ -99,7 +99,8 @@ print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({links}),
 print("| run | tokens/s, median (range) | auto's speedup | strategies run (steps, every round) | estimate error "
       "(median) |")
 print("|---|---|---|---|---|")
-for name in ["auto", "dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]:
+FIXED = ["dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
+for name in ["auto"] + FIXED:
     done = runs(name)
     ran = defaultdict(int)
     for r in done:
@@ -129,11 +130,13 @@ for k, xs in by.items():
     print(f"- {k}: {len(xs)} steps, {e:.0%} / {p:.0%}")
 # What choosing per step could gain at most: every run trains on the same batches, so each step's fastest fixed run
 # (its median over the rounds) bounds any per-step choice among them.
-fixed = [n for n in ["dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
-         if all(len(r) == steps for r in runs(n))]
-if fixed:
-    step_ms = {n: [statistics.median(r[k]["step_ms"] for r in runs(n)) for k in range(1, steps)] for n in fixed}
-    tokens = sum(x["tokens"] for x in runs(fixed[0])[0][1:])
+every_round = {n: runs(n) for n in FIXED}
+complete = {n: done for n, done in every_round.items() if all(len(r) == steps for r in done)}
+if complete:
+    step_ms = {n: [statistics.median(r[k]["step_ms"] for r in done) for k in range(1, steps)]
+               for n, done in complete.items()}
+    fixed = list(complete)
+    tokens = sum(x["tokens"] for x in complete[fixed[0]][0][1:])
     best = min(fixed, key=lambda n: sum(step_ms[n]))
     oracle = sum(min(step_ms[n][k] for n in fixed) for k in range(steps - 1))
     print(f"\nThe most a per-step choice among the fixed runs could reach (each step's fastest run, medians over the "
