@@ -1,5 +1,8 @@
 #include "parallel/flexsp/corrections.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/core.h>
 
 #include "kernels/common/error.h"
@@ -8,21 +11,18 @@ namespace trident::flexsp {
 
 void Corrections::observe(std::span<const GroupSample> groups) {
   if (++steps_seen_ == 1) return;  // the first step allocates buffers
-  struct Sums {
-    double estimated = 0, measured = 0;
-  };
-  std::map<Placement, Sums> step;
-  for (const GroupSample& g : groups) {
-    if (!(g.estimated_s > 0) || !(g.measured_s > 0)) continue;  // nothing to scale, or not measured
-    Sums& sums = step[g.placement];
-    sums.estimated += g.estimated_s;
-    sums.measured += g.measured_s;
-  }
-  for (const auto& [placement, sums] : step) {
-    const double ratio = sums.measured / sums.estimated;
+  std::map<Placement, std::vector<double>> ratios;
+  for (const GroupSample& g : groups)
+    if (g.estimated_s > 0 && g.measured_s > 0)  // else nothing to scale, or not measured
+      ratios[g.placement].push_back(g.measured_s / g.estimated_s);
+  for (auto& [placement, r] : ratios) {
+    std::sort(r.begin(), r.end());
+    const std::size_t n = r.size();
+    const double step_ratio = n % 2 == 1 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
     Correction& c = by_placement_[placement];
-    c.ratio = c.steps == 0 ? ratio : 0.5 * c.ratio + 0.5 * ratio;
     ++c.steps;
+    const auto weight = static_cast<double>(std::min<int64_t>(c.steps, kWindowSteps));
+    c.ratio = c.steps == 1 ? step_ratio : c.ratio + (step_ratio - c.ratio) / weight;
   }
 }
 

@@ -2,10 +2,13 @@
 // FlexSP's online corrections of the cost model (training, parallel.select.mode: measured). The model's error depends
 // on the group: compute scales as 1/d only roughly, and the all-to-all bandwidth of a group depends on its degree and
 // on whether it crosses nodes. So the ratio measured / estimated group time is kept per group degree and nodes the
-// (buddy-aligned) group spans. After each training step the step's groups of one placement give one ratio (their
-// summed measured time over their summed estimate; groups with a zero estimate left out), which becomes the
-// placement's correction (its first step) or moves it halfway toward the new ratio, as parallel/select/selector.h does
-// for `auto`. The first training step a run's FlexSP takes is not counted: it allocates its buffers.
+// (buddy-aligned) group spans. After each training step the step's groups of one placement give one ratio, the median
+// of their measured / estimated (groups with a zero estimate left out), and the placement's correction is the mean of
+// those ratios over its steps, the last kWindowSteps weighing most once there are more (a running mean that becomes an
+// exponential one). Why: a group's time is its estimate times the placement's bias times noise its step shares (what
+// else the cores and links carry then) and noise of its own (a rank descheduled), each as large as the bias where
+// ranks share cores; the median leaves a step's outliers out, and the mean over steps averages the shared noise down.
+// The first training step a run's FlexSP takes is not counted: it allocates its buffers.
 //
 // A degree never measured takes the mean correction of those that were (1 when none was): the profile's error is
 // mostly shared by every degree (its compute coefficients come from one device), so 1 would make an unmeasured degree
@@ -38,9 +41,12 @@ struct GroupSample {
 
 class Corrections {
  public:
+  // A placement's correction follows its last this many steps (the mean of its steps until then).
+  static constexpr int64_t kWindowSteps = 8;
+
   struct Correction {
     double ratio = 1;   // measured / estimated
-    int64_t steps = 0;  // steps that set it
+    int64_t steps = 0;  // steps that set it (its window until kWindowSteps)
     bool operator==(const Correction&) const = default;
   };
 

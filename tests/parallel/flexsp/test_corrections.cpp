@@ -1,5 +1,5 @@
-// FlexSP's corrections: the update rule (first step skipped, first measurement sets, later ones move halfway, groups
-// of one placement summed), the factors of unmeasured degrees, the corrected cost model, the exact JSON round trip
+// FlexSP's corrections: the update rule (first step skipped, a step's groups of one placement give their median
+// ratio, the correction is the mean of those over the placement's steps, then follows its last 8), the factors of unmeasured degrees, the corrected cost model, the exact JSON round trip
 // with malformed values named, and the step's plan choice: the fastest under the corrected model of FlexSP's mixed
 // plan and BatchAda's, so corrections that make small groups slow turn a mixed plan into a single-degree one.
 #include <catch2/catch.hpp>
@@ -20,27 +20,48 @@ GroupSample sample(int64_t degree, int64_t nodes, double estimated, double measu
   return {{degree, nodes}, estimated, measured};
 }
 
-TEST_CASE("corrections: the first step is skipped, the next sets, later ones move halfway", "[flexsp]") {
+TEST_CASE("corrections: the first step is skipped, then the mean of each step's median ratio, then the last 8",
+          "[flexsp]") {
   Corrections c;
   const std::vector<GroupSample> slow_ones = {sample(1, 1, 1.0, 9.0), sample(2, 1, 1.0, 1.5)};
   c.observe(slow_ones);  // the first step allocates buffers
   CHECK(c.empty());
   CHECK(c.steps_seen() == 1);
-  // A step's groups of one placement are summed before the ratio: (3 + 1) / (1 + 1) = 2; a zero estimate is left out.
-  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 3.0), sample(1, 1, 1.0, 1.0), sample(1, 1, 0.0, 5.0),
-                                     sample(2, 1, 2.0, 3.0)});
-  CHECK(c.by_placement().at({1, 1}).ratio == 2.0);
+  // A step's groups of one placement give their median ratio: 3, 1 and 7 over 1 give 3 (the outlier 7 does not move
+  // it, where their sum would give 11 / 3); a zero estimate is left out.
+  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 3.0), sample(1, 1, 1.0, 1.0), sample(1, 1, 1.0, 7.0),
+                                     sample(1, 1, 0.0, 5.0), sample(2, 1, 2.0, 3.0)});
+  CHECK(c.by_placement().at({1, 1}).ratio == 3.0);
   CHECK(c.by_placement().at({1, 1}).steps == 1);
   CHECK(c.by_placement().at({2, 1}).ratio == 1.5);
-  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 4.0)});  // halfway from 2 toward 4
-  CHECK(c.by_placement().at({1, 1}).ratio == 3.0);
+  // An even count: the mean of the middle two, (1 + 2) / 2; the correction the mean of the two steps, (3 + 1.5) / 2.
+  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 1.0), sample(1, 1, 2.0, 4.0), sample(1, 1, 1.0, 0.5),
+                                     sample(1, 1, 1.0, 9.0)});
+  CHECK(c.by_placement().at({1, 1}).ratio == 2.25);
   CHECK(c.by_placement().at({1, 1}).steps == 2);
   CHECK(c.by_placement().at({2, 1}).ratio == 1.5);  // not in this step: unchanged
   CHECK(c.steps_seen() == 3);
+  // A third step: the mean of 3, 1.5 and 6.
+  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 6.0)});
+  CHECK(c.by_placement().at({1, 1}).ratio == Approx(3.5));
   // The same degree on two nodes is another placement.
   c.observe(std::vector<GroupSample>{sample(2, 2, 1.0, 5.0)});
   CHECK(c.by_placement().at({2, 2}).ratio == 5.0);
   CHECK(c.by_placement().at({2, 1}).ratio == 1.5);
+}
+
+TEST_CASE("corrections: after 8 steps a placement follows its last ones (a step weighs 1/8)", "[flexsp]") {
+  Corrections c;
+  c.observe({});
+  for (int step = 0; step < Corrections::kWindowSteps; ++step)
+    c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 2.0)});
+  CHECK(c.by_placement().at({1, 1}).ratio == 2.0);
+  c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 10.0)});  // the ninth: 2 + (10 - 2) / 8
+  CHECK(c.by_placement().at({1, 1}).ratio == Approx(3.0));
+  CHECK(c.by_placement().at({1, 1}).steps == Corrections::kWindowSteps + 1);
+  // Steps at a new ratio bring it there geometrically, not as slowly as a mean over every step would.
+  for (int step = 0; step < 40; ++step) c.observe(std::vector<GroupSample>{sample(1, 1, 1.0, 10.0)});
+  CHECK(c.by_placement().at({1, 1}).ratio == Approx(10.0).epsilon(0.01));
 }
 
 TEST_CASE("corrections: a measured degree its own factor, an unmeasured one the mean, none at all 1", "[flexsp]") {
@@ -75,7 +96,7 @@ TEST_CASE("corrections: JSON round-trips exactly, a malformed value names its fi
   const nlohmann::json text = nlohmann::json::parse(c.to_json().dump());  // through text, as in trainer_state.json
   const Corrections back = Corrections::from_json(text, "x");
   CHECK(back == c);
-  CHECK(back.by_placement().at({1, 1}).ratio == 0.5 / 3.0 + 0.5 / 7.0);
+  CHECK(back.by_placement().at({1, 1}).ratio == 1.0 / 3.0 + (1.0 / 7.0 - 1.0 / 3.0) / 2.0);
   CHECK(Corrections::from_json({{"steps_seen", 0}, {"groups", nlohmann::json::array()}}, "x").empty());
 
   const auto with_group = [](nlohmann::json g) {
