@@ -1,7 +1,8 @@
 // FlexSP's corrections: the update rule (first step skipped, a step's groups of one placement give their median
-// ratio, the correction is the mean of those over the placement's steps, then follows its last 8), the factors of unmeasured degrees, the corrected cost model, the exact JSON round trip
-// with malformed values named, and the step's plan choice: the fastest under the corrected model of FlexSP's mixed
-// plan and BatchAda's, so corrections that make small groups slow turn a mixed plan into a single-degree one.
+// ratio, the correction is the mean of those over the placement's steps, then follows its last 8), the factors of
+// unmeasured degrees, the corrected cost model, the exact JSON round trip with malformed values named, and the step's
+// plan choice: the fastest under the corrected model of FlexSP's mixed plan and BatchAda's, so corrections that make
+// small groups slow turn a mixed plan into a single-degree one.
 #include <catch2/catch.hpp>
 
 #include <optional>
