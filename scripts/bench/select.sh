@@ -11,16 +11,18 @@
 # prediction corrected by the steps measured before it), per run and per strategy auto ran, and the most a per-step
 # choice among the fixed runs could reach (each step's fastest, as every run trains on the same batches). Writes
 # runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores; needs root.
-# Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3]
+# Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3] [--heads 4]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
 # testbed's ratio of communication to compute inside and between nodes (docs/emucluster.md); the report ends with
-# both sides' figures.
+# both sides' figures. --heads H sets model.n_head (4 in the config): with 2, fewer heads than the 4 ranks a long
+# document needs, Ulysses (and FlexSP, Ulysses inside its groups) stops at groups of 2, so those documents take Ring
+# or USP (Ulysses inside a node, Ring across) while short ones can still run data-parallel or in pairs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 die() { echo "bench/select.sh: $*" >&2; exit 2; }
-steps=24 inter_bw=1gbit like= rounds=3
+steps=24 inter_bw=1gbit like= rounds=3 heads=4
 source scripts/bench/lib.sh
-bench_options steps:count inter-bw:rate like:file rounds:count -- "$@"
+bench_options steps:count inter-bw:rate like:file rounds:count heads:count -- "$@"
 trident=$(bench_trident) || exit 2
 out=$(bench_out runs/bench_select)
 
@@ -45,9 +47,10 @@ PY
 fi
 data=$(realpath "$data")
 
-bench_cluster 2 2 "$(realpath configs/select_mixed.yaml)" --set device.memory_gb=4  # the profile: one whole sequence
+# The profile: one whole sequence.
+bench_cluster 2 2 "$(realpath configs/select_mixed.yaml)" --set device.memory_gb=4 --set model.n_head="$heads"
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-common=(--set train.steps="$steps" --set data.path="$data")
+common=(--set train.steps="$steps" --set data.path="$data" --set model.n_head="$heads")
 train() {  # NAME ARGS...: 4 ranks on the emulated cluster; a run that stops (a batch it cannot hold) is reported
   local name=$1
   shift
@@ -62,18 +65,19 @@ for round in $(seq "$rounds"); do
   train "dp.$round" --set parallel.strategy=dp "${profile[@]}"
   train "flexsp.$round" --set parallel.strategy=flexsp "${profile[@]}"
   for size in 2 4; do
-    for method in ulysses ring; do
+    for method in ulysses ring usp; do
       train "${method}_sp$size.$round" --set parallel.strategy=sp --set parallel.sp.method=$method \
         --set parallel.sp.size=$size "${profile[@]}"
     done
   done
 done
 
-/usr/bin/python3 - "$out" "$steps" "$bench_links" "$rounds" <<'PY' | tee "$out/select.md"
+/usr/bin/python3 - "$out" "$steps" "$bench_links" "$rounds" "$heads" <<'PY' | tee "$out/select.md"
 import json, statistics, sys
 from collections import defaultdict
 from pathlib import Path
 out, steps, links, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+heads = int(sys.argv[5])
 def rows(run):
     p = out / run / "metrics.jsonl"
     return [json.loads(l) for l in open(p)] if p.exists() else []
@@ -94,12 +98,12 @@ def median_tps(name):
     t = [tokens_per_s(r) for r in runs(name) if len(r) == steps]
     return (statistics.median(t), min(t), max(t)) if t else None
 auto_tps, auto_low, auto_high = median_tps("auto")
-print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({links}), {steps} steps, "
+print(f"# parallel.strategy: auto vs fixed layouts, 2 nodes x 2 ranks ({links}), {heads} heads, {steps} steps, "
       f"{rounds} interleaved round(s)\n")
 print("| run | tokens/s, median (range) | auto's speedup | strategies run (steps, every round) | estimate error "
       "(median) |")
 print("|---|---|---|---|---|")
-FIXED = ["dp", "flexsp", "ulysses_sp2", "ring_sp2", "ulysses_sp4", "ring_sp4"]
+FIXED = ["dp", "flexsp"] + [f"{m}_sp{d}" for d in (2, 4) for m in ("ulysses", "ring", "usp")]
 for name in ["auto"] + FIXED:
     done = runs(name)
     ran = defaultdict(int)
