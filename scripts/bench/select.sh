@@ -9,7 +9,8 @@
 # the medians; "within the spread" where the ranges overlap), which strategies each ran, and the estimate error
 # (median |estimate - measured| / measured over the steps after the first: the cost model's estimate, and the
 # prediction corrected by the steps measured before it), per run and per strategy auto ran, and the most a per-step
-# choice among the fixed runs could reach (each step's fastest, as every run trains on the same batches). Writes
+# choice among the fixed runs could reach (each step's fastest, as every run trains on the same batches), auto by the
+# same per-step medians, and its time per layout it ran against the best fixed run's on the same steps. Writes
 # runs/bench_select/{select.md, RUN.ROUND/...}. About 30 s a round on 2 cores; needs root.
 # Usage: bash scripts/bench/select.sh [--steps 24] [--inter-bw 1gbit | --like TESTBED] [--rounds 3] [--heads 4]
 # --like TESTBED (e.g. configs/clusters/a100-8x8-gpt7b.yaml) runs on two levels whose links give this model the
@@ -146,6 +147,20 @@ if complete:
     print(f"\nThe most a per-step choice among the fixed runs could reach (each step's fastest run, medians over the "
           f"rounds): {tokens / oracle * 1e3:.0f} tokens/s, {sum(step_ms[best]) / oracle:.2f}x the best fixed run "
           f"({best}, {tokens / sum(step_ms[best]) * 1e3:.0f} tokens/s by the same per-step medians).")
+    # auto by the same measure, and where its time went against the best fixed run's on the same steps and rounds.
+    autos = runs("auto")
+    if all(len(r) == steps for r in autos):
+        auto_ms = sum(statistics.median(r[k]["step_ms"] for r in autos) for k in range(1, steps))
+        print(f"auto by the same per-step medians: {tokens / auto_ms * 1e3:.0f} tokens/s, "
+              f"{sum(step_ms[best]) / auto_ms:.2f}x {best}. Its steps by the layout it ran (every round), its time "
+              f"against {best}'s on the same steps:")
+        spent = defaultdict(lambda: [0, 0.0, 0.0])
+        for a, f in zip(autos, complete[best]):
+            for x, y in zip(a[1:], f[1:]):
+                s = spent[layout(x)]
+                s[0], s[1], s[2] = s[0] + 1, s[1] + x["step_ms"], s[2] + y["step_ms"]
+        for k, (n, mine, theirs) in spent.items():
+            print(f"- {k}: {n} steps, {mine / 1e3:.1f} s against {theirs / 1e3:.1f} s ({theirs / mine:.2f}x)")
 PY
 bench_like_report "$out/select.md"
 bench_stamp "$out/select.md"
