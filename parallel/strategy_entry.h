@@ -55,6 +55,10 @@ struct StrategyEntry {
   // Builds the strategy of one of its candidates, on every rank (collective over env.groups.world()).
   std::unique_ptr<Strategy> (*make)(const StrategyEnv& env, const CandidateSpec& candidate) = nullptr;
 
+  // Whether its strategies run under parallel.zero.stage > 0 (parallel/zero/sharding.h): their ranks hold the same
+  // model and sum the whole gradient on every rank before the update.
+  bool shardable = false;
+
   // ---- optional: nullptr (or empty) where the family has no use for them ----
   // Its candidates under parallel.strategy: auto, in the order the selector prefers among equal costs. Pure.
   std::vector<CandidateSpec> (*under_auto)(const Config& config, int world) = nullptr;

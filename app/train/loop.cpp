@@ -125,7 +125,7 @@ struct ModelState {
               setup.placement ? setup.placement->memory(host_store) : ModelMemory{}),
         placed(setup.placement ? setup.placement->attach(model, device, host_store) : nullptr),
         optimizer(model.layout(), setup.config.train, model.weights_on_host() ? host_store : device,
-                  model.store_backend()) {
+                  model.store_backend(), setup.sharding->owned()) {
     if (setup.precision == Precision::bf16 && setup.backend.device() == Device::cpu)
       spdlog::warn("train.precision: bf16 on the cpu backend is emulated (bf16 storage, fp32 arithmetic, a copy per "
                    "op): slower than fp32, for checking the bf16 model; use device.backend: cuda for speed");
@@ -250,7 +250,8 @@ bool Trainer::train() {
       throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
                           choosing_ ? "" : ", or let parallel.strategy: auto spread long documents over a group");
     switch_to(choice.strategy);
-    const StepStats stats = train_step(state_.model, state_.optimizer, *choice.strategy, batch, lr, config_.train);
+    const StepStats stats = train_step(state_.model, state_.optimizer, *choice.strategy, batch, lr, config_.train,
+                                       setup_.sharding.get());
     const double seconds = std::chrono::duration<double>(Clock::now() - before.start).count();
     selector_->observe(choice, seconds);
     check_finite(step, stats);
@@ -279,11 +280,20 @@ void Trainer::switch_to(Strategy* next) {
 
 void Trainer::save(int64_t steps_done) {
   for (const auto& s : selector_->strategies()) s->settle(state_.model, state_.optimizer);  // nothing in flight lost
+  // Sharded optimizer state: the lead's sharding group gathers the whole of it into host memory on the lead, and the
+  // checkpoint holds every parameter's moments as an unsharded run's does (any rank count and stage resumes from it).
+  std::optional<AdamW> whole;
+  Sharding& sharding = *setup_.sharding;
+  if (sharding.sharded() && sharding.holds_lead()) {
+    if (run_.lead) whole.emplace(state_.model.layout(), config_.train, state_.host_store, cpu_backend());
+    sharding.gather_optimizer(state_.optimizer, whole ? &*whole : nullptr);
+  }
   if (run_.lead) {
     StrategyTensors kept;
     for (const auto& s : selector_->strategies()) kept.merge(s->checkpoint_tensors());
-    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, state_.optimizer, config_,
-                                            setup_.ranks.size(), config_.checkpoint.keep, selector_->state(), kept);
+    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, whole ? *whole : state_.optimizer,
+                                            config_, setup_.ranks.size(), config_.checkpoint.keep, selector_->state(),
+                                            kept);
     for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
     spdlog::info("checkpoint {} written", saved.dir.string());
   }

@@ -2,12 +2,16 @@
 
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "kernels/backends.h"
 #include "kernels/common/error.h"
+#include "parallel/comm/node_layout.h"
 #include "parallel/comm/staged.h"
 #include "parallel/placement/capacity.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
+#include "parallel/zero/config.h"
 
 #if TRIDENT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -64,26 +68,47 @@ void check_device_memory(const Config& config, Backend& backend, Communicator& r
                        config.device.memory_gb, short_ranks);
 }
 
+// The ranks parallel.zero.stage shards over (1: no sharding), once the strategies are known to take it.
+int sharding_ranks(const Config& config, Communicator& ranks) {
+  check_sharding_applies(config, ranks.size());
+  return zero_config(config).stage == 0 ? 1 : zero_group_ranks(config, node_layout(ranks));
+}
+
+// The group sizes the run's communicators are made for: its strategies', and the sharding group's.
+std::vector<int> run_degrees(const Config& config, int world, int zero_ranks) {
+  std::vector<int> degrees = candidate_degrees(config, world);
+  degrees.push_back(zero_ranks);
+  return degrees;
+}
+
 }  // namespace
 
 RunSetup::RunSetup(const Config& c)
     : config(c),
       backend(checked_backend(c)),
       ranks(world()),
+      zero_ranks(sharding_ranks(c, ranks)),
       // made now (collective): gradients are reduced where they live, over MPI on the host, over NCCL on the GPU
       // (bootstrapped over MPI) or staged through the host
       groups(ranks, [this](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
-             candidate_degrees(c, ranks.size())),
+             run_degrees(c, ranks.size(), zero_ranks)),
       precision(precision_named(c.train.precision)),
       placement(place_model(c, precision, backend.device(), ranks)),
-      capacity(placement ? placement->capacity_tokens() : token_capacity(c, precision, backend.device())),
-      profile(check_selection(c, groups, capacity)) {
+      capacity(placement ? placement->capacity_tokens()
+                         : token_capacity(c, precision, backend.device(), {}, zero_ranks)),
+      profile(check_selection(c, groups, capacity)),
+      sharding(make_sharding(c, groups, model_layout(c.model).num_params)) {
   check_device_memory(c, backend, ranks, capacity);
 }
 
 void RunSetup::log_memory(const GPT& model, const Allocator& device, const Allocator& host_store) const {
   if (placement) return placement->log(model, device, host_store);
-  log_activation_memory(config, precision, backend.device(), capacity);
+  log_activation_memory(config, precision, backend.device(), capacity, {}, zero_ranks);
+  if (sharding->sharded())
+    spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments of parameters [{}, {}) of {}, sharded over "
+                 "{} ranks ({})", sharding->stage(), sharding->owned().offset,
+                 sharding->owned().offset + sharding->owned().numel, model.num_params(), zero_ranks,
+                 zero_config(config).group);
 }
 
 }  // namespace trident

@@ -2,7 +2,7 @@
 // What a run is placed on, settled on every rank before it opens its directory: the backend, the communicators of
 // every group its strategies may use, where the model lives (the placement a strategy family supplies), how many
 // tokens a rank's activations hold, and the profile the strategies plan with; with the checks that need them
-// (the longest document fits, device.memory_gb fits the GPU).
+// (the longest document fits, device.memory_gb fits the GPU), and the sharding of the optimizer state (parallel.zero).
 #include <cstdint>
 #include <optional>
 
@@ -12,6 +12,7 @@
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/profile.h"
 #include "parallel/placement/model_placement.h"
+#include "parallel/zero/sharding.h"
 
 namespace trident {
 
@@ -24,11 +25,13 @@ struct RunSetup {
   const Config& config;
   Backend& backend;
   Communicator& ranks;
+  int zero_ranks;  // the ranks parallel.zero shards the optimizer state over (1: none)
   RunGroups groups;
   Precision precision;
   std::unique_ptr<ModelPlacement> placement;  // where the model is, when a strategy family says; else resident
   int64_t capacity;                          // tokens one rank's activations hold
   std::optional<cost::Profile> profile;    // parallel.select.profile, read and checked
+  std::unique_ptr<Sharding> sharding;      // which range of the optimizer state this rank holds
 };
 
 }  // namespace trident

@@ -9,7 +9,7 @@
 namespace trident {
 
 StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Batch& batch, double lr,
-                     const TrainConfig& config) {
+                     const TrainConfig& config, Sharding* sharding) {
   const int64_t targets = batch.num_targets();
   if (targets == 0) throw_runtime_error("a training batch has no token with a target");
   model.zero_grads();
@@ -24,6 +24,7 @@ StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Bat
   if (!stats.finite) return stats;
   const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));
   optimizer.step(model.params(), model.grads(), static_cast<float>(lr), clip, strategy.updated_ranges());
+  if (sharding) sharding->gather_parameters(model);
   strategy.after_update(model);
   return stats;
 }

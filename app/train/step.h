@@ -10,6 +10,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "parallel/strategy.h"
+#include "parallel/zero/sharding.h"
 
 namespace trident {
 
@@ -24,8 +25,9 @@ struct StepStats {
 };
 
 // Applies no update when the loss or the gradient norm is not finite (the caller decides to stop or skip); every
-// rank reaches the same decision, since all see the same reduced values. Collective over all ranks.
+// rank reaches the same decision, since all see the same reduced values. With `sharding` (parallel.zero), `optimizer`
+// owns this rank's range and the updated parameters are all-gathered after the update. Collective over all ranks.
 StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Batch& batch, double lr,
-                     const TrainConfig& config);
+                     const TrainConfig& config, Sharding* sharding = nullptr);
 
 }  // namespace trident

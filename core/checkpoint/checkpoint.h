@@ -91,7 +91,8 @@ using CheckpointWarning = std::function<void(const std::string&)>;
 std::optional<std::filesystem::path> find_resume_checkpoint(const std::filesystem::path& run_dir,
                                                             const CheckpointWarning& warn);
 
-// Verifies `dir`, then loads the weights into `model` and the moments and step count into `optimizer`. A corrupt
+// Verifies `dir`, then loads the weights into `model` and the moments of the range `optimizer` owns (all, or a shard's:
+// parallel.zero.stage) and the step count into `optimizer`. A corrupt
 // checkpoint, or one written for another model shape, is a RuntimeError naming the problem or the tensor; after an
 // error the contents of `model` and `optimizer` are unspecified.
 TrainerState load_checkpoint(const std::filesystem::path& dir, GPT& model, AdamW& optimizer);

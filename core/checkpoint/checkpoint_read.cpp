@@ -352,15 +352,18 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   const CheckpointCheck check = verify_checkpoint(dir);
   if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
   const TrainerState state = read_trainer_state(dir);
-  TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
-                optimizer.size(), model.num_params());
+  const FlatRange owned = optimizer.owned();
+  TRIDENT_CHECK(owned.offset + owned.numel <= model.num_params(), "optimizer owns [{}, {}) of {} parameters",
+                owned.offset, owned.offset + owned.numel, model.num_params());
   try {
     load_model(dir / "model.safetensors", model);
+    // The file holds every parameter's moments (written by any rank count and stage): this optimizer takes its range.
     SafetensorsFile file(dir / "optimizer.safetensors");
-    const std::vector<int64_t> shape = {optimizer.size()};
-    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(optimizer.size());
-    optimizer.backend().upload(optimizer.m(), file.get("m", StDType::F32, shape).data, bytes);
-    optimizer.backend().upload(optimizer.v(), file.get("v", StDType::F32, shape).data, bytes);
+    const std::vector<int64_t> shape = {model.num_params()};
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(owned.numel);
+    for (const auto& [name, moments] : {std::pair{"m", optimizer.m()}, std::pair{"v", optimizer.v()}})
+      optimizer.backend().upload(moments, static_cast<const float*>(file.get(name, StDType::F32, shape).data) +
+                                              owned.offset, bytes);
     int64_t steps = 0;
     std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
     if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);

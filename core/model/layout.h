@@ -17,6 +17,13 @@
 
 namespace trident {
 
+// A range of the flat buffer, in floats: what a rank's optimizer owns under sharding (parallel/zero/).
+struct FlatRange {
+  int64_t offset = 0;
+  int64_t numel = 0;
+  bool operator==(const FlatRange&) const = default;
+};
+
 struct ParamEntry {
   std::string name;            // Hugging Face GPT-2 name
   std::vector<int64_t> shape;

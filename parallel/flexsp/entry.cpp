@@ -40,7 +40,12 @@ std::unique_ptr<Strategy> make(const StrategyEnv& env, const CandidateSpec& cand
 // No `plan`: `trident plan` plans FlexSP with its own planner (print_plan).
 const StrategyEntry& flexsp_entry() {
   static const StrategyEntry entry{
-      .names = {"flexsp"}, .alone = alone, .make = make, .under_auto = under_auto, .print_plan = print_flexsp_plan,
+      .names = {"flexsp"},
+      .alone = alone,
+      .make = make,
+      .shardable = true,
+      .under_auto = under_auto,
+      .print_plan = print_flexsp_plan,
       .benches = {{.name = "milp",
                    .help = "FlexSP's MILP per micro-batch solved by CBC and by GLPK on the same model: time, makespan, "
                            "optimality",

@@ -6,12 +6,23 @@
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
+#include "parallel/zero/shards.h"
 
 namespace trident {
 
-int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory) {
+namespace {
+
+// The bytes of this rank's AdamW moments: every parameter's, or the largest shard's (parallel.zero.stage: 1).
+int64_t optimizer_bytes(const Config& config, int zero_ranks) {
+  return AdamW::memory_bytes(owned_params(config, model_layout(config.model).num_params, zero_ranks));
+}
+
+}  // namespace
+
+int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory,
+                       int zero_ranks) {
   const int64_t budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
-  const int64_t optimizer = AdamW::memory_bytes(model_layout(config.model).num_params);
+  const int64_t optimizer = optimizer_bytes(config, zero_ranks);
   auto fits = [&](int64_t tokens) {
     return GPT::memory_bytes(config.model, tokens, precision, device, memory) + optimizer <= budget;
   };
@@ -35,9 +46,9 @@ int64_t host_memory_bytes() {
 }
 
 void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,
-                           const ModelMemory& memory) {
+                           const ModelMemory& memory, int zero_ranks) {
   const int64_t fixed = GPT::memory_bytes(config.model, 0, precision, device, memory) +
-                        AdamW::memory_bytes(model_layout(config.model).num_params);
+                        optimizer_bytes(config, zero_ranks);
   spdlog::info("activations: {} tokens per rank (device.memory_gb = {}: model, gradients and optimizer state {}, "
                "activations {})",
                capacity, config.device.memory_gb,

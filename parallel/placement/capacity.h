@@ -11,7 +11,9 @@ namespace trident {
 
 // At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
 // `memory`: the model's shape for a strategy's runner (a pipeline stage holds its layers' activations only).
-int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory = {});
+// `zero_ranks`: the ranks parallel.zero shards the optimizer state over (parallel/zero/shards.h; 1: none).
+int64_t token_capacity(const Config& config, Precision precision, Device device, const ModelMemory& memory = {},
+                       int zero_ranks = 1);
 
 // This machine's physical memory: the host store's budget unless a placement keeps one of its own.
 int64_t host_memory_bytes();
@@ -19,6 +21,6 @@ int64_t host_memory_bytes();
 // The start-up log's line on a model that holds `capacity` tokens of activations in device.memory_gb: the bytes of
 // its weights, gradients and optimizer state, and of its activations.
 void log_activation_memory(const Config& config, Precision precision, Device device, int64_t capacity,
-                           const ModelMemory& memory = {});
+                           const ModelMemory& memory = {}, int zero_ranks = 1);
 
 }  // namespace trident

@@ -11,6 +11,7 @@
 #include "parallel/flexsp/entry.h"
 #include "parallel/pipeline/entry.h"
 #include "parallel/static_sp/entry.h"
+#include "parallel/zero/config.h"
 
 namespace trident {
 
@@ -83,6 +84,16 @@ std::vector<int> candidate_degrees(const Config& config, int world) {
   std::sort(degrees.begin(), degrees.end());
   degrees.erase(std::unique(degrees.begin(), degrees.end()), degrees.end());
   return degrees;
+}
+
+void check_sharding_applies(const Config& config, int world) {
+  const int64_t stage = zero_config(config).stage;
+  if (stage == 0) return;
+  for (const CandidateSpec& l : run_candidates(config, world))
+    if (!l.family->shardable)
+      throw_config_error("parallel.zero.stage: {} does not apply to {} (its ranks keep parameters or optimizer state "
+                         "of their own); set parallel.zero.stage: 0{}",
+                         stage, l.method, config.parallel.strategy == "auto" ? " or a parallel.strategy without it" : "");
 }
 
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env) {

@@ -36,6 +36,10 @@ std::vector<CandidateSpec> run_candidates(const Config& config, int world);
 // The group sizes those candidates use (what RunGroups makes at start-up).
 std::vector<int> candidate_degrees(const Config& config, int world);
 
+// parallel.zero.stage > 0 applies to every one of those candidates (StrategyEntry::shardable): else a ConfigError
+// naming the key and the family that cannot take it. Pure.
+void check_sharding_applies(const Config& config, int world);
+
 // The strategies of those candidates. Collective over env.groups.world().
 std::vector<std::unique_ptr<Strategy>> make_strategies(const StrategyEnv& env);
 

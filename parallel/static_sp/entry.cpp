@@ -75,13 +75,23 @@ std::vector<std::unique_ptr<Candidate>> plan(const Config& config, const Candida
 
 const StrategyEntry& data_parallel_entry() {
   static const StrategyEntry entry{
-      .names = {"dp"}, .alone = dp_candidates, .make = make, .under_auto = dp_candidates, .plan = plan};
+      .names = {"dp"},
+      .alone = dp_candidates,
+      .make = make,
+      .shardable = true,
+      .under_auto = dp_candidates,
+      .plan = plan};
   return entry;
 }
 
 const StrategyEntry& sequence_parallel_entry() {
   static const StrategyEntry entry{
-      .names = {"sp", "lasp"}, .alone = sp_alone, .make = make, .under_auto = sp_under_auto, .plan = plan};
+      .names = {"sp", "lasp"},
+      .alone = sp_alone,
+      .make = make,
+      .shardable = true,
+      .under_auto = sp_under_auto,
+      .plan = plan};
   return entry;
 }
 

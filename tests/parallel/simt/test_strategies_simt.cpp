@@ -2,10 +2,11 @@
 // queues, tests/kernels/simt/README.md), its NCCL communicator (parallel/comm/nccl_comm.cpp, unchanged) over the
 // emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention, FlexSP with groups
 // of several sizes and ATOM's exact peers (swapping, their gradients in the host store) give the CPU backend's
-// single-rank gradient within 1e-4 (the bound of the gpu tests: the
+// single-rank gradient within 1e-4; a sharded optimizer's update all-gathered over NCCL is the unsharded one, bit for bit (the bound of the gpu tests: the
 // backends sum in different orders). A communicator that did not wait for the compute stream would reduce gradients
 // before the backward's kernels have written them, and fail here. Run under mpirun with 1, 2 and 4 ranks; checks use
 // CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +23,7 @@
 #include "parallel/flexsp/strategy.h"
 #include "parallel/lasp/config.h"
 #include "parallel/static_sp/static_sp.h"
+#include "parallel/zero/sharding.h"
 #include "support/assert_close.h"
 #include "support/catch_session.h"
 #include "support/fixtures.h"
@@ -177,6 +179,35 @@ TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backe
   check_close_per_tensor("gradient of ATOM's peers on cuda", model.layout(),
                          std::vector<float>(model.grads(), model.grads() + model.num_params()),
                          cpu_single_rank_gradient(c, b, 5, scale), 1e-4);
+}
+
+TEST_CASE("stage 1 on the CUDA backend over NCCL: each rank's update of its range, all-gathered, is stage 0's step",
+          "[simt]") {
+  const int W = world().size();
+  const Config c = tiny_strategy_config("softmax", 64);
+  Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
+  GPT whole(c.model, 256, device, *g_cuda, Precision::fp32), sharded(c.model, 256, device, *g_cuda, Precision::fp32);
+  whole.init_weights(5);
+  sharded.init_weights(5);
+  Sharding sharding(1, whole.num_params(), g_groups->group(W));
+  AdamW whole_optimizer(whole.layout(), c.train, device, *g_cuda);
+  AdamW sharded_optimizer(sharded.layout(), c.train, device, *g_cuda, sharding.owned());
+  CHECK(sharded_optimizer.size() == shard_ranges(whole.num_params(), W)[static_cast<std::size_t>(world().rank())].numel);
+  StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, "dp", 1);
+  for (int step = 0; step < 3; ++step) {
+    const Batch b = random_documents({17, 1, 30, 9, 40, 3 + step}, 11 + step);
+    for (auto [model, optimizer] : {std::pair{&whole, &whole_optimizer}, std::pair{&sharded, &sharded_optimizer}}) {
+      model->zero_grads();
+      strategy.train(*model, b, inverse_targets(b));
+      optimizer->step(model->params(), model->grads(), 1e-2f, 1.0f);
+    }
+    sharding.gather_parameters(sharded);
+  }
+  std::vector<float> a(static_cast<std::size_t>(whole.num_params())), b(a.size());
+  g_cuda->download(a.data(), whole.params(), sizeof(float) * a.size());
+  g_cuda->download(b.data(), sharded.params(), sizeof(float) * b.size());
+  INFO(W << " ranks");
+  CHECK(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 int main(int argc, char** argv) {

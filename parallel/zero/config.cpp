@@ -1,0 +1,28 @@
+#include "parallel/zero/config.h"
+
+#include "core/config/schema.h"
+
+namespace trident {
+
+// Collected by the build into strategy_config_sections() (core/config/schema.h). Sharding is no strategy: the section
+// names none; the strategies that cannot take a stage refuse it (parallel/zero/sharding.h, check_zero).
+ConfigSection zero_config_section() {
+  return {.keys = {
+      {"parallel.zero.stage", IntField{section_member(&ZeroConfig::stage), 0, 1},
+       "sharded optimizer state: 0 (every rank holds AdamW's moments of every parameter) or 1 (each rank holds and "
+       "updates those of its range of the flat parameters, then the ranks all-gather the parameters); dp, sp and "
+       "flexsp only"},
+      {"parallel.zero.group", StringField{section_member(&ZeroConfig::group), {"world", "node"}},
+       "the ranks parallel.zero.stage shards over: world (all ranks) or node (the ranks of each node, the state "
+       "replicated across nodes, as HSDP; every node must hold as many ranks)"},
+  }};
+}
+
+const ZeroConfig& zero_config(const Config& config) {
+  return config.parallel.sections.get<ZeroConfig>();
+}
+ZeroConfig& zero_config(Config& config) {
+  return config.parallel.sections.get<ZeroConfig>();
+}
+
+}  // namespace trident

@@ -1,0 +1,58 @@
+#pragma once
+// Where AdamW's state lives across the ranks (parallel.zero.*): not a strategy, but a layer under the strategies whose
+// ranks hold the same model and sum the whole gradient on every rank (dp, sp, flexsp). At stage 1 each rank of the
+// sharding group (the world, or its node: parallel.zero.group) owns one range of the flat parameters
+// (parallel/zero/shards.h): its AdamW holds that range's moments and updates those parameters alone, then the group
+// all-gathers the parameters so every rank again holds the whole updated model. The update of a parameter reads only
+// its own gradient and moments, so the step is the one stage 0 takes, bit for bit.
+//
+// Memory per rank (fp32 moments, P parameters, G ranks in the group): stage 0 holds 8 P bytes of moments, stage 1
+// 8 ceil(P / G) (to a 16-float boundary). Parameters and gradients stay whole (and, with train.precision: bf16, the
+// fp32 masters: the model reads its norms and embeddings from them).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/model/gpt.h"
+#include "core/optim/adamw.h"
+#include "parallel/comm/run_groups.h"
+#include "parallel/zero/shards.h"
+
+namespace trident {
+
+class Sharding {
+ public:
+  // This rank owns the whole buffer and nothing moves: stage 0, or a group of one rank.
+  explicit Sharding(int64_t num_params);
+  // Stage `stage` over the group `group` (its device communicator for the backend's buffers, its host one for host
+  // buffers), of a buffer of `num_params` floats.
+  Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group);
+
+  int stage() const { return stage_; }
+  // Whether ranks hold ranges of their own: stage 1 on a group of several ranks.
+  bool sharded() const { return group_.device != nullptr && ranges_.size() > 1; }
+  const FlatRange& owned() const { return ranges_[static_cast<std::size_t>(rank_)]; }
+  const std::vector<FlatRange>& ranges() const { return ranges_; }
+  // Whether the world's rank 0 (the run's lead, which writes checkpoints) is in this rank's group, as its rank 0.
+  bool holds_lead() const { return !sharded() || group_.host->members().front() == 0; }
+
+  // After each rank's optimizer updated its own range of model.params(): every range from its owner, on every rank of
+  // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
+  // a collective's send and receive buffers may not overlap). Collective over the group.
+  void gather_parameters(GPT& model);
+  // The whole moments and step count, for a checkpoint: into `whole` (an optimizer owning every parameter, on the
+  // host) on the group's rank 0, from every rank's `mine`; other ranks pass nullptr. Collective over the group.
+  void gather_optimizer(const AdamW& mine, AdamW* whole);
+
+ private:
+  int stage_ = 0;
+  int rank_ = 0;
+  RunGroups::RankGroup group_;
+  std::vector<FlatRange> ranges_;
+};
+
+// The sharding a run's config asks for, over `groups`' world or its node groups (made at start-up with
+// zero_group_ranks among the degrees). Collective over the world.
+std::unique_ptr<Sharding> make_sharding(const Config& config, const RunGroups& groups, int64_t num_params);
+
+}  // namespace trident

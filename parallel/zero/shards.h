@@ -1,0 +1,29 @@
+#pragma once
+// Which range of the flat parameter buffer (core/model/layout.h) each rank of a sharding group owns: pure functions
+// of the buffer's length and the group, so every rank, `trident plan` and the checkpoint reader agree without asking.
+#include <cstdint>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/model/layout.h"
+#include "parallel/comm/node_layout.h"
+
+namespace trident {
+
+// Floats a shard boundary is a multiple of: 64 bytes, so every range starts on a cache line (and a vector's width).
+inline constexpr int64_t kShardAlign = 16;
+
+// `ranks` consecutive ranges covering [0, numel): the buffer cut into kShardAlign-float units dealt as evenly as they
+// go, the first numel/kShardAlign % ranks ranges one unit longer; the last non-empty range ends at numel. A group
+// larger than the units leaves its last ranks empty ranges (at numel).
+std::vector<FlatRange> shard_ranges(int64_t numel, int ranks);
+
+// The ranks parallel.zero.group shards over, from where the world's ranks run: the world, or a node's ranks (a
+// ConfigError naming parallel.zero.group when the nodes hold different numbers of ranks).
+int zero_group_ranks(const Config& config, const NodeLayout& world);
+
+// The floats of the largest range one rank owns with this config: AdamW's moments are this long per rank at stage 1
+// (all of them at stage 0). The capacity sizes every rank's activations for it.
+int64_t owned_params(const Config& config, int64_t num_params, int group_ranks);
+
+}  // namespace trident

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# parallel.zero.stage: 1 end to end under mpirun (oversubscribed): each rank holds AdamW's moments of its range of the
+# parameters; dp (on 2 and 3 ranks, with a parameter count whose 16-float units 3 ranks share unevenly), LASP-2 (sp 2),
+# Ulysses (sp 4), a hybrid (LASP-2 + Ulysses), parallel.zero.group: node and FlexSP train to stage 0's losses and final
+# weights bit for bit; the freed bytes show in peak_mem_bytes and in the activation capacity; a stage-1 checkpoint
+# holds every parameter's moments (stage 0's, byte for byte), resumes bit for bit on the same ranks, and continues the
+# losses on 2 ranks at stage 0 and on 1 rank; ATOM, the pipeline and values out of range are configuration errors.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_zero.sh tests/app/configs
+set -u
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_zero.sh CONFIG_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+mpirun_env
+tiny="$configs/tiny_train.yaml"  # softmax, 2 layers, n_head 4, 108,288 parameters
+base=(--set train.eval_every=0 --set train.warmup_steps=2 --set train.steps=6 --set train.weight_decay=0.1)
+stage1=(--set parallel.zero.stage=1)
+
+# same_run A B: B trained A's losses and final weights bit for bit.
+same_run() {
+  close "$1" "$2" 0
+  cmp -s "$1/model_final.safetensors" "$2/model_final.safetensors" || fail "$2's final weights differ from $1's"
+}
+# continues STRAIGHT RESUMED FIRST LAST TOL: the run resumed into RESUMED trained steps FIRST .. LAST, each with
+# STRAIGHT's loss within relative TOL (another rank count sums in another order).
+continues() {
+  grep -q "resuming from" "$2/trident.log" || fail "$2 did not resume"
+  "$python" - "$@" <<'PY' || fail "the run resumed in $2 does not continue $1's losses"
+import json, sys
+a = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1] + "/metrics.jsonl"))}
+b = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[2] + "/metrics.jsonl"))}
+steps = list(range(int(sys.argv[3]), int(sys.argv[4]) + 1))
+assert sorted(b) == steps and all(abs(a[s] - b[s]) <= float(sys.argv[5]) * abs(a[s]) for s in b), (a, b)
+PY
+}
+# capacity DIR: the activation tokens a rank holds, from the run's log.
+capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
+
+# dp on 2 and 3 ranks: the moments of a rank's range only, the same training. With 65 tokens the model has 108,352
+# parameters, 6,772 units of 16 floats: 3,386 a rank on 2 ranks, 2,258 + 2,257 + 2,257 on 3.
+dp=(--set parallel.strategy=dp --set model.vocab_size=65)
+for n in 2 3; do
+  mpi $n 0 train "$tiny" "${base[@]}" "${dp[@]}" --set run.dir="$tmp/dp$n"
+  mpi $n 0 train "$tiny" "${base[@]}" "${dp[@]}" "${stage1[@]}" --set run.dir="$tmp/dp${n}_z1"
+  same_run "$tmp/dp$n" "$tmp/dp${n}_z1"
+done
+grep -q "holds AdamW's moments of parameters \[0, 54176) of 108352, sharded over 2 ranks (world)" \
+  "$tmp/dp2_z1/trident.log" || fail "the log does not give rank 0's range"
+grep -q "holds AdamW's moments of parameters \[72240, 108352) of 108352, sharded over 3 ranks" \
+  "$tmp/dp3_z1/trident.log" || fail "the log does not give rank 2's range of 3"
+# rank 0's peak: its moments are 8 bytes for each of its 54,176 parameters instead of all 108,352
+"$python" - "$tmp/dp2/metrics.jsonl" "$tmp/dp2_z1/metrics.jsonl" <<'PY' || fail "stage 1 does not free the moments"
+import json, sys
+a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
+assert all(x - y == 8 * (108352 - 54176) for x, y in zip(a, b)), (a, b)
+PY
+
+# 4 ranks: LASP-2 on groups of 2 (linear), Ulysses over 4 (softmax), a hybrid's LASP-2 + Ulysses on groups of 2,
+# and parallel.zero.group: node (one node here: the world).
+sp=(--set parallel.strategy=sp --set parallel.lasp.variant=lasp2)
+layouts=("lasp2 --set model.attention=linear --set parallel.sp.method=lasp --set parallel.sp.size=2"
+         "ulysses --set parallel.sp.method=ulysses --set parallel.sp.size=4"
+         "hybrid --set model.attention=hybrid --set model.layers=LS --set parallel.sp.method=lasp --set parallel.sp.size=2"
+         "node --set parallel.strategy=dp --set parallel.zero.group=node")
+for layout in "${layouts[@]}"; do
+  name=${layout%% *}
+  read -ra args <<<"${layout#* }"
+  mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" --set run.dir="$tmp/${name}"
+  mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage1[@]}" --set run.dir="$tmp/${name}_z1"
+  same_run "$tmp/$name" "$tmp/${name}_z1"
+done
+grep -q "sharded over 4 ranks (node)" "$tmp/node_z1/trident.log" || fail "the log does not name the node group"
+
+# FlexSP, its plans a pure function of the batch (parallel.select.mode: model with a profile file).
+cat >"$tmp/node4.yaml" <<'YAML'
+cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
+YAML
+flexsp=(--set parallel.strategy=flexsp --set parallel.select.mode=model --set parallel.select.profile="$tmp/node4.yaml")
+mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" --set run.dir="$tmp/flexsp"
+mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" "${stage1[@]}" --set run.dir="$tmp/flexsp_z1"
+same_run "$tmp/flexsp" "$tmp/flexsp_z1"
+grep -q '"strategy":"flexsp"' "$tmp/flexsp_z1/metrics.jsonl" || fail "FlexSP did not run"
+
+# The capacity grows by the freed moments: in 3 MiB a rank holds more tokens at stage 1.
+small=(--set device.memory_gb=0.003 --set train.micro_batches=4 --set train.steps=2 --set parallel.strategy=dp)
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/cap"
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${stage1[@]}" --set run.dir="$tmp/cap_z1"
+[[ $(capacity "$tmp/cap") -lt $(capacity "$tmp/cap_z1") ]] ||
+  fail "stage 1 holds $(capacity "$tmp/cap_z1") tokens a rank, stage 0 $(capacity "$tmp/cap")"
+
+# Checkpoints: stage 1 on 4 ranks writes every parameter's moments (those of stage 0, byte for byte), resumes bit for
+# bit on the same ranks, and on 2 ranks at stage 0 and on 1 rank continues the losses.
+ckpt=(--set train.steps=6 --set checkpoint.every=3 --set parallel.strategy=dp)
+mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set run.dir="$tmp/ck0"
+mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$tmp/ck1"
+cmp -s "$tmp/ck0/checkpoints/step_00000003/optimizer.safetensors" \
+  "$tmp/ck1/checkpoints/step_00000003/optimizer.safetensors" || fail "stage 1's checkpoint moments differ"
+run 0 ckpt verify "$tmp/ck1/checkpoints/step_00000003"
+for n in 4 2 1; do
+  dir="$tmp/resumed$n"
+  mkdir -p "$dir/checkpoints"
+  cp -r "$tmp/ck1/checkpoints/step_00000003" "$dir/checkpoints/"
+  if [[ $n == 4 ]]; then
+    mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$dir"
+    resumed_same "$tmp/ck1" "$dir" 3 5
+  else
+    mpi $n 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set run.dir="$dir"
+    continues "$tmp/ck1" "$dir" 3 5 1e-5
+  fi
+done
+
+# Strategies whose ranks keep state of their own refuse a stage; so do values out of range.
+for strategy in pipeline atom; do
+  mpi 2 2 train "$tiny" "${base[@]}" "${stage1[@]}" --set parallel.strategy=$strategy --set run.dir="$tmp/refused"
+  grep -q "config error: parallel.zero.stage: 1 does not apply to $strategy" "$tmp/err" ||
+    fail "$strategy under stage 1 is not refused naming parallel.zero.stage"
+done
+run 2 train "$tiny" --set parallel.zero.stage=2 --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "parallel.zero.stage: 2 is out of range"
+run 2 train "$tiny" --set parallel.zero.group=rack --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "parallel.zero.group: 'rack'"
+echo "test_zero: $checks checks passed"
