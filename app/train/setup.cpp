@@ -9,6 +9,7 @@
 #include "parallel/comm/node_layout.h"
 #include "parallel/comm/staged.h"
 #include "parallel/placement/capacity.h"
+#include "parallel/placement/recompute.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 #include "parallel/zero/config.h"
@@ -74,6 +75,19 @@ int sharding_ranks(const Config& config, Communicator& ranks) {
   return zero_config(config).stage == 0 ? 1 : zero_group_ranks(config, node_layout(ranks));
 }
 
+// Where the model is: the placement a strategy family makes (ATOM's swapped model, a pipeline stage), else a resident
+// model recomputing its activations (train.recompute), else none: resident, every activation kept.
+std::unique_ptr<ModelPlacement> placed_model(const Config& config, Precision precision, Device device,
+                                             Communicator& ranks, int zero_ranks) {
+  std::unique_ptr<ModelPlacement> placed = place_model(config, precision, device, ranks);
+  if (!placed) return place_recomputed_model(config, precision, device, zero_ranks);
+  if (config.train.recompute != "none")
+    throw_config_error("train.recompute: {} recomputes a resident model's layers, but parallel.strategy: {} places the "
+                       "model itself (ATOM's swapped model recomputes through parallel.atom.activations); set "
+                       "train.recompute: none", config.train.recompute, config.parallel.strategy);
+  return placed;
+}
+
 // The group sizes the run's communicators are made for: its strategies', and the sharding group's.
 std::vector<int> run_degrees(const Config& config, int world, int zero_ranks) {
   std::vector<int> degrees = candidate_degrees(config, world);
@@ -93,7 +107,7 @@ RunSetup::RunSetup(const Config& c)
       groups(ranks, [this](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
              run_degrees(c, ranks.size(), zero_ranks)),
       precision(precision_named(c.train.precision)),
-      placement(place_model(c, precision, backend.device(), ranks)),
+      placement(placed_model(c, precision, backend.device(), ranks, zero_ranks)),
       capacity(placement ? placement->capacity_tokens()
                          : token_capacity(c, precision, backend.device(), {}, zero_ranks)),
       profile(check_selection(c, groups, capacity)),
@@ -102,8 +116,10 @@ RunSetup::RunSetup(const Config& c)
 }
 
 void RunSetup::log_memory(const GPT& model, const Allocator& device, const Allocator& host_store) const {
-  if (placement) return placement->log(model, device, host_store);
-  log_activation_memory(config, precision, backend.device(), capacity, {}, zero_ranks);
+  if (placement)
+    placement->log(model, device, host_store);
+  else
+    log_activation_memory(config, precision, backend.device(), capacity, {}, zero_ranks);
   if (sharding->sharded())
     spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments of parameters [{}, {}) of {}, sharded over "
                  "{} ranks ({})", sharding->stage(), sharding->owned().offset,

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "parallel/atom/placement.h"
-#include "parallel/atom/sub_model_runner.h"
+#include "core/model/sub_model_runner.h"
 #include "parallel/atom/swapper.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/placement/model_placement.h"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/model/gpt.h"
-#include "parallel/atom/layer_source.h"
-#include "parallel/atom/sub_model_runner.h"
+#include "core/model/layer_source.h"
+#include "core/model/sub_model_runner.h"
 #include "core/tensor/tensor.h"
 #include "parallel/atom/copy_engine.h"
 #include "parallel/atom/swap_stats.h"

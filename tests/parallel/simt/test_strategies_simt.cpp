@@ -2,7 +2,7 @@
 // queues, tests/kernels/simt/README.md), its NCCL communicator (parallel/comm/nccl_comm.cpp, unchanged) over the
 // emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention, FlexSP with groups
 // of several sizes and ATOM's exact peers (swapping, their gradients in the host store) give the CPU backend's
-// single-rank gradient within 1e-4; a sharded optimizer's update all-gathered over NCCL is the unsharded one, bit for bit (the bound of the gpu tests: the
+// single-rank gradient within 1e-4, and so do layers recomputed before their backward; a sharded optimizer's update all-gathered over NCCL is the unsharded one, bit for bit (the bound of the gpu tests: the
 // backends sum in different orders). A communicator that did not wait for the compute stream would reduce gradients
 // before the backward's kernels have written them, and fail here. Run under mpirun with 1, 2 and 4 ranks; checks use
 // CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "core/model/recompute.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "parallel/atom/strategy.h"
 #include "parallel/atom/swapped_model.h"
@@ -179,6 +180,31 @@ TEST_CASE("ATOM's exact peers, swapping on the CUDA backend, equal the CPU backe
   check_close_per_tensor("gradient of ATOM's peers on cuda", model.layout(),
                          std::vector<float>(model.grads(), model.grads() + model.num_params()),
                          cpu_single_rank_gradient(c, b, 5, scale), 1e-4);
+}
+
+TEST_CASE("layers recomputed before their backward on the CUDA backend over NCCL equal the CPU backend's single rank",
+          "[simt]") {
+  const int W = world().size();
+  for (auto [attention, method] : {std::pair{"softmax", "dp"}, std::pair{"softmax", "ulysses"},
+                                   std::pair{"linear", "lasp"}}) {
+    Config c = tiny_strategy_config(attention, 64);
+    c.model.n_layer = 3;
+    const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
+    const float scale = inverse_targets(b);
+    Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
+    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, recompute_model_memory(c.model, 256));
+    RecomputedModel recomputed(model, device);
+    model.init_weights(5);
+    model.zero_grads();
+    const int degree = std::string(method) == "dp" ? 1 : W;
+    StaticSequenceParallel strategy({*g_groups, *g_cuda, c, 256}, method, degree);
+    INFO(attention << " " << strategy.name() << " on " << W << " ranks, recomputed");
+    CHECK(strategy.train(model, b, scale).tokens == b.num_tokens());
+    std::vector<float> grads(static_cast<std::size_t>(model.num_params()));
+    g_cuda->download(grads.data(), model.grads(), sizeof(float) * grads.size());
+    check_close_per_tensor("gradient through " + strategy.name() + " recomputed on cuda", model.layout(), grads,
+                           cpu_single_rank_gradient(c, b, 5, scale), 1e-4);
+  }
 }
 
 TEST_CASE("stage 1 on the CUDA backend over NCCL: each rank's update of its range, all-gathered, is stage 0's step",

@@ -1,5 +1,5 @@
 #pragma once
-// Where a swapped model's weights are while its sub-models compute (parallel/atom/sub_model_runner.h).
+// Where a swapped model's weights are while its sub-models compute (core/model/sub_model_runner.h).
 //
 // A swapped model keeps its flat parameters and gradients in host memory (the store the optimizer updates) and
 // computes its layers in sub-models, runs of consecutive layers that a LayerSource brings onto the
@@ -46,6 +46,10 @@ class LayerSource {
   virtual void release(int sub_model, bool backward) = 0;
   // The store's gradients were set to zero.
   virtual void grads_zeroed() = 0;
+  // Whether the source hands each range of the model's gradients to its grad-ready hook (GPT::grad_ready) once the
+  // range is final, as the model's own pass does: a source over the model's own buffers may; one that moves the
+  // gradients to a store of its own does not, and a model with a hook cannot run through it.
+  virtual bool reports_grad_ready() const { return false; }
 
   // Offloaded activations: `copies` queued after every copy queued before and after the compute issued so far (so
   // nothing it reads or overwrites is still in use); returns a ticket for wait_copies. Device to host, or host to

@@ -1,4 +1,4 @@
-#include "parallel/atom/sub_model_runner.h"
+#include "core/model/sub_model_runner.h"
 
 #include <algorithm>
 
@@ -71,7 +71,7 @@ int64_t moving_layers(const Swapping& swapping, int64_t max_tokens) {
 ModelMemory SubModelRunner::model_memory(const ModelConfig& config, int64_t max_tokens, const Swapping& swapping) {
   // int32 index values: one pass of max_tokens, or every pass of a round run sub-model by sub-model (at most a sequence
   // a token, each pass one more cu_seqlens entry)
-  return {.weights_on_host = true,
+  return {.weights_on_host = swapping.store != nullptr,
           .store = swapping.store,
           .activation_layers = workspace_layers(config, swapping),
           .index_values = sub_model_major(max_tokens, swapping) ? 5 * swapping.round_tokens + 1 : 0};
@@ -102,8 +102,10 @@ SubModelRunner::SubModelRunner(GPT& model, const Swapping& swapping, Allocator& 
   const ModelConfig& config = model.config();
   const int64_t max_tokens = model.max_tokens();
   check_sub_models(starts_, config.n_layer, recomputed_, offloaded_);
-  TRIDENT_CHECK(swapping.store && swapping.store->device() == Device::cpu, "a swapped model's store is host memory");
-  TRIDENT_CHECK(model.activation_layers() == workspace_layers(config, swapping) && model.weights_on_host() &&
+  TRIDENT_CHECK(!swapping.store || swapping.store->device() == Device::cpu, "a swapped model's store is host memory");
+  TRIDENT_CHECK(swapping.store || offloaded_ == 0, "offloaded activations need a host store");
+  TRIDENT_CHECK(model.activation_layers() == workspace_layers(config, swapping) &&
+                    model.weights_on_host() == (swapping.store != nullptr) &&
                     model.backend().device() == device.device(),
                 "the model was not built with SubModelRunner::model_memory of its swapping");
   stash_tokens_ = stash_tokens(max_tokens, swapping);
@@ -127,6 +129,11 @@ SubModelRunner::~SubModelRunner() { model_.set_runner(nullptr); }
 
 int SubModelRunner::sub_model_end(int sub_model) const {
   return sub_model + 1 < sub_models() ? starts_[static_cast<std::size_t>(sub_model + 1)] : end_layer_;
+}
+
+void SubModelRunner::check_grad_ready() const {
+  TRIDENT_CHECK(!model_.has_grad_ready_hook() || source_->reports_grad_ready(), "this model's gradients reach its "
+                "store by sub-model, not by bucket: nothing would call its grad-ready hook");
 }
 
 void SubModelRunner::grads_zeroed() {
@@ -217,8 +224,7 @@ template <class T>
 double SubModelRunner::run_one(const TokenBatch& host_batch, PassKind kind, float loss_weight, float* host_logits) {
   model_.check_batch(host_batch, kind != PassKind::logits);
   TRIDENT_CHECK(source_, "a swapped model needs its layer source before a pass");
-  TRIDENT_CHECK(!model_.has_grad_ready_hook(), "a swapped model's gradients reach the store by sub-model, not by "
-                "bucket");
+  check_grad_ready();
   const bool train = kind == PassKind::train;
   const TokenBatch b = model_.on_backend({host_batch})[0];
   const OuterWindows outer = source_->begin_pass(train, 1);
@@ -278,8 +284,7 @@ double SubModelRunner::run_round(const std::vector<TokenBatch>& host_passes, flo
   TRIDENT_CHECK(tokens <= stash_tokens_, "a round of {} tokens exceeds the {} the model's checkpoints were sized for",
                 tokens, stash_tokens_);
   TRIDENT_CHECK(source_, "a swapped model needs its layer source before a pass");
-  TRIDENT_CHECK(!model_.has_grad_ready_hook(), "a swapped model's gradients reach the store by sub-model, not by "
-                "bucket");
+  check_grad_ready();
   const std::vector<TokenBatch> passes = model_.on_backend(host_passes);
   const auto P = static_cast<int>(passes.size());
   Activations<T>& acts = model_.activations<T>();

@@ -1,20 +1,23 @@
 #pragma once
-// ATOM's execution of a swapped model on one peer (the model's LayerRunner, core/model/layer_runner.h): the layers
-// computed in sub-models that a LayerSource (parallel/atom/layer_source.h: the LayerSwapper, or a
-// timer in `bench profile`) brings onto the device one at a time, the flat parameters and gradients in host memory.
-// Which sub-models keep their activations, recompute them or offload them, and whether a step's passes run sub-model by
-// sub-model, is the Swapping the placement chose (parallel/atom/placement.h).
+// A model's layers run in sub-models (the model's LayerRunner, core/model/layer_runner.h): runs of consecutive layers
+// whose weights a LayerSource (core/model/layer_source.h) provides one at a time. ATOM's swapped model keeps its flat
+// parameters and gradients in host memory and its LayerSwapper (or a timer in `bench profile`) brings each sub-model
+// onto the device; a resident model recomputing its activations (train.recompute, core/model/recompute.h) hands out
+// its own buffers. Which sub-models keep their activations, recompute them or offload them, and whether a step's
+// passes run sub-model by sub-model, is the Swapping its placement chose.
 #include <cstdint>
 #include <vector>
 
 #include "core/model/gpt.h"
-#include "parallel/atom/layer_source.h"
+#include "core/model/layer_source.h"
 
 namespace trident {
 
 struct Swapping {
   std::vector<int> sub_model_starts;  // first layer of each sub-model: 0, increasing, below model.n_layer
-  Allocator* store = nullptr;       // host memory for params() and grads()
+  // Host memory for params() and grads() (a swapped model) and the offloaded activations; nullptr: the weights stay
+  // in the model's own buffers, and nothing is offloaded.
+  Allocator* store = nullptr;
   // Backward recomputes the forward of the first `recomputed` sub-models (at most all but the last) from their inputs.
   // Those sub-models and the next one take turns in one activation workspace, each keeping only its input on the
   // device (a boundary checkpoint; the first sub-model's is the embedding output); the later sub-models keep every
@@ -46,7 +49,8 @@ class SubModelRunner final : public LayerRunner {
                                const Swapping& swapping);
 
   // `model` was built with model_memory(swapping); the checkpoints come from `device`, the model's allocator, and the
-  // offloaded activations from swapping.store. Sets itself as the model's runner.
+  // offloaded activations from swapping.store. Sets itself as the model's runner. A model with a grad-ready hook
+  // needs a source that reports gradients (LayerSource::reports_grad_ready).
   SubModelRunner(GPT& model, const Swapping& swapping, Allocator& device);
   ~SubModelRunner() override;
   SubModelRunner(const SubModelRunner&) = delete;
@@ -96,6 +100,8 @@ class SubModelRunner final : public LayerRunner {
   template <class T>
   int64_t copy_activations(int sub_model, int64_t n, bool to_host);
   int sub_models() const { return static_cast<int>(starts_.size()); }
+  // A pass may run with a grad-ready hook only where the source calls it (LayerSource::reports_grad_ready).
+  void check_grad_ready() const;
   int sub_model_end(int sub_model) const;
 
   GPT& model_;

@@ -1,0 +1,56 @@
+#include "core/model/recompute.h"
+
+#include <numeric>
+
+#include "kernels/common/error.h"
+
+namespace trident {
+
+Swapping recompute_swapping(const ModelConfig& config) {
+  Swapping s;
+  s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
+  std::iota(s.sub_model_starts.begin(), s.sub_model_starts.end(), 0);
+  s.recomputed = static_cast<int>(config.n_layer) - 1;
+  return s;
+}
+
+ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens) {
+  return SubModelRunner::model_memory(config, max_tokens, recompute_swapping(config));
+}
+
+int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device) {
+  return SubModelRunner::memory_bytes(config, max_tokens, precision, device, recompute_swapping(config));
+}
+
+LayerSource::Outer ResidentLayers::begin_pass(bool, int) {
+  window_ = model_.resident_weights();
+  return {window_, window_};
+}
+
+// The gradient buckets (core/model/layout.h, gradient_buckets): ln_f's (0), layer l's (L - l), the embeddings' (L + 1).
+ParamWindow ResidentLayers::acquire(int sub_model, bool backward) {
+  // ln_f's backward ran before the last layer's
+  if (backward && sub_model == model_.config().n_layer - 1) model_.grad_ready(0);
+  return window_;
+}
+
+void ResidentLayers::release(int sub_model, bool backward) {
+  if (backward) model_.grad_ready(static_cast<std::size_t>(model_.config().n_layer - sub_model));
+}
+
+void ResidentLayers::end_pass(bool train) {
+  if (train) model_.grad_ready(static_cast<std::size_t>(model_.config().n_layer + 1));
+}
+
+int64_t ResidentLayers::copy_activations(std::string label, std::vector<Copy>, bool) {
+  throw_runtime_error("a resident model recomputes its activations; it does not offload them ({})", label);
+}
+
+void ResidentLayers::wait_copies(int64_t) {}
+
+RecomputedModel::RecomputedModel(GPT& model, Allocator& device)
+    : source_(model), runner_(model, recompute_swapping(model.config()), device) {
+  runner_.set_source(&source_);
+}
+
+}  // namespace trident

@@ -1,0 +1,57 @@
+#pragma once
+// Full activation recomputation of a resident model (train.recompute: full). The layers run as one-layer sub-models
+// (core/model/sub_model_runner.h): every layer keeps only its input (N, C) through the forward, and its forward runs
+// again, from that input, just before its backward, in one activation slot all layers share; the last layer's
+// backward follows its forward, so it is not recomputed. A pass then holds one layer's saved arrays and L - 1 layer
+// inputs instead of L layers' saved arrays, at the price of a second forward of L - 1 layers. The gradients are the
+// model's own pass's, bit for bit: the recomputed forward is the same arithmetic on the same inputs (a
+// sequence-parallel layer repeats its messages too).
+//
+// The sub-models' weights are the model's own buffers (ResidentLayers below), which hand each range of gradients to
+// the model's grad-ready hook as it becomes final, in the order the model's own pass does: data parallelism still
+// overlaps its reduction with the backward.
+#include <cstdint>
+
+#include "core/model/gpt.h"
+#include "core/model/layer_source.h"
+#include "core/model/sub_model_runner.h"
+
+namespace trident {
+
+// One-layer sub-models, every one but the last recomputed; the weights in the model's own buffers.
+Swapping recompute_swapping(const ModelConfig& config);
+// How a model recomputing its activations is built, for batches of `max_tokens` tokens.
+ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens);
+// The device bytes of such a model and its runner: its weights, gradients, one layer's activations and the inputs of
+// the L - 1 recomputed layers.
+int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
+
+// The LayerSource of a resident model: every sub-model's window is the model's whole flat buffer (nothing moves).
+class ResidentLayers final : public LayerSource {
+ public:
+  explicit ResidentLayers(GPT& model) : model_(model) {}
+  Outer begin_pass(bool train, int passes) override;
+  void end_pass(bool train) override;
+  ParamWindow acquire(int sub_model, bool backward) override;
+  void release(int sub_model, bool backward) override;
+  void grads_zeroed() override {}
+  bool reports_grad_ready() const override { return true; }
+  int64_t copy_activations(std::string label, std::vector<Copy> copies, bool to_host) override;
+  void wait_copies(int64_t ticket) override;
+
+ private:
+  GPT& model_;
+  ParamWindow window_;  // the pass's: resident_weights(), taken once a pass (it rounds bf16's copy)
+};
+
+// The runner and its source, set on `model` (built with recompute_model_memory) while this lives.
+class RecomputedModel {
+ public:
+  RecomputedModel(GPT& model, Allocator& device);
+
+ private:
+  ResidentLayers source_;
+  SubModelRunner runner_;
+};
+
+}  // namespace trident

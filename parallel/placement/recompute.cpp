@@ -1,0 +1,50 @@
+#include "parallel/placement/recompute.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/model/recompute.h"
+
+namespace trident {
+
+namespace {
+
+struct RecomputedRun final : PlacedRun {
+  RecomputedRun(GPT& model, Allocator& device) : recomputed(model, device) {}
+  RecomputedModel recomputed;
+};
+
+class RecomputePlacement final : public ModelPlacement {
+ public:
+  RecomputePlacement(const Config& config, Precision precision, Device device, int zero_ranks)
+      : config_(config), zero_ranks_(zero_ranks), bytes_([&config, precision, device](int64_t tokens) {
+          return recompute_memory_bytes(config.model, tokens, precision, device);
+        }),
+        capacity_(token_capacity(config, bytes_, zero_ranks)) {}
+
+  int64_t capacity_tokens() const override { return capacity_; }
+  ModelMemory memory(Allocator&) const override { return recompute_model_memory(config_.model, capacity_); }
+  std::unique_ptr<PlacedRun> attach(GPT& model, Allocator& device, Allocator&) const override {
+    return std::make_unique<RecomputedRun>(model, device);
+  }
+  void log(const GPT&, const Allocator&, const Allocator&) const override {
+    log_activation_memory(config_, bytes_, capacity_, zero_ranks_);
+    spdlog::info("train.recompute: full: one layer's saved arrays and the inputs of {} layer(s) a pass; each layer's "
+                 "forward runs again before its backward", config_.model.n_layer - 1);
+  }
+
+ private:
+  const Config& config_;
+  int zero_ranks_;
+  ModelBytes bytes_;
+  int64_t capacity_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Precision precision, Device device,
+                                                       int zero_ranks) {
+  if (config.train.recompute == "none") return nullptr;
+  return std::make_unique<RecomputePlacement>(config, precision, device, zero_ranks);
+}
+
+}  // namespace trident

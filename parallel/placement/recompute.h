@@ -1,0 +1,15 @@
+#pragma once
+// train.recompute: full on a model no strategy family places (core/model/recompute.h): its activations sized for the
+// tokens device.memory_gb holds with one layer's saved arrays and the layers' inputs, and the runner that recomputes.
+#include <memory>
+
+#include "core/config/config.h"
+#include "parallel/placement/model_placement.h"
+
+namespace trident {
+
+// nullptr for train.recompute: none. `zero_ranks`: the ranks the optimizer state is sharded over (parallel.zero).
+std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Precision precision, Device device,
+                                                       int zero_ranks);
+
+}  // namespace trident

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# train.recompute: full end to end under mpirun (oversubscribed): each layer keeps its input and recomputes its forward
+# before its backward, and every strategy that runs a resident model trains to the losses and final weights of the
+# run that keeps every layer's activations, bit for bit: dp, LASP-1 (sp 4), LASP-2 (sp 2), Ulysses, Ring Attention,
+# USP, a hybrid (LASP-2 beside Ulysses), FlexSP, bf16, and beside parallel.zero.stage: 1; a run resumes with it from
+# a checkpoint written without it, bit for bit; the activation capacity grows by what it frees; ATOM's swapped model
+# and the pipeline refuse it.
+# Usage: TRIDENT=/path/to/trident bash tests/app/test_recompute.sh tests/app/configs
+set -u
+configs=${1:?usage: TRIDENT=/path/to/trident bash test_recompute.sh CONFIG_DIR}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+mpirun_env
+tiny="$configs/tiny_train.yaml"  # softmax, n_head 4
+base=(--set train.eval_every=3 --set train.warmup_steps=2 --set train.steps=6 --set model.n_layer=3)
+full=(--set train.recompute=full)
+
+# same_run A B: B trained A's losses (and evaluation losses) and final weights bit for bit.
+same_run() {
+  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" <<'PY' || fail "the losses of $1 and $2 differ"
+import json, sys
+a, b = ([(r["loss"], r.get("eval_loss")) for r in map(json.loads, open(p))] for p in sys.argv[1:3])
+assert a == b, (a, b)
+PY
+  cmp -s "$1/model_final.safetensors" "$2/model_final.safetensors" || fail "$2's final weights differ from $1's"
+}
+
+cat >"$tmp/node4.yaml" <<'YAML'
+cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
+YAML
+sp=(--set parallel.strategy=sp)
+linear=(--set model.attention=linear --set parallel.sp.method=lasp)
+layouts=("dp --set parallel.strategy=dp"
+         "lasp1 ${sp[*]} ${linear[*]} --set parallel.lasp.variant=lasp1 --set parallel.sp.size=4"
+         "lasp2 ${sp[*]} ${linear[*]} --set parallel.lasp.variant=lasp2 --set parallel.sp.size=2"
+         "ulysses ${sp[*]} --set parallel.sp.method=ulysses --set parallel.sp.size=4"
+         "ring ${sp[*]} --set parallel.sp.method=ring --set parallel.sp.size=4"
+         "usp ${sp[*]} --set parallel.sp.method=usp --set parallel.sp.size=4 --set model.n_head=2"
+         "hybrid ${sp[*]} --set model.attention=hybrid --set model.layers=LSL --set parallel.sp.method=lasp --set parallel.lasp.variant=lasp2 --set parallel.sp.size=2"
+         "flexsp --set parallel.strategy=flexsp --set parallel.select.mode=model --set parallel.select.profile=$tmp/node4.yaml"
+         "bf16 --set parallel.strategy=dp --set train.precision=bf16"
+         "zero1 --set parallel.strategy=dp --set parallel.zero.stage=1")
+for layout in "${layouts[@]}"; do
+  name=${layout%% *}
+  read -ra args <<<"${layout#* }"
+  mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" --set run.dir="$tmp/$name"
+  mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${full[@]}" --set run.dir="$tmp/${name}_full"
+  same_run "$tmp/$name" "$tmp/${name}_full"
+done
+grep -q "train.recompute: full: one layer's saved arrays and the inputs of 2 layer(s) a pass" \
+  "$tmp/dp_full/trident.log" || fail "the log does not describe the recomputation"
+grep -q '"strategy":"flexsp"' "$tmp/flexsp_full/metrics.jsonl" || fail "FlexSP did not run"
+# the saved arrays of 3 layers against 1 layer's and 2 inputs: a lower peak
+"$python" - "$tmp/dp/metrics.jsonl" "$tmp/dp_full/metrics.jsonl" <<'PY' || fail "recomputation does not lower the peak"
+import json, sys
+a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
+assert all(y < x for x, y in zip(a, b)), (a, b)
+PY
+
+# A run checkpointed without recomputation resumes with it, bit for bit.
+ckpt=(--set parallel.strategy=dp --set checkpoint.every=3)
+mpi 2 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set run.dir="$tmp/straight"
+mkdir -p "$tmp/resumed/checkpoints"
+cp -r "$tmp/straight/checkpoints/step_00000003" "$tmp/resumed/checkpoints/"
+mpi 2 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${full[@]}" --set run.dir="$tmp/resumed"
+resumed_same "$tmp/straight" "$tmp/resumed" 3 5
+
+# The capacity grows by what recomputation frees: in 5 MiB a rank holds more tokens.
+capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
+small=(--set device.memory_gb=0.005 --set train.micro_batches=4 --set train.steps=2 --set parallel.strategy=dp)
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/cap"
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${full[@]}" --set run.dir="$tmp/cap_full"
+[[ $(capacity "$tmp/cap") -lt $(capacity "$tmp/cap_full") ]] ||
+  fail "recomputing holds $(capacity "$tmp/cap_full") tokens a rank, keeping $(capacity "$tmp/cap")"
+
+# A model a strategy family places itself refuses it; so does a value not offered.
+mpi 2 2 train "$tiny" "${base[@]}" "${full[@]}" --set parallel.strategy=pipeline --set run.dir="$tmp/refused"
+grep -q "config error: train.recompute: full recomputes a resident model's layers, but parallel.strategy: pipeline" \
+  "$tmp/err" || fail "the pipeline does not refuse train.recompute naming it"
+run 2 train "$tiny" "${full[@]}" --set parallel.strategy=atom --set parallel.atom.sub_models=2 --set run.dir="$tmp/refused"
+grep -q "config error: train.recompute: full" "$tmp/err" || fail "ATOM's swapped model does not refuse train.recompute"
+run 2 train "$tiny" --set train.recompute=selective --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "train.recompute: 'selective' is not allowed"
+echo "test_recompute: $checks checks passed"
