@@ -6,8 +6,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "parallel/placement/capacity.h"
 #include "kernels/common/error.h"
+#include "parallel/placement/recompute.h"
 #include "parallel/select/configure.h"
 #include "parallel/select/registry.h"
 #include "parallel/select/selector.h"
@@ -35,10 +35,12 @@ void print_selection_plan(const Config& config, const std::string& profile_file,
   if (!profile.cluster) throw_config_error("{}: the profile has no 'cluster' section", profile_file);
   const cost::ClusterSection& cluster = *profile.cluster;
   const int world = static_cast<int>(cluster.nodes * cluster.devices_per_node);
+  check_sharding_applies(config, world);
   const cost::RunShape shape = run_shape(config, world, cluster.nodes, cluster.devices_per_node);
   const cost::StepCostModel cost = cost::StepCostModel::from_profile(profile, shape);
   const Device device = device_named(config.device.backend);
-  const int64_t capacity = token_capacity(config, precision_named(config.train.precision), device);
+  const int64_t capacity = resident_capacity(config, precision_named(config.train.precision), device,
+                                             static_cast<int>(shape.zero_ranks));
   const std::vector<std::unique_ptr<Candidate>> owned = plan_candidates(config, world, capacity, device);
   std::vector<const Candidate*> candidates;
   for (const auto& c : owned) candidates.push_back(c.get());

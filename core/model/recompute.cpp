@@ -11,6 +11,7 @@ Swapping recompute_swapping(const ModelConfig& config) {
   s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
   std::iota(s.sub_model_starts.begin(), s.sub_model_starts.end(), 0);
   s.recomputed = static_cast<int>(config.n_layer) - 1;
+  s.resident = true;
   return s;
 }
 
@@ -20,6 +21,12 @@ ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens
 
 int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device) {
   return SubModelRunner::memory_bytes(config, max_tokens, precision, device, recompute_swapping(config));
+}
+
+int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
+                              const std::string& recompute) {
+  return recompute == "full" ? recompute_memory_bytes(config, max_tokens, precision, device)
+                             : GPT::memory_bytes(config, max_tokens, precision, device);
 }
 
 LayerSource::Outer ResidentLayers::begin_pass(bool, int) {

@@ -11,6 +11,7 @@
 // the model's grad-ready hook as it becomes final, in the order the model's own pass does: data parallelism still
 // overlaps its reduction with the backward.
 #include <cstdint>
+#include <string>
 
 #include "core/model/gpt.h"
 #include "core/model/layer_source.h"
@@ -25,6 +26,10 @@ ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens
 // The device bytes of such a model and its runner: its weights, gradients, one layer's activations and the inputs of
 // the L - 1 recomputed layers.
 int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
+// The device bytes of a resident model sized for `max_tokens` tokens as train.recompute (`recompute`: none | full)
+// keeps its activations: GPT::memory_bytes, or recompute_memory_bytes.
+int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
+                              const std::string& recompute);
 
 // The LayerSource of a resident model: every sub-model's window is the model's whole flat buffer (nothing moves).
 class ResidentLayers final : public LayerSource {

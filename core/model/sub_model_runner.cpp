@@ -71,7 +71,7 @@ int64_t moving_layers(const Swapping& swapping, int64_t max_tokens) {
 ModelMemory SubModelRunner::model_memory(const ModelConfig& config, int64_t max_tokens, const Swapping& swapping) {
   // int32 index values: one pass of max_tokens, or every pass of a round run sub-model by sub-model (at most a sequence
   // a token, each pass one more cu_seqlens entry)
-  return {.weights_on_host = swapping.store != nullptr,
+  return {.weights_on_host = !swapping.resident,
           .store = swapping.store,
           .activation_layers = workspace_layers(config, swapping),
           .index_values = sub_model_major(max_tokens, swapping) ? 5 * swapping.round_tokens + 1 : 0};
@@ -102,10 +102,10 @@ SubModelRunner::SubModelRunner(GPT& model, const Swapping& swapping, Allocator& 
   const ModelConfig& config = model.config();
   const int64_t max_tokens = model.max_tokens();
   check_sub_models(starts_, config.n_layer, recomputed_, offloaded_);
-  TRIDENT_CHECK(!swapping.store || swapping.store->device() == Device::cpu, "a swapped model's store is host memory");
-  TRIDENT_CHECK(swapping.store || offloaded_ == 0, "offloaded activations need a host store");
+  TRIDENT_CHECK((swapping.resident && offloaded_ == 0) || (swapping.store && swapping.store->device() == Device::cpu),
+                "a swapped model's weights and offloaded activations need a store in host memory");
   TRIDENT_CHECK(model.activation_layers() == workspace_layers(config, swapping) &&
-                    model.weights_on_host() == (swapping.store != nullptr) &&
+                    model.weights_on_host() == !swapping.resident &&
                     model.backend().device() == device.device(),
                 "the model was not built with SubModelRunner::model_memory of its swapping");
   stash_tokens_ = stash_tokens(max_tokens, swapping);

@@ -15,9 +15,10 @@ namespace trident {
 
 struct Swapping {
   std::vector<int> sub_model_starts;  // first layer of each sub-model: 0, increasing, below model.n_layer
-  // Host memory for params() and grads() (a swapped model) and the offloaded activations; nullptr: the weights stay
-  // in the model's own buffers, and nothing is offloaded.
+  // Host memory for params() and grads() (a swapped model) and the offloaded activations.
   Allocator* store = nullptr;
+  // The weights stay in the model's own buffers (a resident model recomputing its activations): no store for them.
+  bool resident = false;
   // Backward recomputes the forward of the first `recomputed` sub-models (at most all but the last) from their inputs.
   // Those sub-models and the next one take turns in one activation workspace, each keeping only its input on the
   // device (a boundary checkpoint; the first sub-model's is the embedding output); the later sub-models keep every

@@ -7,6 +7,7 @@
 //   transfer(bytes, d)                           = latency(d) + bytes / bandwidth(d)                  one message
 //   allgather(bytes a rank, d)                   = latency(d) + (d - 1) bytes / bandwidth(d)
 //   allreduce(bytes)                             = 2 (W - 1) transfer(bytes / W, W)                   ring, W ranks
+//   sharding                                     = allgather(4 bytes x the rank's range, G)   parallel.zero over G
 //
 // latency(d) and bandwidth(d) are the link of a group of d consecutive node-major ranks: the profile's measured
 // all-to-all entry for d ranks on the nodes such a group spans, else its intra- or inter-node link
@@ -29,6 +30,8 @@ struct RunShape {
   int64_t n_head = 1;
   int64_t num_params = 0;
   int64_t bytes_per_value = 4;  // activations as they travel: 4 (fp32) or 2 (bf16)
+  int64_t zero_ranks = 1;       // the ranks parallel.zero shards the optimizer state over (1: none)
+  int64_t owned_params = 0;     // the parameters of the longest range one of them updates (0: num_params)
 };
 
 // One strategy's estimate of one step.
@@ -65,6 +68,12 @@ class StepCostModel {
   // and its time.
   double gradient_bytes() const { return run_.world > 1 ? 4.0 * static_cast<double>(run_.num_params) : 0; }
   double gradient_allreduce_s() const { return allreduce_s(gradient_bytes()); }
+  // parallel.zero.stage 1: after the update each rank sends its range of the parameters to its group (an allgather
+  // over zero_ranks): bytes a rank hands to it (0 without sharding), and its time.
+  double sharding_bytes() const { return run_.zero_ranks > 1 ? 4.0 * static_cast<double>(run_.owned_params) : 0; }
+  double sharding_s() const { return run_.zero_ranks > 1 ? allgather_s(sharding_bytes(), run_.zero_ranks) : 0; }
+  // The parameters a rank's AdamW holds moments for.
+  int64_t optimizer_params() const { return run_.owned_params > 0 ? run_.owned_params : run_.num_params; }
 
  private:
   RunShape run_;

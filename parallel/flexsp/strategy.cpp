@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
+#include "core/model/recompute.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/flexsp/config.h"
@@ -144,6 +145,7 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
       model_(env.config.model),
       precision_(precision_named(env.config.train.precision)),
       device_(env.backend.device()),
+      recompute_(env.config.train.recompute),
       groups_(env.groups),
       dp_(env.groups.world(), env.groups.gradients()),
       overlap_reduction_(!(env.backend.device() == Device::cuda && env.config.device.comm == "nccl")) {
@@ -273,10 +275,10 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   const flexsp::BatchPlan& p = plan(batch, true).choice.plan;
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
-  e.comm_s = cost.gradient_allreduce_s();
+  e.comm_s = cost.gradient_allreduce_s() + cost.sharding_s();
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;
-  double sent = cost.gradient_bytes();
+  double sent = cost.gradient_bytes() + cost.sharding_bytes();
   const double L = static_cast<double>(model_.n_layer);
   const double per_token = 8.0 * L * static_cast<double>(model_.n_embd * cost.run().bytes_per_value);
   const double states = 2.0 * L * cost_.exchange().state_bytes;  // LASP: a state out, a gradient back, per layer
@@ -288,8 +290,8 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
       sent += inner_ == FlexInner::lasp ? states : per_token * static_cast<double>(n);
     }
   e.comm_bytes = static_cast<int64_t>(sent);
-  e.peak_bytes =
-      GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_) +
+                 AdamW::memory_bytes(cost.optimizer_params());
   return e;
 }
 

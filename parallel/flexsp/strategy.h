@@ -152,6 +152,7 @@ class FlexSequenceParallel final : public Strategy {
   ModelConfig model_;
   Precision precision_;
   Device device_;
+  std::string recompute_;  // train.recompute
   RunGroups& groups_;
   DataParallel dp_;
   // Gradients reduced during the rank's last backward (overlapped), or after it: on NCCL, where a rank's last

@@ -13,12 +13,18 @@ struct RecomputedRun final : PlacedRun {
   RecomputedModel recomputed;
 };
 
+ModelBytes recomputed_bytes(const Config& config, Precision precision, Device device) {
+  return [&config, precision, device](int64_t tokens) {
+    return recompute_memory_bytes(config.model, tokens, precision, device);
+  };
+}
+
 class RecomputePlacement final : public ModelPlacement {
  public:
   RecomputePlacement(const Config& config, Precision precision, Device device, int zero_ranks)
-      : config_(config), zero_ranks_(zero_ranks), bytes_([&config, precision, device](int64_t tokens) {
-          return recompute_memory_bytes(config.model, tokens, precision, device);
-        }),
+      : config_(config),
+        zero_ranks_(zero_ranks),
+        bytes_(recomputed_bytes(config, precision, device)),
         capacity_(token_capacity(config, bytes_, zero_ranks)) {}
 
   int64_t capacity_tokens() const override { return capacity_; }
@@ -45,6 +51,11 @@ std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Pre
                                                        int zero_ranks) {
   if (config.train.recompute == "none") return nullptr;
   return std::make_unique<RecomputePlacement>(config, precision, device, zero_ranks);
+}
+
+int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks) {
+  if (config.train.recompute == "none") return token_capacity(config, precision, device, {}, zero_ranks);
+  return token_capacity(config, recomputed_bytes(config, precision, device), zero_ranks);
 }
 
 }  // namespace trident

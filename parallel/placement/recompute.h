@@ -12,4 +12,8 @@ namespace trident {
 std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Precision precision, Device device,
                                                        int zero_ranks);
 
+// The tokens a rank's activations hold with a resident model (no strategy family places it), as training sizes them:
+// with train.recompute's activations and the optimizer state parallel.zero leaves a rank (`trident plan`).
+int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks);
+
 }  // namespace trident

@@ -1,20 +1,30 @@
 #include "parallel/placement/run_shape.h"
 
+#include <algorithm>
+
 #include "core/model/gpt.h"
 #include "core/model/layout.h"
+#include "parallel/zero/config.h"
+#include "parallel/zero/shards.h"
 
 namespace trident {
 
 cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int64_t ranks_per_node) {
   const ModelConfig& m = config.model;
+  const int64_t num_params = model_layout(m).num_params;
+  const int64_t zero = zero_config(config).stage == 0       ? 1
+                       : zero_config(config).group == "node" ? std::max<int64_t>(1, ranks_per_node)
+                                                             : world;
   return {.world = world,
           .nodes = nodes,
           .ranks_per_node = ranks_per_node,
           .n_layer = m.n_layer,
           .n_embd = m.n_embd,
           .n_head = m.n_head,
-          .num_params = model_layout(m).num_params,
-          .bytes_per_value = activation_value_bytes(precision_named(config.train.precision))};
+          .num_params = num_params,
+          .bytes_per_value = activation_value_bytes(precision_named(config.train.precision)),
+          .zero_ranks = zero,
+          .owned_params = owned_params(config, num_params, static_cast<int>(zero))};
 }
 
 }  // namespace trident

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "core/model/recompute.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/sp/model_op.h"
@@ -82,7 +83,8 @@ StaticCandidate::StaticCandidate(const Config& config, const std::string& method
       capacity_(capacity),
       model_(config.model),
       precision_(precision_named(config.train.precision)),
-      device_(device) {
+      device_(device),
+      recompute_(config.train.recompute) {
   TRIDENT_CHECK(layer_methods(method).linear != "lasp", "a static candidate runs a resolved LASP variant (lasp1 or "
                 "lasp2)");
   check_static_candidate(model_, method, degree, world);
@@ -189,11 +191,12 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
     e.comm_bytes = std::max(e.comm_bytes, bytes);
   }
   // The gradients: summed over every rank whatever the candidate.
-  e.comm_s += cost.gradient_allreduce_s();
-  e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes());
+  e.comm_s += cost.gradient_allreduce_s() + cost.sharding_s();
+  e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes() + cost.sharding_bytes());
   e.seconds = e.compute_s + e.comm_s;
   const int64_t per_rank = (largest + degree_ - 1) / degree_;
-  e.peak_bytes = GPT::memory_bytes(model_, per_rank, precision_, device_) + AdamW::memory_bytes(cost.run().num_params);
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_) +
+                 AdamW::memory_bytes(cost.optimizer_params());
   return e;
 }
 

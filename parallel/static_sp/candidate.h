@@ -64,6 +64,7 @@ class StaticCandidate final : public Candidate {
   ModelConfig model_;
   Precision precision_;
   Device device_;
+  std::string recompute_;  // train.recompute
 };
 
 }  // namespace trident

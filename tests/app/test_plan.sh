@@ -168,6 +168,30 @@ stdout_has "a layer's forward" "measured in the model"
 # a profile of another model does not describe this one
 run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.strategy=atom --set model.n_layer=3
 stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
+# Memory is planned, not typed: on 4 ranks, parallel.zero.stage 1 leaves a rank the moments of its quarter of the
+# 108,288 parameters (27,072: 8 bytes each instead of all) and adds its all-gather (4 bytes each); train.recompute:
+# full lowers the activations' bytes; a stage the strategy cannot take is refused as in training.
+sed 's/devices_per_node: 1/devices_per_node: 4/' "$tmp/new.yaml" >"$tmp/four.yaml"
+for variant in stage0 stage1 recompute; do
+  case $variant in
+    stage0) sets=() ;;
+    stage1) sets=(--set parallel.zero.stage=1) ;;
+    recompute) sets=(--set train.recompute=full) ;;
+  esac
+  run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=dp --batches 1 --json \
+    "${sets[@]}"
+  cp "$tmp/out" "$tmp/plan_$variant.json"
+done
+/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,recompute}.json <<'PY' || fail "the plan does not account for the stage"
+import json, sys
+a, b, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:4])
+assert a["peak_bytes"] - b["peak_bytes"] == 8 * (108288 - 27072), (a, b)
+assert b["comm_bytes"] - a["comm_bytes"] == 4 * 27072 and b["comm_s"] > a["comm_s"], (a, b)
+assert r["peak_bytes"] < a["peak_bytes"] and r["comm_bytes"] == a["comm_bytes"], (a, r)
+PY
+run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=pipeline --set model.n_layer=4 \
+  --set parallel.zero.stage=1
+stderr_line "trident: config error:" "parallel.zero.stage: 1 does not apply to pipeline"
 
 # ---- bench milp: CBC and GLPK on the same models --------------------------------------------------------------------
 run 0 bench --json milp "$configs/plan.yaml" --cluster "$cluster" --batch-sequences 16 \

@@ -1,0 +1,172 @@
+"""Memory per rank under parallel.zero.stage and train.recompute (docs/memory.md), measured by training here.
+
+1. Model states per rank: GPT-2 124M (configs/gpt2_124m.yaml with 128 positions, so one step fits a rank) on
+   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0 and 1: the bytes of parameters, gradients and AdamW moments by the formula of
+   docs/memory.md, beside the start-up log's and the peak_mem_bytes of one training step (states plus the step's
+   activations).
+2. LASP's scalability table at this machine's scale: the longest one-document sequence LASP-2 (sequence parallelism
+   over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0 and 1, each with recompute
+   none and full (configs/experiments/lasp/scaled_linear.yaml with 4 layers; the search of scripts/reproduce/lasp.py:
+   trident names its per-rank capacity when it refuses a document, and the longest length is then trained).
+3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
+   each rank count), in interleaved rounds, median and range.
+
+Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside).
+  bash scripts/bench/memory.sh [--ranks 1,2,4,8] [--states-ranks 1,2,4] [--memory-gb 0.03] [--rounds 3] [--out DIR]
+"""
+import argparse
+import re
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reproduce"))
+import common  # noqa: E402
+import lasp  # noqa: E402
+
+GPT2 = "configs/gpt2_124m.yaml"
+GPT2_SETS = ["model.max_seq_len=128", "train.batch_tokens=1024", "train.micro_batches=1", "train.steps=1",
+             "train.warmup_steps=0", "train.eval_every=0", "device.memory_gb=8", "parallel.strategy=dp",
+             "checkpoint.keep=1", "sample.tokens=0", "device.backend=cpu", "train.precision=fp32"]
+LASP_LAYERS = 4
+STAGES = (0, 1)
+RECOMPUTE = ("none", "full")
+
+
+def sets_args(config: str, sets: list) -> list:
+    return ["train", config] + [x for s in sets for x in ("--set", s)]
+
+
+def gpt2_states(ranks_list: list, out: Path) -> list[dict]:
+    rows = []
+    for ranks in ranks_list:
+        for stage in STAGES if ranks > 1 else (0,):
+            run_dir = out / "runs" / f"gpt2_r{ranks}_z{stage}"
+            sets = GPT2_SETS + [f"train.batch_tokens={128 * ranks}", f"parallel.zero.stage={stage}",
+                                f"run.dir={run_dir}"]
+            code, output = common.run(sets_args(GPT2, sets), out / "runs" / f"gpt2_r{ranks}_z{stage}.log", ranks=ranks)
+            if code != 0:
+                raise common.Failure(f"GPT-2 124M on {ranks} rank(s) at stage {stage}: exit {code}, see {run_dir}.log")
+            params = common.logged_parameters(run_dir)
+            units = -(-params // 16)
+            owned = params if stage == 0 else min(params, -(-units // ranks) * 16)
+            logged = re.search(r"model, gradients and optimizer state ([0-9.]+ \w+)", output)
+            rows.append({"ranks": ranks, "stage": stage, "params": params, "formula": 8 * params + 8 * owned,
+                         "logged": logged.group(1) if logged else "?",
+                         "peak": max(r["peak_mem_bytes"] for r in common.metrics(run_dir))})
+    return rows
+
+
+def lasp_args(ranks: int, length: int, steps: int, memory_gb: float, stage: int, recompute: str, run_dir: Path):
+    args = lasp.train_args("LASP-2", ranks, length, steps, memory_gb, run_dir)
+    return args + ["--set", f"model.n_layer={LASP_LAYERS}", "--set", f"parallel.zero.stage={stage}",
+                   "--set", f"train.recompute={recompute}"]
+
+
+def lasp_longest(ranks_list: list, memory_gb: float, out: Path) -> list[dict]:
+    lasp.write_corpus(4_000_000)
+    mode = {"memory_gb": memory_gb, "steps": 2}
+    rows = []
+    for ranks in ranks_list:
+        for stage in STAGES if ranks > 1 else (0,):
+            for recompute in RECOMPUTE:
+                tag = f"lasp2_r{ranks}_z{stage}_{recompute}"
+                found = lasp.longest_length(
+                    lambda n, steps, d, s=stage, r=recompute, k=ranks: lasp_args(k, n, steps, memory_gb, s, r, d),
+                    f"LASP-2 on {ranks} rank(s), stage {stage}, recompute {recompute}", tag, ranks, ranks, mode, out)
+                found.update(ranks=ranks, stage=stage, recompute=recompute)
+                rows.append(found)
+    return rows
+
+
+def recompute_price(longest: list[dict], memory_gb: float, rounds: int, out: Path) -> list[dict]:
+    rows = []
+    for ranks in sorted({r["ranks"] for r in longest}):
+        length = next(r["longest"] for r in longest if (r["ranks"], r["stage"], r["recompute"]) == (ranks, 0, "none"))
+        speed = {recompute: [] for recompute in RECOMPUTE}
+        for k in range(rounds):
+            for recompute in RECOMPUTE:
+                run_dir = out / "runs" / f"price_r{ranks}_{recompute}_{k}"
+                code, _ = common.run(lasp_args(ranks, length, 4, memory_gb, 0, recompute, run_dir),
+                                     Path(f"{run_dir}.log"), ranks=ranks)
+                if code != 0:
+                    raise common.Failure(f"LASP-2 at {length} tokens on {ranks} rank(s), recompute {recompute}: exit "
+                                         f"{code}, see {run_dir}.log")
+                speed[recompute].append(common.tokens_per_s(common.metrics(run_dir)))
+        rows.append({"ranks": ranks, "length": length, **{r: speed[r] for r in RECOMPUTE}})
+    return rows
+
+
+def spread(values: list) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def report(args, states, longest, price, wall_s) -> str:
+    p = common.provenance()
+    model = common.resolved_config(lasp.SCALED)["model"]
+    lines = ["# Memory per rank: sharded optimizer state and activation recomputation", "",
+             f"Measured by `{args.command}`: commit {p['commit']}, {p['machine']}, {p['date']}, {wall_s:.0f} s wall. "
+             "Every rank runs one OpenMP thread; ranks share the machine's cores, so tokens/s measure "
+             "oversubscription, while bytes and lengths (allocations against device.memory_gb) do not depend on "
+             "the machine.", "",
+             "## Model states per rank: GPT-2 124M", "",
+             f"`{GPT2}` with 128 positions, one step of 128 tokens a rank (dp). *Formula*: 4 P parameters + 4 P "
+             "gradients + 8 bytes a parameter of AdamW's moments for the parameters the rank owns (all of them at "
+             "stage 0; its 16-float units' share at stage 1). *Logged*: the start-up log's model, gradients and "
+             "optimizer state. *Peak*: rank 0's peak_mem_bytes in that step (the states and the step's "
+             "activations).", ""]
+    lines += common.table(["ranks", "stage", "parameters", "states by formula (MiB)", "logged", "peak (MiB)"],
+                          [[r["ranks"], r["stage"], f"{r['params']:,}", f"{r['formula'] / 2**20:,.1f}", r["logged"],
+                            f"{r['peak'] / 2**20:,.1f}"] for r in states])
+    lines += ["", "## The longest sequence LASP-2 trains in a fixed budget", "",
+              f"`{lasp.SCALED}` with {LASP_LAYERS} layers ({common.describe_model(dict(model, n_layer=LASP_LAYERS))})"
+              f", device.memory_gb = {args.memory_gb} a rank, one document a step, LASP-2 over all the ranks "
+              "(sequence parallelism of degree = ranks); the longest length trained, and the tokens/s and rank 0's "
+              "peak at it (2 steps).", ""]
+    lines += common.table(["ranks", "stage", "recompute", "longest (tokens)", "vs stage 0 / none", "tokens/s",
+                           "peak (MiB)"],
+                          [[r["ranks"], r["stage"], r["recompute"], f"{r['longest']:,}",
+                            f"{r['longest'] / next(b['longest'] for b in longest if (b['ranks'], b['stage'], b['recompute']) == (r['ranks'], 0, 'none')):.2f}x",
+                            f"{r['tokens_per_s']:,.0f}", f"{r['peak_mib']:,.2f}"] for r in longest])
+    lines += ["", "## What recomputation costs", "",
+              f"At each rank count's longest length at stage 0 without recomputation: tokens/s of 4-step runs (the "
+              f"first step left out), none and full alternating, {args.rounds} rounds; median (range).", ""]
+    lines += common.table(["ranks", "length", "none tokens/s", "full tokens/s", "full / none (median)"],
+                          [[r["ranks"], f"{r['length']:,}", spread(r["none"]), spread(r["full"]),
+                            f"{statistics.median(r['full']) / statistics.median(r['none']):.2f}x"] for r in price])
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench/memory.sh", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", default="1,2,4,8")
+    parser.add_argument("--states-ranks", default="1,2,4")
+    parser.add_argument("--memory-gb", type=float, default=0.03)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=common.ROOT / "runs" / "bench_memory")
+    args = parser.parse_args()
+    for name, value in (("--ranks", args.ranks), ("--states-ranks", args.states_ranks)):
+        if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value):
+            parser.error(f"{name}: '{value}' is not a comma-separated list of positive whole numbers")
+    if args.memory_gb <= 0 or args.rounds < 1:
+        parser.error("--memory-gb must be > 0 and --rounds >= 1")
+    args.command = "bash scripts/bench/memory.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
+    ranks = [int(r) for r in args.ranks.split(",")]
+    common.trident_binary()
+    out = common.fresh_folder(args.out)
+    start = time.monotonic()
+    try:
+        states = gpt2_states([int(r) for r in args.states_ranks.split(",")], out)
+        longest = lasp_longest(ranks, args.memory_gb, out)
+        price = recompute_price(longest, args.memory_gb, args.rounds, out)
+    except common.Failure as e:
+        sys.exit(f"bench/memory.sh: {e}")
+    (out / "memory.md").write_text(report(args, states, longest, price, time.monotonic() - start))
+    print(f"bench/memory.sh: wrote {out / 'memory.md'}")
+
+
+if __name__ == "__main__":
+    main()
