@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Memory per rank under parallel.zero.stage and train.recompute (docs/memory.md), measured by training here.
 
 1. Model states per rank: GPT-2 124M (configs/gpt2_124m.yaml with 128 positions, so one step fits a rank) on
