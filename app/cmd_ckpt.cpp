@@ -89,19 +89,24 @@ void inspect(const std::string& arg) {
   bool readable = true;
   fmt::print("checkpoint  {}\n", dir.string());
   std::string config;
+  std::vector<std::string> optimizer_files;  // optimizer.safetensors, or a sharded optimizer's files
   try {
     const TrainerState state = read_trainer_state(dir);
+    for (const OptimizerShard& s : state.optimizer_shards) optimizer_files.push_back(s.file);
     fmt::print("step        {} (next step {})\nworld size  {}\nseed        {}\ncreated     {}\nfiles\n", state.step,
                state.next_step, state.world_size, state.seed, state.created);
     for (const auto& [name, record] : state.files)
-      fmt::print("  {:<22} {:>14} bytes  crc32 {}\n", name, record.bytes, record.crc32);
+      fmt::print("  {:<37} {:>14} bytes  crc32 {}\n", name, record.bytes, record.crc32);
+    for (const OptimizerShard& s : state.optimizer_shards)
+      fmt::print("  {} holds AdamW's moments of parameters [{}, {})\n", s.file, s.offset, s.offset + s.numel);
     config = state.config_yaml;
   } catch (const RuntimeError& e) {
     fmt::print("{}\n", e.what());
     readable = false;
   }
   readable = print_tensors(dir / "model.safetensors") && readable;
-  readable = print_tensors(dir / "optimizer.safetensors") && readable;
+  if (optimizer_files.empty()) optimizer_files = {"optimizer.safetensors"};
+  for (const std::string& file : optimizer_files) readable = print_tensors(dir / file) && readable;
   if (!config.empty())  // unindented, so it can be copied out as a config file
     fmt::print("config (resolved YAML)\n{}{}", config, config.ends_with('\n') ? "" : "\n");
   if (!readable)

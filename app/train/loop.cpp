@@ -160,6 +160,9 @@ class Trainer {
   // strategy needs them equal (a synchronization: the switching cost of ATOM).
   void switch_to(Strategy* next);
   void save(int64_t steps_done);
+  // A sharded optimizer's part of a checkpoint: the ranks of the lead's sharding group write their ranges into the
+  // checkpoint's directory (Sharding::write_optimizer); none otherwise.
+  std::vector<OptimizerShard> save_optimizer_shards(int64_t steps_done);
   void check_finite(int64_t step, const StepStats& stats) const;
   nlohmann::ordered_json step_record(int64_t step, double lr, const StepStats& stats, double seconds,
                                      const Selector::Choice& choice, const Counters& before) const;
@@ -280,24 +283,23 @@ void Trainer::switch_to(Strategy* next) {
 
 void Trainer::save(int64_t steps_done) {
   for (const auto& s : selector_->strategies()) s->settle(state_.model, state_.optimizer);  // nothing in flight lost
-  // Sharded optimizer state: the lead's sharding group gathers the whole of it into host memory on the lead, and the
-  // checkpoint holds every parameter's moments as an unsharded run's does (any rank count and stage resumes from it).
-  std::optional<AdamW> whole;
-  Sharding& sharding = *setup_.sharding;
-  if (sharding.sharded() && sharding.holds_lead()) {
-    if (run_.lead) whole.emplace(state_.model.layout(), config_.train, state_.host_store, cpu_backend());
-    sharding.gather_optimizer(state_.optimizer, whole ? &*whole : nullptr);
-  }
+  const std::vector<OptimizerShard> shards = save_optimizer_shards(steps_done);
   if (run_.lead) {
     StrategyTensors kept;
     for (const auto& s : selector_->strategies()) kept.merge(s->checkpoint_tensors());
-    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, whole ? *whole : state_.optimizer,
-                                            config_, setup_.ranks.size(), config_.checkpoint.keep, selector_->state(),
-                                            kept);
+    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, state_.optimizer, config_,
+                                            setup_.ranks.size(), config_.checkpoint.keep, selector_->state(), kept,
+                                            shards);
     for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
     spdlog::info("checkpoint {} written", saved.dir.string());
   }
   if (!independent_) setup_.ranks.barrier();  // no rank runs ahead of (or exits before) a checkpoint
+}
+
+std::vector<OptimizerShard> Trainer::save_optimizer_shards(int64_t steps_done) {
+  Sharding& sharding = *setup_.sharding;
+  if (!sharding.sharded() || !sharding.holds_lead()) return {};
+  return sharding.write_optimizer(run_.path, steps_done, state_.optimizer);
 }
 
 void Trainer::check_finite(int64_t step, const StepStats& stats) const {

@@ -4,14 +4,18 @@
 //   model.safetensors      the weights under their Hugging Face GPT-2 names (core/checkpoint/model_io.h)
 //   config.json            the model for Hugging Face transformers (core/checkpoint/hf_config.h): with softmax
 //                          attention the directory opens with GPT2LMHeadModel.from_pretrained
-//   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar)
+//   optimizer.safetensors  AdamW moments "m" and "v" (F32, flat, num_params long) and "step" (I64 scalar); or, when
+//                          the optimizer state is sharded (parallel.zero), one file a range instead,
+//                          optimizer-IIIII-of-CCCCC.safetensors, each with the "m" and "v" of its range and "step",
+//                          written by the rank that owns the range
 //   strategy.safetensors   state a strategy keeps beyond the model and AdamW (F32 tensors it names: DiLoCo's outer
 //                          momentum), when it has any
 //   trainer_state.json     {"format": 1, "step", "next_step", "seed", "world_size", "config" (resolved YAML),
 //                           "files": {name: {"bytes", "crc32"}}, "created" (UTC ISO 8601), and "selector" (the
 //                           strategy selector's corrections and the strategies' own JSON state, FlexSP's corrections,
-//                           opaque here: parallel/select/selector.h) when given, "crc32" (of the compact JSON of every
-//                           other key, in order: state_crc32)}
+//                           opaque here: parallel/select/selector.h) when given, "optimizer_shards" ([{"file",
+//                           "offset", "numel"}], the ranges in order, covering every parameter) when sharded, "crc32"
+//                           (of the compact JSON of every other key, in order: state_crc32)}
 // and RUN_DIR/checkpoints/latest, one line naming the newest directory written.
 //
 // A checkpoint is built in step_XXXXXXXX.tmp/, every file fsynced, then the directory is renamed into place, so a
@@ -43,6 +47,14 @@ struct CheckpointFileRecord {
   std::string crc32;  // 8 lowercase hex digits
 };
 
+// One range of AdamW's moments in a file of its own (a sharded optimizer's: parallel.zero).
+struct OptimizerShard {
+  std::string file;  // optimizer-IIIII-of-CCCCC.safetensors
+  int64_t offset = 0;
+  int64_t numel = 0;
+  bool operator==(const OptimizerShard&) const = default;
+};
+
 // What trainer_state.json records.
 struct TrainerState {
   int64_t step = 0;       // optimizer steps completed
@@ -54,6 +66,7 @@ struct TrainerState {
   // model.safetensors, optimizer.safetensors, and config.json where recorded (checkpoints before it had none)
   std::map<std::string, CheckpointFileRecord> files;
   nlohmann::json selector;  // null when the checkpoint has none
+  std::vector<OptimizerShard> optimizer_shards;  // empty: the whole state in optimizer.safetensors
 };
 
 struct SavedCheckpoint {
@@ -70,10 +83,25 @@ struct SavedCheckpoint {
 //
 // Test hook: if the environment variable TRIDENT_TEST_CHECKPOINT_DELAY_MS is set, sleeps that many milliseconds
 // after writing model.safetensors, so a test can kill the process in the middle of a save.
-// `strategy`: the tensors of strategy.safetensors (none: no file).
+// `strategy`: the tensors of strategy.safetensors (none: no file). `shards`: the sharded optimizer's ranges, which
+// their ranks wrote into begin_checkpoint's directory (write_optimizer_shard), in order, covering every parameter;
+// then no optimizer.safetensors is written and `optimizer` gives nothing but its step count.
 SavedCheckpoint save_checkpoint(const std::filesystem::path& run_dir, int64_t step, const GPT& model,
                                 const AdamW& optimizer, const Config& config, int world_size, int64_t keep,
-                                const nlohmann::json& selector = nullptr, const StrategyTensors& strategy = {});
+                                const nlohmann::json& selector = nullptr, const StrategyTensors& strategy = {},
+                                const std::vector<OptimizerShard>& shards = {});
+
+// The directory the checkpoint of `step` is built in, RUN_DIR/checkpoints/step_XXXXXXXX.tmp/, made empty (what an
+// interrupted save left there is removed): on the rank that owns checkpoints/, before the ranks of a sharded optimizer
+// write their ranges into it. A RuntimeError naming the path on an I/O failure.
+std::filesystem::path begin_checkpoint(const std::filesystem::path& run_dir, int64_t step);
+// That directory's path (begin_checkpoint's result), made or not.
+std::filesystem::path checkpoint_build_dir(const std::filesystem::path& run_dir, int64_t step);
+// Shard `index` of `count`: the moments of the range `optimizer` owns and its step count, written into `dir` as
+// optimizer-IIIII-of-CCCCC.safetensors (to a temporary name, fsynced, renamed). Its record.
+OptimizerShard write_optimizer_shard(const std::filesystem::path& dir, int index, int count, const AdamW& optimizer);
+// "optimizer-00002-of-00004.safetensors": shard `index` of `count`.
+std::string optimizer_shard_file(int index, int count);
 
 // Every problem found in a checkpoint directory: a missing file, a size or crc32 mismatch (naming the file), an
 // unreadable trainer_state.json, a malformed safetensors file. Never throws for a corrupt checkpoint. With

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kDataFiles[] = {"model.safetensors", "optimizer.safetensors"};
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
 // Files a checkpoint holds since a later version: checked where trainer_state.json records them, so checkpoints
 // written before them still verify and load.
 constexpr const char* kOptionalFiles[] = {"config.json", "strategy.safetensors"};
@@ -63,7 +64,7 @@ TrainerState parse_state_file(const fs::path& dir) {
     throw_runtime_error("trainer_state.json: format {} is not the one this trident reads ({}); use a newer trident",
                         format, kCheckpointFormat);
   TrainerState s{integer("step", 0), integer("next_step", 0), integer("seed", std::numeric_limits<int64_t>::min()),
-                 integer("world_size", 1), string("config"), string("created"), {}, nullptr};
+                 integer("world_size", 1), string("config"), string("created"), {}, nullptr, {}};
   if (!j.contains("files") || !j.at("files").is_object())
     throw_runtime_error("trainer_state.json: 'files' is missing or not an object");
   if (const std::optional<int64_t> named = checkpoint_step(dir.filename().string()); named && *named != s.step)
@@ -77,7 +78,25 @@ TrainerState parse_state_file(const fs::path& dir) {
       throw_runtime_error("trainer_state.json: 'files.{}' is missing or lacks bytes and crc32", name);
     s.files[name] = {f->at("bytes").get<uint64_t>(), f->at("crc32").get<std::string>()};
   };
-  for (const char* name : kDataFiles) record(name, true);
+  record(kModelFile, true);
+  if (const auto shards = j.find("optimizer_shards"); shards != j.end()) {
+    if (!shards->is_array() || shards->empty())
+      throw_runtime_error("trainer_state.json: 'optimizer_shards' is not a non-empty array");
+    for (const nlohmann::ordered_json& shard : *shards) {
+      const bool valid = shard.is_object() && shard.contains("file") && shard.at("file").is_string() &&
+                         shard.contains("offset") && shard.at("offset").is_number_unsigned() &&
+                         shard.contains("numel") && shard.at("numel").is_number_unsigned();
+      const std::string file = valid ? shard.at("file").get<std::string>() : "";
+      if (!valid || !file.starts_with("optimizer-") || !file.ends_with(".safetensors") ||
+          file.find('/') != std::string::npos)
+        throw_runtime_error("trainer_state.json: an entry of 'optimizer_shards' is not {{\"file\": "
+                            "\"optimizer-....safetensors\", \"offset\", \"numel\"}}");
+      s.optimizer_shards.push_back({file, shard.at("offset").get<int64_t>(), shard.at("numel").get<int64_t>()});
+      record(s.optimizer_shards.back().file.c_str(), true);
+    }
+  } else {
+    record(kOptimizerFile, true);
+  }
   for (const char* name : kOptionalFiles) record(name, false);
   if (const auto selector = j.find("selector"); selector != j.end()) s.selector = *selector;
   return s;
@@ -97,27 +116,50 @@ int64_t check_model_tensors(const SafetensorsFile& model, std::vector<std::strin
   return num_params;
 }
 
-// The optimizer: m and v F32 as long as the model (when its count is known), step an I64 scalar.
-void check_optimizer_tensors(const SafetensorsFile& optimizer, std::optional<int64_t> num_params,
-                             std::vector<std::string>& problems) {
+// An optimizer file (optimizer.safetensors, or a shard of `numel` values): m and v F32 as long as the model or the
+// shard (when known), step an I64 scalar; returns the step (-1 without one).
+int64_t check_optimizer_tensors(const std::string& name, const SafetensorsFile& optimizer,
+                                std::optional<int64_t> numel, std::vector<std::string>& problems) {
   std::optional<std::vector<int64_t>> m_shape;
   for (const char* moment : {"m", "v"}) {
     if (!optimizer.contains(moment)) {
-      problems.push_back(fmt::format("optimizer.safetensors: no tensor '{}'", moment));
+      problems.push_back(fmt::format("{}: no tensor '{}'", name, moment));
       continue;
     }
     const StTensor& t = optimizer.get(moment);
-    const bool fits = t.dtype == StDType::F32 && t.shape.size() == 1 && (!num_params || t.shape[0] == *num_params) &&
+    const bool fits = t.dtype == StDType::F32 && t.shape.size() == 1 && (!numel || t.shape[0] == *numel) &&
                       (!m_shape || t.shape == *m_shape);
     if (!fits)
-      problems.push_back(fmt::format("optimizer.safetensors: tensor '{}' is {}[{}], expected F32[N] with N the "
-                                     "model's parameter count{}", moment, st_dtype_name(t.dtype),
-                                     fmt::join(t.shape, ", "), num_params ? fmt::format(" ({})", *num_params) : ""));
+      problems.push_back(fmt::format("{}: tensor '{}' is {}[{}], expected F32[N] with N the {} count{}", name, moment,
+                                     st_dtype_name(t.dtype), fmt::join(t.shape, ", "),
+                                     name == kOptimizerFile ? "model's parameter" : "shard's value",
+                                     numel ? fmt::format(" ({})", *numel) : ""));
     m_shape = t.shape;
   }
   const bool has_step = optimizer.contains("step") && optimizer.get("step").dtype == StDType::I64 &&
                         optimizer.get("step").shape.empty();
-  if (!has_step) problems.push_back("optimizer.safetensors: no I64 scalar tensor 'step'");
+  if (!has_step) {
+    problems.push_back(fmt::format("{}: no I64 scalar tensor 'step'", name));
+    return -1;
+  }
+  int64_t step = 0;
+  std::memcpy(&step, optimizer.get("step").data, sizeof step);
+  return step;
+}
+
+// A sharded optimizer's ranges: in order from 0, each after the last, together the model's parameters (when known).
+void check_shard_ranges(const std::vector<OptimizerShard>& shards, std::optional<int64_t> num_params,
+                        std::vector<std::string>& problems) {
+  int64_t at = 0;
+  for (const OptimizerShard& s : shards) {
+    if (s.offset != at)
+      problems.push_back(fmt::format("trainer_state.json: optimizer shard {} starts at {}, not where the one before "
+                                     "ends ({})", s.file, s.offset, at));
+    at = s.offset + s.numel;
+  }
+  if (num_params && at != *num_params)
+    problems.push_back(fmt::format("trainer_state.json: the optimizer shards cover {} values, the model has {} "
+                                   "parameters", at, *num_params));
 }
 
 // A file's presence, its size against `record` (nullptr: nothing recorded to compare with) and, with `read_data`,
@@ -254,20 +296,35 @@ CheckpointCheck verify_checkpoint(const fs::path& dir, bool read_data) {
     check.problems.push_back(e.what());
   }
   std::optional<int64_t> num_params;  // from the model file, to check the optimizer's moments against
-  for (const char* name : kDataFiles) {
-    const CheckpointFileRecord* record = state ? &state->files.at(name) : nullptr;
-    if (!check_file(dir, name, record, read_data, check.problems) || !read_data) continue;
+  const CheckpointFileRecord* model_record = state ? &state->files.at(kModelFile) : nullptr;
+  if (check_file(dir, kModelFile, model_record, read_data, check.problems) && read_data) {
     try {
-      // One file in memory at a time: the optimizer file alone is twice the model's size.
-      const SafetensorsFile file(dir / name);
-      if (name == std::string_view("model.safetensors")) {
-        num_params = check_model_tensors(file, check.problems);
-        check_model_step(file, state, check.problems);
-      }
-      else
-        check_optimizer_tensors(file, num_params, check.problems);
+      const SafetensorsFile file(dir / kModelFile);
+      num_params = check_model_tensors(file, check.problems);
+      check_model_step(file, state, check.problems);
     } catch (const RuntimeError& e) {
-      check.problems.push_back(fmt::format("{}: {}", name, e.what()));
+      check.problems.push_back(fmt::format("{}: {}", kModelFile, e.what()));
+    }
+  }
+  // The optimizer's files (one, or a shard a range), one in memory at a time: together twice the model's size.
+  std::vector<OptimizerShard> files = {{kOptimizerFile, 0, -1}};
+  if (state && !state->optimizer_shards.empty()) {
+    files = state->optimizer_shards;
+    check_shard_ranges(files, num_params, check.problems);
+  }
+  std::optional<int64_t> first_step;
+  for (const OptimizerShard& f : files) {
+    const CheckpointFileRecord* record = state ? &state->files.at(f.file) : nullptr;
+    if (!check_file(dir, f.file.c_str(), record, read_data, check.problems) || !read_data) continue;
+    try {
+      const SafetensorsFile file(dir / f.file);
+      const int64_t step = check_optimizer_tensors(f.file, file, f.numel >= 0 ? f.numel : num_params, check.problems);
+      if (first_step && step != *first_step)
+        check.problems.push_back(fmt::format("{}: AdamW step {}, but {} has {}", f.file, step, files[0].file,
+                                             *first_step));
+      first_step = first_step.value_or(step);
+    } catch (const RuntimeError& e) {
+      check.problems.push_back(fmt::format("{}: {}", f.file, e.what()));
     }
   }
   if (state)
@@ -356,16 +413,25 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   TRIDENT_CHECK(owned.offset + owned.numel <= model.num_params(), "optimizer owns [{}, {}) of {} parameters",
                 owned.offset, owned.offset + owned.numel, model.num_params());
   try {
-    load_model(dir / "model.safetensors", model);
-    // The file holds every parameter's moments (written by any rank count and stage): this optimizer takes its range.
-    SafetensorsFile file(dir / "optimizer.safetensors");
-    const std::vector<int64_t> shape = {model.num_params()};
-    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(owned.numel);
-    for (const auto& [name, moments] : {std::pair{"m", optimizer.m()}, std::pair{"v", optimizer.v()}})
-      optimizer.backend().upload(moments, static_cast<const float*>(file.get(name, StDType::F32, shape).data) +
-                                              owned.offset, bytes);
+    load_model(dir / kModelFile, model);
+    // The files hold every parameter's moments (written at any rank count and stage, in one file or a file a range):
+    // this optimizer takes its own range from those that overlap it.
+    std::vector<OptimizerShard> files = state.optimizer_shards;
+    if (files.empty()) files = {{kOptimizerFile, 0, model.num_params()}};
     int64_t steps = 0;
-    std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
+    for (const OptimizerShard& f : files) {
+      const int64_t begin = std::max(f.offset, owned.offset);
+      const int64_t end = std::min(f.offset + f.numel, owned.offset + owned.numel);
+      if (begin >= end && !(&f == &files.front())) continue;  // the first file also gives the step count
+      const SafetensorsFile file(dir / f.file);
+      std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
+      for (const auto& [name, moments] : {std::pair{"m", optimizer.m()}, std::pair{"v", optimizer.v()}})
+        if (begin < end)
+          optimizer.backend().upload(moments + (begin - owned.offset),
+                                     static_cast<const float*>(file.get(name, StDType::F32, {f.numel}).data) +
+                                         (begin - f.offset),
+                                     sizeof(float) * static_cast<std::size_t>(end - begin));
+    }
     if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);
     optimizer.set_steps_taken(steps);
   } catch (const RuntimeError& e) {

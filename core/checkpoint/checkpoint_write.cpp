@@ -1,5 +1,7 @@
 // Writing checkpoints: build in step_N.tmp/, fsync, rename into place, point `latest` at it, prune.
 #include <ctime>
+#include <map>
+#include <string>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -77,23 +79,32 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
   }
 }
 
-// Fills `dir` with the checkpoint's files (strategy.safetensors only when a strategy keeps state), each written to
-// NAME.tmp, fsynced and renamed (write_file_atomically).
-void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
-                 int world_size, const nlohmann::json& selector, const StrategyTensors& strategy) {
-  save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
-  test_delay("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
-  write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
+// AdamW's moments of the range `optimizer` owns and its step count, as the file `path`.
+void write_moments(const fs::path& path, const AdamW& optimizer, const std::map<std::string, std::string>& metadata) {
   const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
   const HostFloats v(optimizer.backend(), optimizer.v(), optimizer.size());
   const int64_t adam_steps = optimizer.steps_taken();
-  write_safetensors(dir / "optimizer.safetensors",
+  write_safetensors(path,
                     {{"m", StDType::F32, {optimizer.size()}, m.data()},
                      {"v", StDType::F32, {optimizer.size()}, v.data()},
                      {"step", StDType::I64, {}, &adam_steps}},
-                    {{"format", "trident-adamw"}});
+                    metadata);
+}
 
-  std::vector<const char*> names = {"model.safetensors", "optimizer.safetensors", "config.json"};
+// Fills `dir` with the checkpoint's files (strategy.safetensors only when a strategy keeps state; the optimizer's
+// shards already there when given), each written to NAME.tmp, fsynced and renamed (write_file_atomically).
+void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
+                 int world_size, const nlohmann::json& selector, const StrategyTensors& strategy,
+                 const std::vector<OptimizerShard>& shards) {
+  save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
+  test_delay("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
+  write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
+  std::vector<std::string> names = {"model.safetensors", "config.json"};
+  if (shards.empty()) {
+    write_moments(dir / "optimizer.safetensors", optimizer, {{"format", "trident-adamw"}});
+    names.insert(names.begin() + 1, "optimizer.safetensors");
+  }
+  for (const OptimizerShard& s : shards) names.push_back(s.file);
   if (!strategy.empty()) {
     std::vector<StTensor> tensors;
     for (const auto& [name, values] : strategy)
@@ -104,7 +115,7 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
 
   // The crc32 is of the bytes read back from the file, not of the buffers they were written from.
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
-  for (const char* file : names) {
+  for (const std::string& file : names) {
     std::error_code ec;
     const uintmax_t bytes = fs::file_size(dir / file, ec);
     if (ec) throw_runtime_error("cannot stat '{}': {}", (dir / file).string(), ec.message());
@@ -117,6 +128,12 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
       {"files", files},              {"created", utc_now()},
   };
   if (!selector.is_null()) state["selector"] = selector;
+  if (!shards.empty()) {
+    nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
+    for (const OptimizerShard& s : shards)
+      ranges.push_back({{"file", s.file}, {"offset", s.offset}, {"numel", s.numel}});
+    state["optimizer_shards"] = ranges;
+  }
   state["crc32"] = state_crc32(state);  // last: the crc32 of everything before it
   write_file_atomically(dir / "trainer_state.json", state.dump(2) + "\n");
   fsync_directory(dir);
@@ -124,17 +141,13 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
 
 }  // namespace
 
-SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
-                                const Config& config, int world_size, int64_t keep, const nlohmann::json& selector,
-                                const StrategyTensors& strategy) {
-  TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
-  TRIDENT_CHECK(optimizer.size() == model.num_params(), "optimizer has {} moments for {} parameters",
-                optimizer.size(), model.num_params());
-  const fs::path root = run_dir / "checkpoints";
-  const std::string name = checkpoint_dir_name(step);
-  const fs::path final_dir = root / name;
-  const fs::path tmp_dir = root / (name + ".tmp");
+fs::path checkpoint_build_dir(const fs::path& run_dir, int64_t step) {
+  return run_dir / "checkpoints" / (checkpoint_dir_name(step) + ".tmp");
+}
 
+fs::path begin_checkpoint(const fs::path& run_dir, int64_t step) {
+  const fs::path root = run_dir / "checkpoints";
+  const fs::path tmp_dir = checkpoint_build_dir(run_dir, step);
   std::error_code ec;
   // create_directories reports whether it created the last component: then run_dir's entry needs an fsync too.
   const bool new_root = fs::create_directories(root, ec);
@@ -143,8 +156,42 @@ SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT
   remove_tree(tmp_dir);  // left by a save that was interrupted
   if (!fs::create_directory(tmp_dir, ec) || ec)
     throw_runtime_error("cannot create directory '{}': {}", tmp_dir.string(), ec.message());
+  return tmp_dir;
+}
+
+std::string optimizer_shard_file(int index, int count) {
+  return fmt::format("optimizer-{:05d}-of-{:05d}.safetensors", index, count);
+}
+
+OptimizerShard write_optimizer_shard(const fs::path& dir, int index, int count, const AdamW& optimizer) {
+  TRIDENT_CHECK(index >= 0 && index < count, "optimizer shard {} of {}", index, count);
+  OptimizerShard shard{optimizer_shard_file(index, count), optimizer.owned().offset, optimizer.owned().numel};
+  write_moments(dir / shard.file, optimizer,
+                {{"format", "trident-adamw-shard"}, {"offset", std::to_string(shard.offset)},
+                 {"numel", std::to_string(shard.numel)}});
+  return shard;
+}
+
+SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
+                                const Config& config, int world_size, int64_t keep, const nlohmann::json& selector,
+                                const StrategyTensors& strategy, const std::vector<OptimizerShard>& shards) {
+  TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
+  int64_t covered = 0;
+  for (const OptimizerShard& s : shards) {
+    TRIDENT_CHECK(s.offset == covered, "optimizer shard {} starts at {}, not at {}", s.file, s.offset, covered);
+    covered += s.numel;
+  }
+  TRIDENT_CHECK((shards.empty() ? optimizer.size() : covered) == model.num_params(),
+                "the optimizer's moments cover {} of {} parameters", shards.empty() ? optimizer.size() : covered,
+                model.num_params());
+  const fs::path root = run_dir / "checkpoints";
+  const std::string name = checkpoint_dir_name(step);
+  const fs::path final_dir = root / name;
+  // with shards, begin_checkpoint made it and their ranks wrote them there
+  const fs::path tmp_dir = shards.empty() ? begin_checkpoint(run_dir, step) : checkpoint_build_dir(run_dir, step);
+  std::error_code ec;
   try {
-    write_files(tmp_dir, step, model, optimizer, config, world_size, selector, strategy);
+    write_files(tmp_dir, step, model, optimizer, config, world_size, selector, strategy, shards);
   } catch (...) {
     fs::remove_all(tmp_dir, ec);  // e.g. a full disk: give the space back
     throw;

@@ -1,6 +1,8 @@
 #include "parallel/zero/sharding.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/common/error.h"
@@ -31,28 +33,40 @@ void Sharding::gather_parameters(GPT& model) {
   group_.device->allgatherv(model.grads() + mine.offset, mine.numel, model.params(), counts, displs, CommType::f32);
 }
 
-void Sharding::gather_optimizer(const AdamW& mine, AdamW* whole) {
-  const bool root = rank_ == 0;
-  TRIDENT_CHECK(root == (whole != nullptr), "the whole optimizer state is gathered on the group's rank 0 alone");
-  if (root) {
-    TRIDENT_CHECK(whole->owned().offset == 0 && whole->owned().numel == ranges_.back().offset + ranges_.back().numel,
-                  "the whole optimizer state goes into an optimizer owning every parameter");
-    whole->set_steps_taken(mine.steps_taken());
+namespace {
+
+// Runs `write` on this rank and agrees over `group`: its own RuntimeError where it failed, a RuntimeError naming
+// `what` on the ranks where it did not but another did. Collective over `group`.
+void on_every_rank(Communicator& group, const std::string& what, const std::function<void()>& write) {
+  std::string error;
+  try {
+    write();
+  } catch (const RuntimeError& e) {
+    error = e.what();
   }
-  // One moment at a time through a host copy of this rank's range: the root writes its own, the others send theirs.
-  const HostFloats m(mine.backend(), mine.m(), mine.size()), v(mine.backend(), mine.v(), mine.size());
-  const HostFloats* moments[2] = {&m, &v};
-  for (int k = 0; k < 2; ++k) {
-    if (!root) {
-      group_.host->send(moments[k]->data(), mine.size(), CommType::f32, 0, k);
-      continue;
-    }
-    float* out = k == 0 ? whole->m() : whole->v();
-    std::copy_n(moments[k]->data(), mine.size(), out + owned().offset);
-    for (int r = 1; r < static_cast<int>(ranges_.size()); ++r)
-      group_.host->recv(out + ranges_[static_cast<std::size_t>(r)].offset, ranges_[static_cast<std::size_t>(r)].numel,
-                        CommType::f32, r, k);
-  }
+  int32_t failed = error.empty() ? 0 : 1;
+  group.allreduce_sum(&failed, 1, CommType::i32);
+  if (!error.empty()) throw_runtime_error("{}", error);
+  if (failed > 0) throw_runtime_error("{} rank(s) could not {} (their logs say why)", failed, what);
+}
+
+}  // namespace
+
+std::vector<OptimizerShard> Sharding::write_optimizer(const std::filesystem::path& run_dir, int64_t step,
+                                                      const AdamW& mine) {
+  TRIDENT_CHECK(sharded() && holds_lead() && mine.owned() == owned(), "the optimizer does not own this rank's range "
+                "of the lead's sharding group");
+  const std::filesystem::path dir = checkpoint_build_dir(run_dir, step);
+  on_every_rank(*group_.host, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
+    if (rank_ == 0) begin_checkpoint(run_dir, step);
+  });
+  on_every_rank(*group_.host, fmt::format("write their range of AdamW's moments into '{}'", dir.string()),
+                [&] { write_optimizer_shard(dir, rank_, static_cast<int>(ranges_.size()), mine); });
+  std::vector<OptimizerShard> shards;
+  for (std::size_t r = 0; r < ranges_.size(); ++r)
+    shards.push_back({optimizer_shard_file(static_cast<int>(r), static_cast<int>(ranges_.size())), ranges_[r].offset,
+                      ranges_[r].numel});
+  return shards;
 }
 
 std::unique_ptr<Sharding> make_sharding(const Config& config, const RunGroups& groups, int64_t num_params) {

@@ -8,11 +8,14 @@
 //
 // Memory per rank (fp32 moments, P parameters, G ranks in the group): stage 0 holds 8 P bytes of moments, stage 1
 // 8 ceil(P / G) (to a 16-float boundary). Parameters and gradients stay whole (and, with train.precision: bf16, the
-// fp32 masters: the model reads its norms and embeddings from them).
+// fp32 masters: the model reads its norms and embeddings from them). A checkpoint holds each rank's range in a file of
+// its own, written by that rank.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "parallel/comm/run_groups.h"
@@ -40,9 +43,12 @@ class Sharding {
   // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
   // a collective's send and receive buffers may not overlap). Collective over the group.
   void gather_parameters(GPT& model);
-  // The whole moments and step count, for a checkpoint: into `whole` (an optimizer owning every parameter, on the
-  // host) on the group's rank 0, from every rank's `mine`; other ranks pass nullptr. Collective over the group.
-  void gather_optimizer(const AdamW& mine, AdamW* whole);
+  // For the checkpoint of `step` in `run_dir`: the group's rank 0 (the run's lead: holds_lead) makes the directory it
+  // is built in (begin_checkpoint), each rank writes the moments of its own range there, a file a range
+  // (core/checkpoint/checkpoint.h), and the ranks agree that every file was written; no moment moves between ranks.
+  // The shards, in order, the same on every rank; a RuntimeError on every rank when any rank failed. Collective over
+  // the group.
+  std::vector<OptimizerShard> write_optimizer(const std::filesystem::path& run_dir, int64_t step, const AdamW& mine);
 
  private:
   int stage_ = 0;

@@ -90,14 +90,43 @@ mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${stage1[@]}" --set run.dir="$
 [[ $(capacity "$tmp/cap") -lt $(capacity "$tmp/cap_z1") ]] ||
   fail "stage 1 holds $(capacity "$tmp/cap_z1") tokens a rank, stage 0 $(capacity "$tmp/cap")"
 
-# Checkpoints: stage 1 on 4 ranks writes every parameter's moments (those of stage 0, byte for byte), resumes bit for
-# bit on the same ranks, and on 2 ranks at stage 0 and on 1 rank continues the losses.
+# Checkpoints: stage 1 on 4 ranks writes each rank's range of the moments in a file of its own (together stage 0's
+# moments, byte for byte), resumes bit for bit on the same ranks, and on 2 ranks at stage 0 and on 1 rank continues
+# the losses.
 ckpt=(--set train.steps=6 --set checkpoint.every=3 --set parallel.strategy=dp)
 mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set run.dir="$tmp/ck0"
 mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$tmp/ck1"
-cmp -s "$tmp/ck0/checkpoints/step_00000003/optimizer.safetensors" \
-  "$tmp/ck1/checkpoints/step_00000003/optimizer.safetensors" || fail "stage 1's checkpoint moments differ"
+"$python" - "$tmp/ck0/checkpoints/step_00000003" "$tmp/ck1/checkpoints/step_00000003" <<'PY' ||
+import json, struct, sys
+def tensors(path):  # safetensors: an 8-byte header length, the JSON header, the data
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()
+            if k != "__metadata__"}
+whole = tensors(sys.argv[1] + "/optimizer.safetensors")
+state = json.load(open(sys.argv[2] + "/trainer_state.json"))
+shards = state["optimizer_shards"]
+assert [s["file"] for s in shards] == [f"optimizer-{i:05d}-of-00004.safetensors" for i in range(4)], shards
+assert all(s["file"] in state["files"] for s in shards) and "optimizer.safetensors" not in state["files"], state
+parts = [tensors(sys.argv[2] + "/" + s["file"]) for s in shards]
+for k in ("m", "v"):
+    assert b"".join(p[k] for p in parts) == whole[k], k
+assert all(p["step"] == whole["step"] for p in parts)
+PY
+  fail "stage 1's checkpoint does not hold stage 0's moments in one file a rank"
 run 0 ckpt verify "$tmp/ck1/checkpoints/step_00000003"
+run 0 ckpt inspect "$tmp/ck1/checkpoints/step_00000003"
+stdout_has "optimizer-00003-of-00004.safetensors holds AdamW's moments of parameters [81216, 108288)" \
+  "optimizer-00000-of-00004.safetensors (3 tensors, 54145 elements)"
+# a shard that is gone or cut short is caught before a resume trusts it
+cp -r "$tmp/ck1/checkpoints/step_00000003" "$tmp/damaged"
+truncate -s -8 "$tmp/damaged/optimizer-00002-of-00004.safetensors"
+run 1 ckpt verify "$tmp/damaged"
+stdout_has "optimizer-00002-of-00004.safetensors:" "bytes, but trainer_state.json records"
+rm "$tmp/damaged/optimizer-00001-of-00004.safetensors"
+run 1 ckpt verify "$tmp/damaged"
+stdout_has "optimizer-00001-of-00004.safetensors: missing"
 for n in 4 2 1; do
   dir="$tmp/resumed$n"
   mkdir -p "$dir/checkpoints"
