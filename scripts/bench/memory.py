@@ -28,12 +28,21 @@ import common  # noqa: E402
 import lasp  # noqa: E402
 
 GPT2 = "configs/gpt2_124m.yaml"
+GPT1B = "configs/experiments/atom/atom_gpt1.3b.yaml"  # a ~1B model, by the formula alone
+FORMULA_RANKS = [1, 8, 64]
 GPT2_SETS = ["model.max_seq_len=128", "train.batch_tokens=1024", "train.micro_batches=1", "train.steps=1",
              "train.warmup_steps=0", "train.eval_every=0", "device.memory_gb=8", "parallel.strategy=dp",
              "checkpoint.keep=1", "sample.tokens=0", "device.backend=cpu", "train.precision=fp32"]
 LASP_LAYERS = 4
 STAGES = (0, 1)
 RECOMPUTE = ("none", "full")
+
+
+def states_bytes(params: int, ranks: int, stage: int, precision: str) -> int:
+    """docs/memory.md's formula: parameters, gradients (and bf16's weight copy) whole; the moments of the rank's range
+    (the first, longest one: 16-float units dealt over the ranks)."""
+    owned = params if stage == 0 else min(params, -(-(-(-params // 16)) // ranks) * 16)
+    return 8 * params + (2 * params if precision == "bf16" else 0) + 8 * owned
 
 
 def sets_args(config: str, sets: list) -> list:
@@ -51,10 +60,9 @@ def gpt2_states(ranks_list: list, out: Path) -> list[dict]:
             if code != 0:
                 raise common.Failure(f"GPT-2 124M on {ranks} rank(s) at stage {stage}: exit {code}, see {run_dir}.log")
             params = common.logged_parameters(run_dir)
-            units = -(-params // 16)
-            owned = params if stage == 0 else min(params, -(-units // ranks) * 16)
             logged = re.search(r"model, gradients and optimizer state ([0-9.]+ \w+)", output)
-            rows.append({"ranks": ranks, "stage": stage, "params": params, "formula": 8 * params + 8 * owned,
+            rows.append({"ranks": ranks, "stage": stage, "params": params,
+                         "formula": states_bytes(params, ranks, stage, "fp32"),
                          "logged": logged.group(1) if logged else "?",
                          "peak": max(r["peak_mem_bytes"] for r in common.metrics(run_dir))})
     return rows
@@ -121,6 +129,16 @@ def report(args, states, longest, price, wall_s) -> str:
     lines += common.table(["ranks", "stage", "parameters", "states by formula (MiB)", "logged", "peak (MiB)"],
                           [[r["ranks"], r["stage"], f"{r['params']:,}", f"{r['formula'] / 2**20:,.1f}", r["logged"],
                             f"{r['peak'] / 2**20:,.1f}"] for r in states])
+    big = common.resolved_config(GPT1B)["model"]
+    big_params = common.gpt_parameters(big)
+    lines += ["", f"By the formula alone (*estimated*), GPT-2 124M as above and `{GPT1B}` "
+              f"({common.describe_model(big)}, {big_params:,} parameters), fp32 and bf16 (a bf16 copy of the weights "
+              "beside fp32 masters, gradients and moments), GiB a rank:", ""]
+    lines += common.table(["model", "precision", "stage"] + [f"{r} rank(s)" for r in FORMULA_RANKS],
+                          [[name, precision, stage] + [f"{states_bytes(p, r, stage, precision) / 2**30:,.2f}"
+                                                        for r in FORMULA_RANKS]
+                           for name, p in (("GPT-2 124M", states[0]["params"]), ("~1.3B", big_params))
+                           for precision in ("fp32", "bf16") for stage in STAGES])
     lines += ["", "## The longest sequence LASP-2 trains in a fixed budget", "",
               f"`{lasp.SCALED}` with {LASP_LAYERS} layers ({common.describe_model(dict(model, n_layer=LASP_LAYERS))})"
               f", device.memory_gb = {args.memory_gb} a rank, one document a step, LASP-2 over all the ranks "
