@@ -137,6 +137,27 @@ print(f"100 quickstart steps: largest relative loss difference cuda vs cpu {wors
 sys.exit(0 if worst <= 1e-4 else 1)
 PY
 }
+# Memory per rank on CUDA, 2 ranks sharing the GPU (device buffers staged through the host): the tiny model at
+# parallel.zero.stage 0 and 1 and with train.recompute: full trains to the same losses bit for bit, and each run's
+# peak_mem_bytes (rank 0's budget) and the device's use are reported.
+memory() {
+  local base=(--set train.steps=5 --set train.eval_every=0 --set device.backend=cuda --set device.comm=host
+              --set parallel.strategy=dp) run
+  for run in "stage0" "stage1 --set parallel.zero.stage=1" "recompute --set train.recompute=full"; do
+    read -ra sets <<<"$run"
+    mpirun -np 2 --bind-to none "$KIT/bin/trident" train "$tiny" "${base[@]}" "${sets[@]:1}" \
+      --set run.dir="$WORK/memory_${sets[0]}" || return
+    grep -h "device .* holds" "$WORK/memory_${sets[0]}/trident.log" | head -n 1
+  done
+  "$PYTHON" - "$WORK"/memory_{stage0,stage1,recompute} <<'PY'
+import json, sys
+runs = {d.rsplit("_", 1)[1]: [json.loads(l) for l in open(d + "/metrics.jsonl")] for d in sys.argv[1:]}
+for name, rows in runs.items():
+    print(f"{name}: peak_mem_bytes {max(r['peak_mem_bytes'] for r in rows) / 2**20:.2f} MiB a rank")
+losses = {name: [r["loss"] for r in rows] for name, rows in runs.items()}
+sys.exit(0 if losses["stage1"] == losses["stage0"] == losses["recompute"] else 1)
+PY
+}
 # compute-sanitizer's memcheck over one training step of the tiny model on CUDA.
 sanitizer() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 77; }
@@ -144,7 +165,7 @@ sanitizer() {
     --set train.eval_every=0 --set checkpoint.every=0 --set device.backend=cuda --set run.dir="$WORK/sanitizer"
 }
 export -f libraries version cpu_train mpi_train gpu_kernels gpu_atom gpu_nccl gpu_lasp gpu_sp cuda_train \
-  bench_kernels bench_step torch_step quickstart sanitizer
+  bench_kernels bench_step torch_step quickstart memory sanitizer
 
 echo "GPU check: kit $kit, report $out/report.md, budget $budget s"
 stage device gpu 20 nvidia-smi
@@ -162,6 +183,7 @@ stage gpu_atom gpu 60 bash -o pipefail -c gpu_atom
 stage gpu_nccl gpu 40 bash -o pipefail -c gpu_nccl
 stage gpu_lasp gpu 40 bash -o pipefail -c gpu_lasp
 stage gpu_sp gpu 40 bash -o pipefail -c gpu_sp
+stage memory gpu 60 bash -o pipefail -c memory
 stage bench_kernels gpu 90 bash -o pipefail -c bench_kernels
 stage sanitizer gpu 120 bash -o pipefail -c sanitizer
 stage torch_compile gpu 150 bash -o pipefail -c "torch_step compile"

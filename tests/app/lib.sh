@@ -81,6 +81,31 @@ assert not bad, bad
 PY
 }
 
+# same_run A B: run B trained run A's losses (and evaluation losses) and final weights bit for bit.
+same_run() {
+  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" <<'PY' || fail "the losses of $1 and $2 differ"
+import json, sys
+a, b = ([(r["loss"], r.get("eval_loss")) for r in map(json.loads, open(p))] for p in sys.argv[1:3])
+assert a == b, (a, b)
+PY
+  cmp -s "$1/model_final.safetensors" "$2/model_final.safetensors" || fail "$2's final weights differ from $1's"
+}
+
+# capacity RUN_DIR: the activation tokens a rank holds, from the run's start-up log.
+capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
+
+# node4_profile FILE: a cluster profile of one node of four devices, for runs whose plans must be a pure function of
+# the batch (parallel.select.mode: model) and for `trident plan`.
+node4_profile() {
+  cat >"$1" <<'YAML'
+cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
+network:
+  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
+compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
+YAML
+}
+
 # resumed_same STRAIGHT RESUMED FIRST LAST: the run resumed into RESUMED trained steps FIRST .. LAST, each with
 # STRAIGHT's loss bit for bit.
 resumed_same() {

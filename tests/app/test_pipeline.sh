@@ -57,13 +57,7 @@ run 2 train "$tiny" "${model[@]}" --set run.dir="$tmp/bad2" --set parallel.strat
 stderr_line "trident: config error:" "device.backend"
 
 # trident plan: GPipe's estimate on a described node (one stage a device); more devices than layers are refused.
-cat >"$tmp/node4.yaml" <<'YAML'
-cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
-network:
-  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
-YAML
+node4_profile "$tmp/node4.yaml"
 run 0 plan "$tiny" "${model[@]}" --set parallel.strategy=pipeline --cluster "$tmp/node4.yaml" --json
 /usr/bin/python3 - "$tmp/out" <<'PY' || fail "the pipeline's plan is wrong"
 import json, sys

@@ -14,23 +14,7 @@ tiny="$configs/tiny_train.yaml"  # softmax, n_head 4
 base=(--set train.eval_every=3 --set train.warmup_steps=2 --set train.steps=6 --set model.n_layer=3)
 full=(--set train.recompute=full)
 
-# same_run A B: B trained A's losses (and evaluation losses) and final weights bit for bit.
-same_run() {
-  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" <<'PY' || fail "the losses of $1 and $2 differ"
-import json, sys
-a, b = ([(r["loss"], r.get("eval_loss")) for r in map(json.loads, open(p))] for p in sys.argv[1:3])
-assert a == b, (a, b)
-PY
-  cmp -s "$1/model_final.safetensors" "$2/model_final.safetensors" || fail "$2's final weights differ from $1's"
-}
-
-cat >"$tmp/node4.yaml" <<'YAML'
-cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
-network:
-  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
-YAML
+node4_profile "$tmp/node4.yaml"
 sp=(--set parallel.strategy=sp)
 linear=(--set model.attention=linear --set parallel.sp.method=lasp)
 layouts=("dp --set parallel.strategy=dp"
@@ -69,7 +53,6 @@ mpi 2 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${full[@]}" --set run.dir="$tmp
 resumed_same "$tmp/straight" "$tmp/resumed" 3 5
 
 # The capacity grows by what recomputation frees: in 5 MiB a rank holds more tokens.
-capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
 small=(--set device.memory_gb=0.005 --set train.micro_batches=4 --set train.steps=2 --set parallel.strategy=dp)
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/cap"
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${full[@]}" --set run.dir="$tmp/cap_full"

@@ -14,11 +14,6 @@ tiny="$configs/tiny_train.yaml"  # softmax, 2 layers, n_head 4, 108,288 paramete
 base=(--set train.eval_every=0 --set train.warmup_steps=2 --set train.steps=6 --set train.weight_decay=0.1)
 stage1=(--set parallel.zero.stage=1)
 
-# same_run A B: B trained A's losses and final weights bit for bit.
-same_run() {
-  close "$1" "$2" 0
-  cmp -s "$1/model_final.safetensors" "$2/model_final.safetensors" || fail "$2's final weights differ from $1's"
-}
 # continues STRAIGHT RESUMED FIRST LAST TOL: the run resumed into RESUMED trained steps FIRST .. LAST, each with
 # STRAIGHT's loss within relative TOL (another rank count sums in another order).
 continues() {
@@ -31,8 +26,6 @@ steps = list(range(int(sys.argv[3]), int(sys.argv[4]) + 1))
 assert sorted(b) == steps and all(abs(a[s] - b[s]) <= float(sys.argv[5]) * abs(a[s]) for s in b), (a, b)
 PY
 }
-# capacity DIR: the activation tokens a rank holds, from the run's log.
-capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
 
 # dp on 2 and 3 ranks: the moments of a rank's range only, the same training. With 65 tokens the model has 108,352
 # parameters, 6,772 units of 16 floats: 3,386 a rank on 2 ranks, 2,258 + 2,257 + 2,257 on 3.
@@ -70,13 +63,7 @@ done
 grep -q "sharded over 4 ranks (node)" "$tmp/node_z1/trident.log" || fail "the log does not name the node group"
 
 # FlexSP, its plans a pure function of the batch (parallel.select.mode: model with a profile file).
-cat >"$tmp/node4.yaml" <<'YAML'
-cluster: {name: one node of four, nodes: 1, devices_per_node: 4, device_memory_gb: 1}
-network:
-  intra_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-  inter_node: {bandwidth_gb_per_s: 1.0, latency_us: 20}
-compute: {alpha1_s_per_token2: 1.0e-9, alpha2_s_per_token: 2.0e-5, beta1_s: 0.0005}
-YAML
+node4_profile "$tmp/node4.yaml"
 flexsp=(--set parallel.strategy=flexsp --set parallel.select.mode=model --set parallel.select.profile="$tmp/node4.yaml")
 mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" --set run.dir="$tmp/flexsp"
 mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" "${stage1[@]}" --set run.dir="$tmp/flexsp_z1"

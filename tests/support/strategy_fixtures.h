@@ -9,6 +9,7 @@
 
 #include "core/config/config.h"
 #include "core/data/batch.h"
+#include "parallel/comm/run_groups.h"
 #include "parallel/cost/profile.h"
 
 namespace trident::test {
@@ -40,6 +41,17 @@ inline Batch random_documents(const std::vector<int>& lengths, uint64_t seed) {
     b.append_sequence(ids);
   }
   return b;
+}
+
+// The run's groups for every group size that divides the world (collective: every rank makes the same ones, once).
+inline RunGroups& every_degree_groups() {
+  static RunGroups groups(world(), {}, [] {
+    std::vector<int> degrees;
+    for (int d = 1; d <= world().size(); ++d)
+      if (world().size() % d == 0) degrees.push_back(d);
+    return degrees;
+  }());
+  return groups;
 }
 
 // A cluster profile of one node of `ranks` devices, for the strategies that plan with one (FlexSP).

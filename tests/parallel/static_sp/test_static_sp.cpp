@@ -28,18 +28,7 @@ Config tiny_config(const std::string& attention) {
 }
 
 
-// The run's groups for every size a test case uses (collective: every rank makes the same ones).
-RunGroups& run_groups() {
-  static RunGroups groups(world(), {}, [] {
-    std::vector<int> degrees;
-    for (int d = 1; d <= world().size(); ++d)
-      if (world().size() % d == 0) degrees.push_back(d);
-    return degrees;
-  }());
-  return groups;
-}
-
-StrategyEnv env_for(const Config& c, int64_t capacity) { return {run_groups(), cpu_backend(), c, capacity}; }
+StrategyEnv env_for(const Config& c, int64_t capacity) { return {every_degree_groups(), cpu_backend(), c, capacity}; }
 
 // The gradient the single-rank step computes: forward and backward of the whole batch on this rank alone.
 std::vector<float> single_rank_gradient(GPT& model, const Batch& b) {

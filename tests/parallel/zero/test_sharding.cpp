@@ -29,17 +29,6 @@ using namespace trident::test;
 
 namespace {
 
-// The run's groups for every size a test case uses (collective: every rank makes the same ones).
-RunGroups& run_groups() {
-  static RunGroups groups(world(), {}, [] {
-    std::vector<int> degrees;
-    for (int d = 1; d <= world().size(); ++d)
-      if (world().size() % d == 0) degrees.push_back(d);
-    return degrees;
-  }());
-  return groups;
-}
-
 bool same_bits(const float* a, const float* b, int64_t n) {
   return std::equal(a, a + n, b, [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
 }
@@ -94,11 +83,11 @@ TEST_CASE("stage 1 trains every strategy that takes it to stage 0's parameters a
     GPT whole_model(c.model, 256, test_allocator()), sharded_model(c.model, 256, test_allocator());
     whole_model.init_weights(3);
     sharded_model.init_weights(3);
-    Sharding sharding(1, whole_model.num_params(), run_groups().group(W));
+    Sharding sharding(1, whole_model.num_params(), every_degree_groups().group(W));
     AdamW whole_optimizer(whole_model.layout(), c.train, test_allocator());
     AdamW sharded_optimizer(sharded_model.layout(), c.train, test_allocator(), cpu_backend(), sharding.owned());
     CHECK(sharded_optimizer.size() == shard_ranges(whole_model.num_params(), W)[world().rank()].numel);
-    StaticSequenceParallel strategy({run_groups(), cpu_backend(), c, 256}, l.method, l.degree);
+    StaticSequenceParallel strategy({every_degree_groups(), cpu_backend(), c, 256}, l.method, l.degree);
     INFO(l.attention << " " << strategy.name() << " on " << W << " ranks, " << whole_model.num_params()
                      << " parameters");
     for (int step = 0; step < 4; ++step) {
