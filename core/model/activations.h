@@ -66,10 +66,13 @@ std::vector<SavedArray> saved_arrays(const LayerActivations<T>& layer, const Mod
 template <class T>
 int64_t saved_bytes_per_token(const ModelConfig& config);
 
+// `selective` (train.recompute: selective): the layers' norm and GELU outputs (ln1, ln2, gelu) share one slot, which
+// each layer's forward writes and its backward writes again before reading it; the rest stays a layer's own.
 template <class T>
-Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator);
+Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator,
+                                    bool selective = false);
 // The bytes allocate_activations takes from its allocator.
 template <class T>
-int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens);
+int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens, bool selective = false);
 
 }  // namespace trident

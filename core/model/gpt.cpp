@@ -41,6 +41,7 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
       precision_(precision),
       params_on_host_(memory.weights_on_host),
       activation_layers_(kept_layers(config, memory)),
+      selective_recompute_(memory.selective_recompute),
       buckets_(gradient_buckets(layout_)) {
   TRIDENT_CHECK(allocator.device() == backend.device(), "the {} backend cannot use {} memory", backend.name(),
                 device_name(allocator.device()));
@@ -53,9 +54,9 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   const ModelConfig shape = activation_shape(config, memory);
   if (precision == Precision::bf16) {
     if (!memory.weights_on_host) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
-    acts16_ = allocate_activations<bf16>(shape, max_tokens, allocator);
+    acts16_ = allocate_activations<bf16>(shape, max_tokens, allocator, memory.selective_recompute);
   } else {
-    acts32_ = allocate_activations<float>(shape, max_tokens, allocator);
+    acts32_ = allocate_activations<float>(shape, max_tokens, allocator, memory.selective_recompute);
   }
   if (backend.device() != Device::cpu)
     index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, memory)});
@@ -72,8 +73,8 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   const ModelConfig shape = activation_shape(config, memory);
   // weights, gradients and their bf16 copy, unless on the host
   int64_t bytes = memory.weights_on_host ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);
-  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens)
-                                        : activation_bytes<float>(shape, max_tokens);
+  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens, memory.selective_recompute)
+                                        : activation_bytes<float>(shape, max_tokens, memory.selective_recompute);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
   bytes += 4 * config.n_head * config.linear_layers();  // the decay slopes
   return bytes;
@@ -238,6 +239,11 @@ void GPT::backward_layer(int l, const ParamWindow& w, const TokenBatch& b, const
   Activations<T>& acts = activations<T>();
   T* dwide1 = acts.dwide1;
   T* dwide2 = acts.dwide2;
+  if (selective_recompute_) {  // the slot every layer shares: this layer's norms and GELU again, the same arithmetic
+    backend_->layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w.param(o.ln1_w), w.param(o.ln1_b), N, C);
+    backend_->layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.param(o.ln2_w), w.param(o.ln2_b), N, C);
+    backend_->bias_gelu_forward(a.fc, a.gelu, static_cast<const T*>(nullptr), N, 4 * C);  // a.fc holds its bias
+  }
   // res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))): dres flows to res2 unchanged, plus through the MLP.
   backend_->fill(dwide1, N * 4 * C, 0.0f);
   backend_->linear_backward(dwide1, w.grad(o.fcproj_w), w.grad(o.fcproj_b), dres, a.gelu, w.matmul<T>(o.fcproj_w), N,

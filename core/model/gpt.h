@@ -35,6 +35,9 @@ struct ModelMemory {
   Allocator* store = nullptr;
   int64_t activation_layers = -1;  // layers' activations allocated (-1: every layer's; a runner may want more)
   int64_t index_values = 0;        // int32 index values staged off the host at once (0: one batch of max_tokens)
+  // train.recompute: selective: the layers keep no norm or GELU outputs of their own (one slot for all of them), and
+  // each layer's backward computes them again from what it kept.
+  bool selective_recompute = false;
 };
 
 class GPT {
@@ -152,6 +155,7 @@ class GPT {
   Tensor weights16_;          // bf16 copy of params_ (bf16, without a store)
   bool params_on_host_ = false;
   int64_t activation_layers_ = 0;
+  bool selective_recompute_ = false;  // ModelMemory::selective_recompute
   Activations<float> acts32_;  // one of the two is allocated, by precision
   Activations<bf16> acts16_;
   Tensor index_buffer_;  // tokens, positions, cu_seqlens, targets (int32) of one batch, off-host backends only

@@ -23,10 +23,16 @@ int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Pr
   return SubModelRunner::memory_bytes(config, max_tokens, precision, device, recompute_swapping(config));
 }
 
+ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute) {
+  if (recompute == "full") return recompute_model_memory(config, max_tokens);
+  return {.selective_recompute = recompute == "selective"};
+}
+
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const std::string& recompute) {
   return recompute == "full" ? recompute_memory_bytes(config, max_tokens, precision, device)
-                             : GPT::memory_bytes(config, max_tokens, precision, device);
+                             : GPT::memory_bytes(config, max_tokens, precision, device,
+                                                 resident_model_memory(config, max_tokens, recompute));
 }
 
 LayerSource::Outer ResidentLayers::begin_pass(bool, int) {

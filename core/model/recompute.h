@@ -1,5 +1,7 @@
 #pragma once
-// Full activation recomputation of a resident model (train.recompute: full). The layers run as one-layer sub-models
+// Activation recomputation of a resident model. train.recompute: selective keeps every layer's arrays but the norms'
+// and the GELU's outputs, which the layer's backward computes again (ModelMemory::selective_recompute, gpt.cpp).
+// train.recompute: full, here: The layers run as one-layer sub-models
 // (core/model/sub_model_runner.h): every layer keeps only its input (N, C) through the forward, and its forward runs
 // again, from that input, just before its backward, in one activation slot all layers share; the last layer's
 // backward follows its forward, so it is not recomputed. A pass then holds one layer's saved arrays and L - 1 layer
@@ -26,8 +28,9 @@ ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens
 // The device bytes of such a model and its runner: its weights, gradients, one layer's activations and the inputs of
 // the L - 1 recomputed layers.
 int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
-// The device bytes of a resident model sized for `max_tokens` tokens as train.recompute (`recompute`: none | full)
-// keeps its activations: GPT::memory_bytes, or recompute_memory_bytes.
+// How a resident model is built as train.recompute (`recompute`: none | selective | full) keeps its activations.
+ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute);
+// Its device bytes sized for `max_tokens` tokens (with full recomputation, the runner's too).
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const std::string& recompute);
 

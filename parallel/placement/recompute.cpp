@@ -13,9 +13,10 @@ struct RecomputedRun final : PlacedRun {
   RecomputedModel recomputed;
 };
 
-ModelBytes recomputed_bytes(const Config& config, Precision precision, Device device) {
+// A resident model's device bytes as train.recompute keeps its activations.
+ModelBytes resident_bytes(const Config& config, Precision precision, Device device) {
   return [&config, precision, device](int64_t tokens) {
-    return recompute_memory_bytes(config.model, tokens, precision, device);
+    return resident_memory_bytes(config.model, tokens, precision, device, config.train.recompute);
   };
 }
 
@@ -24,18 +25,26 @@ class RecomputePlacement final : public ModelPlacement {
   RecomputePlacement(const Config& config, Precision precision, Device device, int zero_ranks)
       : config_(config),
         zero_ranks_(zero_ranks),
-        bytes_(recomputed_bytes(config, precision, device)),
+        bytes_(resident_bytes(config, precision, device)),
         capacity_(token_capacity(config, bytes_, zero_ranks)) {}
 
   int64_t capacity_tokens() const override { return capacity_; }
-  ModelMemory memory(Allocator&) const override { return recompute_model_memory(config_.model, capacity_); }
+  ModelMemory memory(Allocator&) const override {
+    return resident_model_memory(config_.model, capacity_, config_.train.recompute);
+  }
+  // full: the runner that recomputes; selective: none, the model's own backward recomputes
   std::unique_ptr<PlacedRun> attach(GPT& model, Allocator& device, Allocator&) const override {
+    if (config_.train.recompute != "full") return nullptr;
     return std::make_unique<RecomputedRun>(model, device);
   }
   void log(const GPT&, const Allocator&, const Allocator&) const override {
     log_activation_memory(config_, bytes_, capacity_, zero_ranks_);
-    spdlog::info("train.recompute: full: one layer's saved arrays and the inputs of {} layer(s) a pass; each layer's "
-                 "forward runs again before its backward", config_.model.n_layer - 1);
+    if (config_.train.recompute == "full")
+      spdlog::info("train.recompute: full: one layer's saved arrays and the inputs of {} layer(s) a pass; each "
+                   "layer's forward runs again before its backward", config_.model.n_layer - 1);
+    else
+      spdlog::info("train.recompute: selective: the layers' norm and GELU outputs share one slot; each layer's "
+                   "backward computes them again");
   }
 
  private:
@@ -54,8 +63,7 @@ std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Pre
 }
 
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks) {
-  if (config.train.recompute == "none") return token_capacity(config, precision, device, {}, zero_ranks);
-  return token_capacity(config, recomputed_bytes(config, precision, device), zero_ranks);
+  return token_capacity(config, resident_bytes(config, precision, device), zero_ranks);
 }
 
 }  // namespace trident

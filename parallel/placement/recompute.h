@@ -1,6 +1,7 @@
 #pragma once
-// train.recompute: full on a model no strategy family places (core/model/recompute.h): its activations sized for the
-// tokens device.memory_gb holds with one layer's saved arrays and the layers' inputs, and the runner that recomputes.
+// train.recompute on a model no strategy family places (core/model/recompute.h): its activations sized for the tokens
+// device.memory_gb holds as they are kept (selective: without the norms' and GELU's outputs; full: one layer's saved
+// arrays and the layers' inputs), and for full the runner that recomputes.
 #include <memory>
 
 #include "core/config/config.h"

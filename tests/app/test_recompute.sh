@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# train.recompute: full end to end under mpirun (oversubscribed): each layer keeps its input and recomputes its forward
-# before its backward, and every strategy that runs a resident model trains to the losses and final weights of the
-# run that keeps every layer's activations, bit for bit: dp, LASP-1 (sp 4), LASP-2 (sp 2), Ulysses, Ring Attention,
+# train.recompute end to end under mpirun (oversubscribed): full (each layer keeps its input and recomputes its forward
+# before its backward) and selective (the backward recomputes the norms' and GELU's outputs); every strategy that runs
+# a resident model trains to the losses and final weights of the run that keeps every layer's activations, bit for
+# bit: dp, LASP-1 (sp 4), LASP-2 (sp 2), Ulysses, Ring Attention,
 # USP, a hybrid (LASP-2 beside Ulysses), FlexSP, bf16, and beside parallel.zero.stage: 1; a run resumes with it from
 # a checkpoint written without it, bit for bit; the activation capacity grows by what it frees; ATOM's swapped model
 # and the pipeline refuse it.
@@ -13,6 +14,7 @@ mpirun_env
 tiny="$configs/tiny_train.yaml"  # softmax, n_head 4
 base=(--set train.eval_every=3 --set train.warmup_steps=2 --set train.steps=6 --set model.n_layer=3)
 full=(--set train.recompute=full)
+selective=(--set train.recompute=selective)
 
 node4_profile "$tmp/node4.yaml"
 sp=(--set parallel.strategy=sp)
@@ -33,15 +35,19 @@ for layout in "${layouts[@]}"; do
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" --set run.dir="$tmp/$name"
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${full[@]}" --set run.dir="$tmp/${name}_full"
   same_run "$tmp/$name" "$tmp/${name}_full"
+  mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${selective[@]}" --set run.dir="$tmp/${name}_selective"
+  same_run "$tmp/$name" "$tmp/${name}_selective"
 done
 grep -q "train.recompute: full: one layer's saved arrays and the inputs of 2 layer(s) a pass" \
   "$tmp/dp_full/trident.log" || fail "the log does not describe the recomputation"
 grep -q '"strategy":"flexsp"' "$tmp/flexsp_full/metrics.jsonl" || fail "FlexSP did not run"
-# the saved arrays of 3 layers against 1 layer's and 2 inputs: a lower peak
-"$python" - "$tmp/dp/metrics.jsonl" "$tmp/dp_full/metrics.jsonl" <<'PY' || fail "recomputation does not lower the peak"
+grep -q "train.recompute: selective: the layers' norm and GELU outputs share one slot" \
+  "$tmp/dp_selective/trident.log" || fail "the log does not describe selective recomputation"
+# the saved arrays of 3 layers against 1 layer's and 2 inputs (full), or without their norms and GELU (selective)
+"$python" - "$tmp"/dp{,_selective,_full}/metrics.jsonl <<'PY' || fail "recomputation does not lower the peak"
 import json, sys
-a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
-assert all(y < x for x, y in zip(a, b)), (a, b)
+a, s, f = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:4])
+assert all(z < y < x for x, y, z in zip(a, s, f)), (a, s, f)
 PY
 
 # A run checkpointed without recomputation resumes with it, bit for bit.
@@ -56,8 +62,11 @@ resumed_same "$tmp/straight" "$tmp/resumed" 3 5
 small=(--set device.memory_gb=0.005 --set train.micro_batches=4 --set train.steps=2 --set parallel.strategy=dp)
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" --set run.dir="$tmp/cap"
 mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${full[@]}" --set run.dir="$tmp/cap_full"
-[[ $(capacity "$tmp/cap") -lt $(capacity "$tmp/cap_full") ]] ||
-  fail "recomputing holds $(capacity "$tmp/cap_full") tokens a rank, keeping $(capacity "$tmp/cap")"
+mpi 4 0 train "$tiny" "${base[@]}" "${small[@]}" "${selective[@]}" --set run.dir="$tmp/cap_selective"
+[[ $(capacity "$tmp/cap") -lt $(capacity "$tmp/cap_selective") &&
+   $(capacity "$tmp/cap_selective") -lt $(capacity "$tmp/cap_full") ]] ||
+  fail "a rank holds $(capacity "$tmp/cap") tokens keeping everything, $(capacity "$tmp/cap_selective") selective, \
+$(capacity "$tmp/cap_full") full"
 
 # A model a strategy family places itself refuses it; so does a value not offered.
 mpi 2 2 train "$tiny" "${base[@]}" "${full[@]}" --set parallel.strategy=pipeline --set run.dir="$tmp/refused"
@@ -65,6 +74,9 @@ grep -q "config error: train.recompute: full recomputes a resident model's layer
   "$tmp/err" || fail "the pipeline does not refuse train.recompute naming it"
 run 2 train "$tiny" "${full[@]}" --set parallel.strategy=atom --set parallel.atom.sub_models=2 --set run.dir="$tmp/refused"
 grep -q "config error: train.recompute: full" "$tmp/err" || fail "ATOM's swapped model does not refuse train.recompute"
-run 2 train "$tiny" --set train.recompute=selective --set run.dir="$tmp/refused"
-stderr_line "trident: config error:" "train.recompute: 'selective' is not allowed"
+mpi 2 2 train "$tiny" "${base[@]}" "${selective[@]}" --set parallel.strategy=pipeline --set run.dir="$tmp/refused"
+grep -q "config error: train.recompute: selective recomputes a resident model's layers" "$tmp/err" ||
+  fail "the pipeline does not refuse selective recomputation"
+run 2 train "$tiny" --set train.recompute=some --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "train.recompute: 'some' is not allowed"
 echo "test_recompute: $checks checks passed"
