@@ -7,7 +7,7 @@
    activations).
 2. LASP's scalability table at this machine's scale: the longest one-document sequence LASP-2 (sequence parallelism
    over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0 and 1, each with recompute
-   none and full (configs/experiments/lasp/scaled_linear.yaml with 4 layers; the search of scripts/reproduce/lasp.py:
+   none, selective and full (configs/experiments/lasp/scaled_linear.yaml with 4 layers; the search of scripts/reproduce/lasp.py:
    trident names its per-rank capacity when it refuses a document, and the longest length is then trained).
 3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
    each rank count), in interleaved rounds, median and range.
@@ -35,7 +35,7 @@ GPT2_SETS = ["model.max_seq_len=128", "train.batch_tokens=1024", "train.micro_ba
              "checkpoint.keep=1", "sample.tokens=0", "device.backend=cpu", "train.precision=fp32"]
 LASP_LAYERS = 4
 STAGES = (0, 1)
-RECOMPUTE = ("none", "full")
+RECOMPUTE = ("none", "selective", "full")
 
 
 def states_bytes(params: int, ranks: int, stage: int, precision: str) -> int:
@@ -151,10 +151,12 @@ def report(args, states, longest, price, wall_s) -> str:
                             f"{r['tokens_per_s']:,.0f}", f"{r['peak_mib']:,.2f}"] for r in longest])
     lines += ["", "## What recomputation costs", "",
               f"At each rank count's longest length at stage 0 without recomputation: tokens/s of 4-step runs (the "
-              f"first step left out), none and full alternating, {args.rounds} rounds; median (range).", ""]
-    lines += common.table(["ranks", "length", "none tokens/s", "full tokens/s", "full / none (median)"],
-                          [[r["ranks"], f"{r['length']:,}", spread(r["none"]), spread(r["full"]),
-                            f"{statistics.median(r['full']) / statistics.median(r['none']):.2f}x"] for r in price])
+              f"first step left out), {', '.join(RECOMPUTE)} in turn, {args.rounds} rounds; median (range).", ""]
+    lines += common.table(["ranks", "length"] + [f"{m} tokens/s" for m in RECOMPUTE] +
+                          [f"{m} / none (median)" for m in RECOMPUTE[1:]],
+                          [[r["ranks"], f"{r['length']:,}"] + [spread(r[m]) for m in RECOMPUTE] +
+                           [f"{statistics.median(r[m]) / statistics.median(r['none']):.2f}x" for m in RECOMPUTE[1:]]
+                           for r in price])
     return "\n".join(lines) + "\n"
 
 
