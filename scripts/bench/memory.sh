@@ -4,7 +4,7 @@
 # a fixed device.memory_gb at stages 0 and 1 with recompute none, selective and full, and recomputation's price in
 # tokens/s.
 #   bash scripts/bench/memory.sh [--ranks 1,2,4,8] [--states-ranks 1,2,4] [--memory-gb 0.03] [--rounds 3] [--out DIR]
-# Writes OUT/memory.md (default runs/bench_memory). About 15 minutes on 2 cores. Builds nothing: TRIDENT names the
+# Writes OUT/memory.md (default runs/bench_memory). About 5 minutes on 2 cores. Builds nothing: TRIDENT names the
 # binary (default build/trident).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
