@@ -12,8 +12,8 @@
 3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
    each rank count), in interleaved rounds, median and range.
 
-Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside).
-  bash scripts/bench/memory.sh [--ranks 1,2,4,8] [--states-ranks 1,2,4] [--memory-gb 0.03] [--rounds 3] [--out DIR]
+Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside). Run through scripts/bench/memory.sh,
+which checks the options (as every bench script does) and passes its command line for the report.
 """
 import argparse
 import re
@@ -168,13 +168,15 @@ def main() -> None:
     parser.add_argument("--memory-gb", type=float, default=0.03)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=common.ROOT / "runs" / "bench_memory")
+    parser.add_argument("--command", help="the command line to report (memory.sh's)")
     args = parser.parse_args()
     for name, value in (("--ranks", args.ranks), ("--states-ranks", args.states_ranks)):
         if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value):
             parser.error(f"{name}: '{value}' is not a comma-separated list of positive whole numbers")
     if args.memory_gb <= 0 or args.rounds < 1:
         parser.error("--memory-gb must be > 0 and --rounds >= 1")
-    args.command = "bash scripts/bench/memory.sh" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
+    if not args.command:
+        args.command = "python3 scripts/bench/memory.py" + "".join(f" {shlex.quote(a)}" for a in sys.argv[1:])
     ranks = [int(r) for r in args.ranks.split(",")]
     common.trident_binary()
     out = common.fresh_folder(args.out)
