@@ -18,7 +18,7 @@ esac
 
 bash scripts/install-deps.sh
 tests=(test_core test_kernels test_comm test_cost test_lasp test_sp test_static_sp test_select test_atom test_flexsp
-       test_pipeline test_fuzz_corpus)
+       test_pipeline test_zero test_fuzz_corpus)
 fuzzers=(config safetensors indexed_dataset trainer_state profile)
 # -O1 and line tables only (the reports name file and line): quick to build; CUDA off (nothing here runs on a GPU).
 # Ninja for a new directory: Make builds the targets named below one after another, each on few cores.
