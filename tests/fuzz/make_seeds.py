@@ -111,6 +111,13 @@ def trainer_state_seeds():
     put("trainer_state", "bad_step_not_the_directory.json", trainer_state(12))
     put("trainer_state", "bad_format_2.json", trainer_state(10, format=2))
     put("trainer_state", "bad_not_an_object.json", b"[1, 2, 3]")
+    # a sharded optimizer's checkpoint: a file a range, listed in optimizer_shards (parallel.zero.stage: 1)
+    shards = [{"file": f"optimizer-{i:05d}-of-00002.safetensors", "offset": 96 * i, "numel": 96} for i in range(2)]
+    files = {"model.safetensors": {"bytes": 6032, "crc32": "806ce739"}}
+    files.update({s["file"]: {"bytes": 1000, "crc32": "0000000%d" % i} for i, s in enumerate(shards)})
+    put("trainer_state", "ok_with_optimizer_shards.json", trainer_state(10, files=files, optimizer_shards=shards))
+    put("trainer_state", "bad_shard_outside_the_directory.json",
+        trainer_state(10, files=files, optimizer_shards=[dict(shards[0], file="../optimizer-x.safetensors")]))
 
 
 if __name__ == "__main__":
