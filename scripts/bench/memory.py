@@ -11,6 +11,8 @@
    trident names its per-rank capacity when it refuses a document, and the longest length is then trained).
 3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
    each rank count), in interleaved rounds, median and range.
+4. Stage 1's price: data parallelism's step time at stages 0 and 1 (configs/quickstart.yaml's model on synthetic
+   documents) on 2 and 4 ranks sharing this machine's memory, in interleaved rounds, with the bytes a rank sends.
 
 Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside). Run through scripts/bench/memory.sh,
 which checks the options (as every bench script does) and passes its command line for the report.
@@ -108,11 +110,34 @@ def recompute_price(longest: list[dict], memory_gb: float, rounds: int, out: Pat
     return rows
 
 
+def stage_price(rounds: int, out: Path) -> list[dict]:
+    sets = ["data.kind=synthetic", "train.steps=6", "train.warmup_steps=1", "train.eval_every=0", "sample.tokens=0",
+            "parallel.strategy=dp", "checkpoint.keep=1"]
+    rows = []
+    for ranks in (2, 4):
+        step_ms = {stage: [] for stage in STAGES}
+        sent = {}
+        for k in range(rounds):
+            for stage in STAGES:
+                run_dir = out / "runs" / f"stage_r{ranks}_z{stage}_{k}"
+                code, _ = common.run(sets_args("configs/quickstart.yaml", sets + [f"parallel.zero.stage={stage}",
+                                                                                  f"run.dir={run_dir}"]),
+                                     Path(f"{run_dir}.log"), ranks=ranks)
+                if code != 0:
+                    raise common.Failure(f"dp on {ranks} ranks at stage {stage}: exit {code}, see {run_dir}.log")
+                metrics = common.metrics(run_dir)
+                step_ms[stage].append(common.median(metrics, "step_ms"))
+                sent[stage] = common.median(metrics, "comm_bytes")
+        rows.append({"ranks": ranks, "step_ms": step_ms, "sent": sent,
+                     "params": common.logged_parameters(out / "runs" / f"stage_r{ranks}_z0_0")})
+    return rows
+
+
 def spread(values: list) -> str:
     return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
-def report(args, states, longest, price, wall_s) -> str:
+def report(args, states, longest, price, stage, wall_s) -> str:
     p = common.provenance()
     model = common.resolved_config(lasp.SCALED)["model"]
     lines = ["# Memory per rank: sharded optimizer state and activation recomputation", "",
@@ -157,6 +182,17 @@ def report(args, states, longest, price, wall_s) -> str:
                           [[r["ranks"], f"{r['length']:,}"] + [spread(r[m]) for m in RECOMPUTE] +
                            [f"{statistics.median(r[m]) / statistics.median(r['none']):.2f}x" for m in RECOMPUTE[1:]]
                            for r in price])
+    lines += ["", "## What stage 1 costs", "",
+              f"`configs/quickstart.yaml`'s model ({common.describe_model(common.resolved_config('configs/quickstart.yaml')['model'])}"
+              f") on synthetic documents, dp, 6 steps a run (the first left out), stages 0 and 1 in turn, "
+              f"{args.rounds} rounds: the median step time (range of the runs' medians), and the bytes rank 0 hands "
+              "its communicators a step (the gradients' all-reduce, and at stage 1 its range's all-gather). The ranks "
+              "share this machine's memory: no link is limited here.", ""]
+    lines += common.table(["ranks", "parameters", "stage 0 step (ms)", "stage 1 step (ms)", "stage 1 / stage 0",
+                           "stage 0 sent a step (MiB)", "stage 1 sent a step (MiB)"],
+                          [[r["ranks"], f"{r['params']:,}", spread(r["step_ms"][0]), spread(r["step_ms"][1]),
+                            f"{statistics.median(r['step_ms'][1]) / statistics.median(r['step_ms'][0]):.2f}x",
+                            f"{r['sent'][0] / 2**20:,.2f}", f"{r['sent'][1] / 2**20:,.2f}"] for r in stage])
     return "\n".join(lines) + "\n"
 
 
@@ -185,9 +221,10 @@ def main() -> None:
         states = gpt2_states([int(r) for r in args.states_ranks.split(",")], out)
         longest = lasp_longest(ranks, args.memory_gb, out)
         price = recompute_price(longest, args.memory_gb, args.rounds, out)
+        stage = stage_price(args.rounds, out)
     except common.Failure as e:
         sys.exit(f"bench/memory.sh: {e}")
-    (out / "memory.md").write_text(report(args, states, longest, price, time.monotonic() - start))
+    (out / "memory.md").write_text(report(args, states, longest, price, stage, time.monotonic() - start))
     print(f"bench/memory.sh: wrote {out / 'memory.md'}")
 
 
