@@ -72,6 +72,7 @@ void check_device_memory(const Config& config, Backend& backend, Communicator& r
 // The ranks parallel.zero.stage shards over (1: no sharding), once the strategies are known to take it.
 int sharding_ranks(const Config& config, Communicator& ranks) {
   check_sharding_applies(config, ranks.size());
+  // at stage 0 without asking where the ranks run (a collective call)
   return zero_config(config).stage == 0 ? 1 : zero_group_ranks(config, node_layout(ranks));
 }
 
@@ -111,7 +112,7 @@ RunSetup::RunSetup(const Config& c)
       capacity(placement ? placement->capacity_tokens()
                          : token_capacity(c, precision, backend.device(), {}, zero_ranks)),
       profile(check_selection(c, groups, capacity)),
-      sharding(make_sharding(c, groups, model_layout(c.model).num_params)) {
+      sharding(make_sharding(c, zero_ranks, groups, model_layout(c.model).num_params)) {
   check_device_memory(c, backend, ranks, capacity);
 }
 

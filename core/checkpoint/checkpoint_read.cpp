@@ -418,20 +418,27 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
     // this optimizer takes its own range from those that overlap it.
     std::vector<OptimizerShard> files = state.optimizer_shards;
     if (files.empty()) files = {{kOptimizerFile, 0, model.num_params()}};
-    int64_t steps = 0;
+    // The step count is in every file (verified equal): from the first one read, or the first one for an optimizer
+    // that owns no parameter.
+    auto read_steps = [](const SafetensorsFile& file) {
+      int64_t steps = 0;
+      std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
+      return steps;
+    };
+    std::optional<int64_t> read;
     for (const OptimizerShard& f : files) {
       const int64_t begin = std::max(f.offset, owned.offset);
       const int64_t end = std::min(f.offset + f.numel, owned.offset + owned.numel);
-      if (begin >= end && !(&f == &files.front())) continue;  // the first file also gives the step count
+      if (begin >= end) continue;
       const SafetensorsFile file(dir / f.file);
-      std::memcpy(&steps, file.get("step", StDType::I64, {}).data, sizeof steps);
+      read = read_steps(file);
       for (const auto& [name, moments] : {std::pair{"m", optimizer.m()}, std::pair{"v", optimizer.v()}})
-        if (begin < end)
-          optimizer.backend().upload(moments + (begin - owned.offset),
-                                     static_cast<const float*>(file.get(name, StDType::F32, {f.numel}).data) +
-                                         (begin - f.offset),
-                                     sizeof(float) * static_cast<std::size_t>(end - begin));
+        optimizer.backend().upload(moments + (begin - owned.offset),
+                                   static_cast<const float*>(file.get(name, StDType::F32, {f.numel}).data) +
+                                       (begin - f.offset),
+                                   sizeof(float) * static_cast<std::size_t>(end - begin));
     }
+    const int64_t steps = read ? *read : read_steps(SafetensorsFile(dir / files.front().file));
     if (steps < 0) throw_runtime_error("optimizer.safetensors: step is {}", steps);
     optimizer.set_steps_taken(steps);
   } catch (const RuntimeError& e) {

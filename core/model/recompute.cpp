@@ -6,6 +6,9 @@
 
 namespace trident {
 
+namespace {
+
+// One-layer sub-models, every one but the last recomputed; the weights in the model's own buffers.
 Swapping recompute_swapping(const ModelConfig& config) {
   Swapping s;
   s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
@@ -15,24 +18,18 @@ Swapping recompute_swapping(const ModelConfig& config) {
   return s;
 }
 
-ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens) {
-  return SubModelRunner::model_memory(config, max_tokens, recompute_swapping(config));
-}
-
-int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device) {
-  return SubModelRunner::memory_bytes(config, max_tokens, precision, device, recompute_swapping(config));
-}
+}  // namespace
 
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute) {
-  if (recompute == "full") return recompute_model_memory(config, max_tokens);
+  if (recompute == "full") return SubModelRunner::model_memory(config, max_tokens, recompute_swapping(config));
   return {.selective_recompute = recompute == "selective"};
 }
 
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const std::string& recompute) {
-  return recompute == "full" ? recompute_memory_bytes(config, max_tokens, precision, device)
-                             : GPT::memory_bytes(config, max_tokens, precision, device,
-                                                 resident_model_memory(config, max_tokens, recompute));
+  if (recompute == "full")
+    return SubModelRunner::memory_bytes(config, max_tokens, precision, device, recompute_swapping(config));
+  return GPT::memory_bytes(config, max_tokens, precision, device, resident_model_memory(config, max_tokens, recompute));
 }
 
 LayerSource::Outer ResidentLayers::begin_pass(bool, int) {

@@ -21,16 +21,10 @@
 
 namespace trident {
 
-// One-layer sub-models, every one but the last recomputed; the weights in the model's own buffers.
-Swapping recompute_swapping(const ModelConfig& config);
-// How a model recomputing its activations is built, for batches of `max_tokens` tokens.
-ModelMemory recompute_model_memory(const ModelConfig& config, int64_t max_tokens);
-// The device bytes of such a model and its runner: its weights, gradients, one layer's activations and the inputs of
-// the L - 1 recomputed layers.
-int64_t recompute_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device);
 // How a resident model is built as train.recompute (`recompute`: none | selective | full) keeps its activations.
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute);
-// Its device bytes sized for `max_tokens` tokens (with full recomputation, the runner's too).
+// Its device bytes sized for `max_tokens` tokens: weights, gradients and the activations kept (full: one layer's
+// saved arrays and the inputs of the L - 1 recomputed layers, the runner's included).
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const std::string& recompute);
 
@@ -52,7 +46,8 @@ class ResidentLayers final : public LayerSource {
   ParamWindow window_;  // the pass's: resident_weights(), taken once a pass (it rounds bf16's copy)
 };
 
-// The runner and its source, set on `model` (built with recompute_model_memory) while this lives.
+// Full recomputation's runner and its source, set on `model` (built with resident_model_memory's "full") while this
+// lives.
 class RecomputedModel {
  public:
   RecomputedModel(GPT& model, Allocator& device);

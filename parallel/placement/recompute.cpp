@@ -13,8 +13,8 @@ struct RecomputedRun final : PlacedRun {
   RecomputedModel recomputed;
 };
 
-// A resident model's device bytes as train.recompute keeps its activations.
-ModelBytes resident_bytes(const Config& config, Precision precision, Device device) {
+// A resident model's device bytes as train.recompute keeps its activations (none, selective or full).
+ModelBytes bytes_as_recomputed(const Config& config, Precision precision, Device device) {
   return [&config, precision, device](int64_t tokens) {
     return resident_memory_bytes(config.model, tokens, precision, device, config.train.recompute);
   };
@@ -25,7 +25,7 @@ class RecomputePlacement final : public ModelPlacement {
   RecomputePlacement(const Config& config, Precision precision, Device device, int zero_ranks)
       : config_(config),
         zero_ranks_(zero_ranks),
-        bytes_(resident_bytes(config, precision, device)),
+        bytes_(bytes_as_recomputed(config, precision, device)),
         capacity_(token_capacity(config, bytes_, zero_ranks)) {}
 
   int64_t capacity_tokens() const override { return capacity_; }
@@ -63,7 +63,7 @@ std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Pre
 }
 
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks) {
-  return token_capacity(config, resident_bytes(config, precision, device), zero_ranks);
+  return token_capacity(config, bytes_as_recomputed(config, precision, device), zero_ranks);
 }
 
 }  // namespace trident

@@ -1,10 +1,7 @@
 #include "parallel/placement/run_shape.h"
 
-#include <algorithm>
-
 #include "core/model/gpt.h"
 #include "core/model/layout.h"
-#include "parallel/zero/config.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -12,9 +9,7 @@ namespace trident {
 cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int64_t ranks_per_node) {
   const ModelConfig& m = config.model;
   const int64_t num_params = model_layout(m).num_params;
-  const int64_t zero = zero_config(config).stage == 0       ? 1
-                       : zero_config(config).group == "node" ? std::max<int64_t>(1, ranks_per_node)
-                                                             : world;
+  const int zero = zero_ranks(config, world, ranks_per_node);
   return {.world = world,
           .nodes = nodes,
           .ranks_per_node = ranks_per_node,
@@ -24,7 +19,7 @@ cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int
           .num_params = num_params,
           .bytes_per_value = activation_value_bytes(precision_named(config.train.precision)),
           .zero_ranks = zero,
-          .owned_params = owned_params(config, num_params, static_cast<int>(zero))};
+          .owned_params = owned_params(config, num_params, zero)};
 }
 
 }  // namespace trident

@@ -5,7 +5,8 @@
 namespace trident {
 
 // Collected by the build into strategy_config_sections() (core/config/schema.h). Sharding is no strategy: the section
-// names none; the strategies that cannot take a stage refuse it (parallel/zero/sharding.h, check_zero).
+// names none; the strategies that cannot take a stage refuse it (their entry's `shardable`, checked by
+// check_sharding_applies in parallel/select/registry.h).
 ConfigSection zero_config_section() {
   return {.keys = {
       {"parallel.zero.stage", IntField{section_member(&ZeroConfig::stage), 0, 1},

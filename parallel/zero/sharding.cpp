@@ -69,11 +69,10 @@ std::vector<OptimizerShard> Sharding::write_optimizer(const std::filesystem::pat
   return shards;
 }
 
-std::unique_ptr<Sharding> make_sharding(const Config& config, const RunGroups& groups, int64_t num_params) {
-  const ZeroConfig& zero = zero_config(config);
-  const int ranks = zero.group == "node" ? groups.ranks_per_node() : static_cast<int>(groups.world_size());
-  if (zero.stage == 0 || ranks <= 1) return std::make_unique<Sharding>(num_params);
-  return std::make_unique<Sharding>(static_cast<int>(zero.stage), num_params, groups.group(ranks));
+std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, const RunGroups& groups,
+                                        int64_t num_params) {
+  if (zero_ranks <= 1) return std::make_unique<Sharding>(num_params);
+  return std::make_unique<Sharding>(static_cast<int>(zero_config(config).stage), num_params, groups.group(zero_ranks));
 }
 
 }  // namespace trident

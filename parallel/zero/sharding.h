@@ -57,8 +57,9 @@ class Sharding {
   std::vector<FlatRange> ranges_;
 };
 
-// The sharding a run's config asks for, over `groups`' world or its node groups (made at start-up with
-// zero_group_ranks among the degrees). Collective over the world.
-std::unique_ptr<Sharding> make_sharding(const Config& config, const RunGroups& groups, int64_t num_params);
+// The sharding of parallel.zero.stage over `groups`' group of `zero_ranks` (zero_group_ranks: made at start-up among
+// the degrees); the whole buffer on this rank for stage 0 or one rank.
+std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, const RunGroups& groups,
+                                        int64_t num_params);
 
 }  // namespace trident

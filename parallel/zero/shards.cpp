@@ -22,11 +22,16 @@ std::vector<FlatRange> shard_ranges(int64_t numel, int ranks) {
   return out;
 }
 
-int zero_group_ranks(const Config& config, const NodeLayout& world) {
+int zero_ranks(const Config& config, int64_t world, int64_t ranks_per_node) {
   const ZeroConfig& zero = zero_config(config);
+  if (zero.stage == 0) return 1;
+  return static_cast<int>(std::max<int64_t>(1, zero.group == "node" ? ranks_per_node : world));
+}
+
+int zero_group_ranks(const Config& config, const NodeLayout& world) {
   int ranks = 0;
   for (int n = 0; n < world.nodes; ++n) ranks += world.ranks_on(n);
-  if (zero.group == "world") return ranks;
+  if (zero_config(config).group == "world") return zero_ranks(config, ranks, world.ranks_on(0));
   std::string counts;
   bool even = true;
   for (int n = 0; n < world.nodes; ++n) {
@@ -37,7 +42,7 @@ int zero_group_ranks(const Config& config, const NodeLayout& world) {
     throw_config_error("parallel.zero.group: node shards inside each node, which needs as many ranks on every node; "
                        "the {} nodes hold {} ranks (use parallel.zero.group: world, or place the ranks evenly)",
                        world.nodes, counts);
-  return world.ranks_on(0);
+  return zero_ranks(config, ranks, world.ranks_on(0));
 }
 
 int64_t owned_params(const Config& config, int64_t num_params, int group_ranks) {

@@ -18,8 +18,12 @@ inline constexpr int64_t kShardAlign = 16;
 // larger than the units leaves its last ranks empty ranges (at numel).
 std::vector<FlatRange> shard_ranges(int64_t numel, int ranks);
 
-// The ranks parallel.zero.group shards over, from where the world's ranks run: the world, or a node's ranks (a
-// ConfigError naming parallel.zero.group when the nodes hold different numbers of ranks).
+// The ranks the optimizer state is sharded over, on `world` ranks of `ranks_per_node` a node: 1 at stage 0 (nothing
+// sharded), else the world or a node's ranks as parallel.zero.group says (at least 1). Pure: the run's setup, its
+// cost model and `trident plan` on a described cluster all ask it.
+int zero_ranks(const Config& config, int64_t world, int64_t ranks_per_node);
+// The same for the world's ranks where they run: a ConfigError naming parallel.zero.group when it is node and the
+// nodes hold different numbers of ranks.
 int zero_group_ranks(const Config& config, const NodeLayout& world);
 
 // The floats of the largest range one rank owns with this config: AdamW's moments are this long per rank at stage 1

@@ -192,7 +192,7 @@ TEST_CASE("layers recomputed before their backward on the CUDA backend over NCCL
     const Batch b = random_documents({17, 1, 30, 9, 40, 3}, 11);
     const float scale = inverse_targets(b);
     Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
-    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, recompute_model_memory(c.model, 256));
+    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, resident_model_memory(c.model, 256, "full"));
     RecomputedModel recomputed(model, device);
     model.init_weights(5);
     model.zero_grads();

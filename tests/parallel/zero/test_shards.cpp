@@ -51,6 +51,13 @@ TEST_CASE("parallel.zero.group: world or a node's ranks, nodes of unequal size r
                            {"parallel.zero.group", "3, 1", "parallel.zero.group: world"});
   zero_config(c).group = "world";
   CHECK(zero_group_ranks(c, three_and_one) == 4);
+  // a described cluster (trident plan): 64 ranks, 8 a node
+  CHECK(zero_ranks(c, 64, 8) == 64);
+  zero_config(c).group = "node";
+  CHECK(zero_ranks(c, 64, 8) == 8);
+  zero_config(c).stage = 0;
+  CHECK(zero_ranks(c, 64, 8) == 1);  // nothing sharded
+  CHECK(zero_group_ranks(c, two_by_two) == 1);
 }
 
 TEST_CASE("a rank's AdamW holds every parameter at stage 0, the longest shard at stage 1", "[zero]") {
