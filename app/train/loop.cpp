@@ -214,7 +214,8 @@ bool Trainer::start() {
                         .backend = setup_.backend,
                         .config = config_,
                         .capacity_tokens = setup_.capacity,
-                        .placed = state_.placed.get()};
+                        .placed = state_.placed.get(),
+                        .gradient_shards = setup_.sharding->gradients()};
   selector_ = make_selector(env, std::move(setup_.profile), model, run_.path);
   selector_->restore(resumed ? resumed->selector : nlohmann::json());
   if (checkpoint_) {

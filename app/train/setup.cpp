@@ -77,11 +77,12 @@ int sharding_ranks(const Config& config, Communicator& ranks) {
 }
 
 // Where the model is: the placement a strategy family makes (ATOM's swapped model, a pipeline stage), else a resident
-// model recomputing its activations (train.recompute), else none: resident, every activation kept.
+// model recomputing its activations (train.recompute) or keeping a range of its gradients (parallel.zero.stage 2),
+// else none: resident, every activation kept.
 std::unique_ptr<ModelPlacement> placed_model(const Config& config, Precision precision, Device device,
-                                             Communicator& ranks, int zero_ranks) {
+                                             Communicator& ranks, int zero_ranks, Sharding& sharding) {
   std::unique_ptr<ModelPlacement> placed = place_model(config, precision, device, ranks);
-  if (!placed) return place_recomputed_model(config, precision, device, zero_ranks);
+  if (!placed) return place_resident_model(config, precision, device, zero_ranks, &sharding);
   if (config.train.recompute != "none")
     throw_config_error("train.recompute: {} recomputes a resident model's layers, but parallel.strategy: {} places the "
                        "model itself (ATOM's swapped model recomputes through parallel.atom.activations); set "
@@ -108,11 +109,11 @@ RunSetup::RunSetup(const Config& c)
       groups(ranks, [this](Communicator& host) { return device_communicator(host, backend, config.device.comm); },
              run_degrees(c, ranks.size(), zero_ranks)),
       precision(precision_named(c.train.precision)),
-      placement(placed_model(c, precision, backend.device(), ranks, zero_ranks)),
+      sharding(make_sharding(c, zero_ranks, groups, model_layout(c.model).num_params)),
+      placement(placed_model(c, precision, backend.device(), ranks, zero_ranks, *sharding)),
       capacity(placement ? placement->capacity_tokens()
                          : token_capacity(c, precision, backend.device(), {}, zero_ranks)),
-      profile(check_selection(c, groups, capacity)),
-      sharding(make_sharding(c, zero_ranks, groups, model_layout(c.model).num_params)) {
+      profile(check_selection(c, groups, capacity)) {
   check_device_memory(c, backend, ranks, capacity);
 }
 
@@ -122,8 +123,9 @@ void RunSetup::log_memory(const GPT& model, const Allocator& device, const Alloc
   else
     log_activation_memory(config, precision, backend.device(), capacity, {}, zero_ranks);
   if (sharding->sharded())
-    spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments of parameters [{}, {}) of {}, sharded over "
-                 "{} ranks ({})", sharding->stage(), sharding->owned().offset,
+    spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments{} of parameters [{}, {}) of {}, sharded "
+                 "over {} ranks ({})", sharding->stage(), sharding->shards_gradients() ? " and the gradient" : "",
+                 sharding->owned().offset,
                  sharding->owned().offset + sharding->owned().numel, model.num_params(), zero_ranks,
                  zero_config(config).group);
 }

@@ -19,11 +19,13 @@ StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Bat
   stats.loss = sums.targets > 0 ? sums.loss_sum / sums.targets : 0.0;
   stats.tokens = static_cast<int64_t>(sums.tokens);
   stats.flops = sums.flops;
-  stats.grad_norm = std::sqrt(strategy.squared_grad_norm(model));
+  const bool sharded_grads = sharding && sharding->shards_gradients();
+  stats.grad_norm = std::sqrt(sharded_grads ? sharding->squared_grad_norm(model) : strategy.squared_grad_norm(model));
   stats.finite = strategy.on_every_rank(std::isfinite(stats.loss) && std::isfinite(stats.grad_norm));
   if (!stats.finite) return stats;
   const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));
-  optimizer.step(model.params(), model.grads(), static_cast<float>(lr), clip, strategy.updated_ranges());
+  optimizer.step(model.params(), sharded_grads ? sharding->owned_grads(model) : model.grads(), static_cast<float>(lr),
+                 clip, strategy.updated_ranges(), sharded_grads);
   if (sharding) sharding->gather_parameters(model);
   strategy.after_update(model);
   return stats;

@@ -50,7 +50,7 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   TRIDENT_CHECK(activation_layers_ >= 1, "activations of {} layers", activation_layers_);
   Allocator& store = memory.weights_on_host ? *memory.store : allocator;
   params_ = Tensor::zeros(store, {layout_.num_params});
-  grads_ = Tensor::zeros(store, {layout_.num_params});
+  if (!memory.grads_in_source) grads_ = Tensor::zeros(store, {layout_.num_params});
   const ModelConfig shape = activation_shape(config, memory);
   if (precision == Precision::bf16) {
     if (!memory.weights_on_host) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
@@ -72,7 +72,9 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   const int64_t P = model_layout(config).num_params;
   const ModelConfig shape = activation_shape(config, memory);
   // weights, gradients and their bf16 copy, unless on the host
-  int64_t bytes = memory.weights_on_host ? 0 : 2 * 4 * P + (precision == Precision::bf16 ? 2 * P : 0);
+  int64_t bytes = memory.weights_on_host ? 0
+                                        : (memory.grads_in_source ? 4 : 2 * 4) * P +
+                                              (precision == Precision::bf16 ? 2 * P : 0);
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens, memory.selective_recompute)
                                         : activation_bytes<float>(shape, max_tokens, memory.selective_recompute);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
@@ -105,7 +107,7 @@ void GPT::init_weights(uint64_t seed) {
 }
 
 void GPT::zero_grads() {
-  store_backend().fill(grads(), layout_.num_params, 0.0f);
+  if (grads() != nullptr) store_backend().fill(grads(), layout_.num_params, 0.0f);
   if (runner_) runner_->grads_zeroed();
 }
 

@@ -38,6 +38,9 @@ struct ModelMemory {
   // train.recompute: selective: the layers keep no norm or GELU outputs of their own (one slot for all of them), and
   // each layer's backward computes them again from what it kept.
   bool selective_recompute = false;
+  // grads() is not allocated: the runner's source keeps the gradients (parallel.zero.stage: 2 keeps a rank's range
+  // of them), and grads() is nullptr.
+  bool grads_in_source = false;
 };
 
 class GPT {
@@ -65,8 +68,9 @@ class GPT {
   // The fp32 master weights (with bf16, a pass rounds them into the copy the matmuls read: resident_weights()).
   float* params() { return params_.data<float>(); }
   const float* params() const { return params_.data<float>(); }
-  float* grads() { return grads_.data<float>(); }
-  const float* grads() const { return grads_.data<float>(); }
+  // nullptr where the runner's source keeps them (ModelMemory::grads_in_source).
+  float* grads() { return grads_.defined() ? grads_.data<float>() : nullptr; }
+  const float* grads() const { return grads_.defined() ? grads_.data<float>() : nullptr; }
 
   // GPT-2 initialisation (core/model/README.md), deterministic in `seed`.
   void init_weights(uint64_t seed);

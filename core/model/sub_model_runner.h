@@ -34,6 +34,10 @@ struct Swapping {
   // sub-model by sub-model: each sub-model's weights come onto the device once a round, not once a pass (the
   // checkpoints, and the offloaded activations in the store, hold a round's tokens).
   int64_t round_tokens = 0;
+  // A resident model's (resident): its layers keep no norm or GELU outputs of their own
+  // (ModelMemory::selective_recompute), and its gradients are kept by the source (ModelMemory::grads_in_source).
+  bool selective_recompute = false;
+  bool grads_in_source = false;
 };
 
 class SubModelRunner final : public LayerRunner {

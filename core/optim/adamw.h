@@ -26,9 +26,10 @@ class AdamW {
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
   // With `only` ({offset, numel} ranges of the layout), the parameters there alone (those a rank updates); never
-  // any outside owned(). `params` and `grads` are the whole flat buffers.
+  // any outside owned(). `params` is the whole flat buffer; `grads` the whole one too, or, with `grads_of_owned`,
+  // owned()'s alone (parallel.zero.stage: 2 keeps no other).
   void step(float* params, const float* grads, float lr, float grad_scale,
-            const std::vector<std::pair<int64_t, int64_t>>& only = {});
+            const std::vector<std::pair<int64_t, int64_t>>& only = {}, bool grads_of_owned = false);
 
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }

@@ -88,6 +88,11 @@ class Communicator {
   // Collectives (every member calls them, in the same order).
   virtual void allreduce_sum(void* data, int64_t count, CommType type) = 0;  // in place
   virtual RequestPtr iallreduce_sum(void* data, int64_t count, CommType type) = 0;
+  // Sums `in` (the sum of counts elements, on every rank) across the ranks and leaves rank r the sum of block r:
+  // counts[r] elements from offset counts[0] + ... + counts[r-1] of `in`, written to `out` on rank r. `in` and `out`
+  // may not overlap. Non-blocking.
+  virtual RequestPtr ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                         CommType type) = 0;
   virtual void broadcast(void* data, int64_t count, CommType type, int root) = 0;
   // out holds size() * count elements; rank r's block lands at out + r * count.
   virtual void allgather(const void* in, void* out, int64_t count, CommType type) = 0;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -178,6 +179,23 @@ RequestPtr MpiCommunicator::iallreduce_sum(void* data, int64_t count, CommType t
                          &request->pieces().emplace_back()),
           "iallreduce");
   });
+  return request;
+}
+
+RequestPtr MpiCommunicator::ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                                CommType type) {
+  TRIDENT_CHECK(static_cast<int>(counts.size()) == size_, "ireduce_scatter: {} counts for {} ranks", counts.size(),
+                size_);
+  const MPI_Datatype sum_type = mpi_sum_type(type, "ireduce_scatter");
+  counters_.record("ireduce_scatter", comm_bytes(std::reduce(counts.begin(), counts.end()), type));
+  auto request = std::make_unique<MpiRequest>("ireduce_scatter", rank_, size_);
+  std::vector<int>& ints = request->arguments();
+  for (int64_t c : counts) {
+    TRIDENT_CHECK(c >= 0 && c <= std::numeric_limits<int>::max(), "ireduce_scatter: a block of {} elements", c);
+    ints.push_back(static_cast<int>(c));
+  }
+  check(MPI_Ireduce_scatter(in, out, ints.data(), sum_type, MPI_SUM, comm_, &request->pieces().emplace_back()),
+        "ireduce_scatter");
   return request;
 }
 

@@ -72,9 +72,12 @@ class MpiRequest final : public Request {
   void wait() override;
   bool test() override;
   std::vector<MPI_Request>& pieces() { return pieces_; }
+  // Arrays a vector collective reads until it completes (MPI lets it).
+  std::vector<int>& arguments() { return arguments_; }
 
  private:
   std::vector<MPI_Request> pieces_;
+  std::vector<int> arguments_;
   std::string op_;  // for error messages
   int rank_, size_;
 };
@@ -100,6 +103,8 @@ class MpiCommunicator final : public Communicator {
 
   void allreduce_sum(void* data, int64_t count, CommType type) override;
   RequestPtr iallreduce_sum(void* data, int64_t count, CommType type) override;
+  RequestPtr ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                 CommType type) override;
   void broadcast(void* data, int64_t count, CommType type, int root) override;
   void allgather(const void* in, void* out, int64_t count, CommType type) override;
   void allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,

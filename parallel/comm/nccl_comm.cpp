@@ -108,6 +108,8 @@ class NcclCommunicator final : public Communicator {
     enqueue_allreduce("iallreduce", data, count, type);
     return std::make_unique<NcclRequest>(*this, "iallreduce");
   }
+  RequestPtr ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                 CommType type) override;
   void broadcast(void* data, int64_t count, CommType type, int root) override;
   void allgather(const void* in, void* out, int64_t count, CommType type) override;
   void allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
@@ -357,6 +359,30 @@ void NcclCommunicator::allgather(const void* in, void* out, int64_t count, CommT
   after_producer("allgather");
   check(ncclAllGather(in, out, static_cast<size_t>(count), nccl_type(type), comm_, stream_), "allgather");
   finish("allgather");
+}
+
+// NCCL's reduce-scatter takes equal blocks: one grouped reduce per rank, each to its block's owner.
+RequestPtr NcclCommunicator::ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                                 CommType type) {
+  TRIDENT_CHECK(static_cast<int>(counts.size()) == size(), "ireduce_scatter: {} counts for {} ranks", counts.size(),
+                size());
+  const int64_t total = std::reduce(counts.begin(), counts.end());
+  counters_.record("ireduce_scatter", comm_bytes(total, type));
+  check_device_pointer(in, comm_bytes(total, type), "ireduce_scatter");
+  check_device_pointer(out, comm_bytes(counts[static_cast<std::size_t>(rank())], type), "ireduce_scatter");
+  const ncclDataType_t t = nccl_type(type);
+  grouped("ireduce_scatter", [&] {
+    int64_t offset = 0;
+    for (int r = 0; r < size(); ++r) {
+      const int64_t n = counts[static_cast<std::size_t>(r)];
+      if (n > 0)
+        check(ncclReduce(static_cast<const char*>(in) + comm_bytes(offset, type), out, static_cast<size_t>(n), t,
+                         ncclSum, r, comm_, stream_),
+              "ireduce_scatter");
+      offset += n;
+    }
+  });
+  return std::make_unique<NcclRequest>(*this, "ireduce_scatter");
 }
 
 // NCCL has no v-collectives: one grouped send/recv per peer (self included) is how NCCL expresses them.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,19 @@ class StagedCommunicator final : public Communicator {
     counters_.record("iallreduce", comm_bytes(count, type));
     auto r = std::make_unique<StagedRequest>(backend_, Bytes{}, download(data, comm_bytes(count, type)), data);
     r->start(host_.iallreduce_sum(r->recv_data(), count, type));
+    return r;
+  }
+  RequestPtr ireduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                 CommType type) override {
+    const int64_t total = std::reduce(counts.begin(), counts.end());
+    counters_.record("ireduce_scatter", comm_bytes(total, type));
+    TRIDENT_CHECK(static_cast<int>(counts.size()) == size(), "ireduce_scatter: {} counts for {} ranks",
+                  counts.size(), size());
+    auto r = std::make_unique<StagedRequest>(backend_, download(in, comm_bytes(total, type)),
+                                             Bytes(static_cast<std::size_t>(
+                                                 comm_bytes(counts[static_cast<std::size_t>(rank())], type))),
+                                             out);
+    r->start(host_.ireduce_scatter_sum(r->send_data(), r->recv_data(), counts, type));
     return r;
   }
   void broadcast(void* data, int64_t count, CommType type, int root) override {

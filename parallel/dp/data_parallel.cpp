@@ -10,18 +10,23 @@ void DataParallel::start(float* data, int64_t numel) {
   pending_.push_back(gradients_.iallreduce_sum(data, numel, CommType::f32));
 }
 
+void DataParallel::begin(int passes) {
+  if (shards_) shards_->begin_step(passes);
+}
+
 void DataParallel::reduce_during_backward(GPT& model) {
-  if (size() == 1) return;
+  if (size() == 1 || shards_) return;
   float* grads = model.grads();
   model.set_grad_ready_hook([this, grads](int64_t offset, int64_t numel) { start(grads + offset, numel); });
 }
 
 void DataParallel::reduce_all(GPT& model) {
-  if (size() == 1) return;
+  if (size() == 1 || shards_) return;
   for (auto [offset, numel] : gradient_buckets(model.layout())) start(model.grads() + offset, numel);
 }
 
 void DataParallel::finish(GPT& model) {
+  if (shards_) shards_->finish_step();
   model.set_grad_ready_hook({});
   wait_all(pending_);
   pending_.clear();

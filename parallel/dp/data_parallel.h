@@ -8,6 +8,7 @@
 
 #include "core/model/gpt.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/zero/gradient_shards.h"
 
 namespace trident {
 
@@ -16,13 +17,19 @@ class DataParallel {
   // `comm` carries host values (loss sums, flags, barriers); `gradients` reduces the gradients where they live: the
   // same MPI communicator on the CPU backend, an NCCL one over the same ranks on CUDA.
   explicit DataParallel(Communicator& comm) : DataParallel(comm, comm) {}
-  DataParallel(Communicator& comm, Communicator& gradients) : comm_(comm), gradients_(gradients) {}
+  // `shards`: parallel.zero.stage 2's source, which reduce-scatters every pass's gradients itself (then the calls
+  // below reduce nothing of their own).
+  DataParallel(Communicator& comm, Communicator& gradients, GradientShards* shards = nullptr)
+      : comm_(comm), gradients_(gradients), shards_(shards) {}
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   Communicator& comm() { return comm_; }
   Communicator& gradient_comm() { return gradients_; }
 
+  // Before a step's first pass: `passes` is the most training passes any rank runs in the step (stage 2 reduces each
+  // pass, and a rank that runs fewer makes the others' reductions with zeros).
+  void begin(int passes);
   // Installs the hook that starts reducing each gradient bucket as soon as backward finishes it.
   void reduce_during_backward(GPT& model);
   // Reduces the gradients bucket by bucket after the backward, the sequence of collectives the hook issues: for a
@@ -42,6 +49,7 @@ class DataParallel {
 
   Communicator& comm_;
   Communicator& gradients_;
+  GradientShards* shards_;
   std::vector<RequestPtr> pending_;
 };
 

@@ -147,10 +147,16 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
       device_(env.backend.device()),
       recompute_(env.config.train.recompute),
       groups_(env.groups),
-      dp_(env.groups.world(), env.groups.gradients()),
+      dp_(env.groups.world(), env.groups.gradients(), env.gradient_shards),
       overlap_reduction_(!(env.backend.device() == Device::cuda && env.config.device.comm == "nccl")) {
   const int world = env.groups.world().size();
   check_flexsp(model_, world, inner_);
+  // Stage 2 reduces each pass as its backward runs, and on one NCCL stream a group's exchange queued behind a world
+  // reduction another group's member has not reached yet would wait for ever.
+  if (env.gradient_shards && !overlap_reduction_)
+    throw_config_error("parallel.zero.stage: 2 reduce-scatters the gradients during FlexSP's backward, which "
+                       "device.comm: nccl cannot order against the groups' exchanges; use device.comm: host or "
+                       "parallel.zero.stage: 1");
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
   const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
                                   ? LaspVariant::lasp2
@@ -394,6 +400,7 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
   int last = -1;
   for (int i = 0; i < M; ++i)
     if (micro[i]) last = i;
+  dp_.begin(M);  // at most every micro-batch on some rank (parallel.zero.stage 2 pads to it)
   StepSums sums;
   std::vector<double> timing(static_cast<std::size_t>(M) + 1, 0.0);  // [position, seconds of each micro-batch]
   timing[0] = groups_.position();

@@ -1,20 +1,24 @@
 #pragma once
-// train.recompute on a model no strategy family places (core/model/recompute.h): its activations sized for the tokens
-// device.memory_gb holds as they are kept (selective: without the norms' and GELU's outputs; full: one layer's saved
-// arrays and the layers' inputs), and for full the runner that recomputes.
+// A model no strategy family places, when it is not simply resident: train.recompute (core/model/recompute.h) sizes its
+// activations for the tokens device.memory_gb holds as they are kept (selective: without the norms' and GELU's
+// outputs; full: one layer's saved arrays and the layers' inputs, with the runner that recomputes), and
+// parallel.zero.stage 2 runs its layers one at a time over the source that keeps this rank's range of the gradients
+// (parallel/zero/gradient_shards.h).
 #include <memory>
 
 #include "core/config/config.h"
 #include "parallel/placement/model_placement.h"
+#include "parallel/zero/sharding.h"
 
 namespace trident {
 
-// nullptr for train.recompute: none. `zero_ranks`: the ranks the optimizer state is sharded over (parallel.zero).
-std::unique_ptr<ModelPlacement> place_recomputed_model(const Config& config, Precision precision, Device device,
-                                                       int zero_ranks);
+// nullptr for train.recompute: none below stage 2. `zero_ranks`: the ranks parallel.zero shards over; `sharding`:
+// this rank's (attach hands it the gradients' source at stage 2; it must outlive what attach returns).
+std::unique_ptr<ModelPlacement> place_resident_model(const Config& config, Precision precision, Device device,
+                                                     int zero_ranks, Sharding* sharding);
 
 // The tokens a rank's activations hold with a resident model (no strategy family places it), as training sizes them:
-// with train.recompute's activations and the optimizer state parallel.zero leaves a rank (`trident plan`).
+// with train.recompute's activations and the state parallel.zero leaves a rank (`trident plan`).
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks);
 
 }  // namespace trident

@@ -33,7 +33,7 @@ LaspVariant lasp_variant(const Config& c, Communicator& group) {
 }  // namespace
 
 StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int degree)
-    : dp_(env.groups.world(), env.groups.gradients()) {
+    : dp_(env.groups.world(), env.groups.gradients(), env.gradient_shards) {
   const ModelConfig& m = env.config.model;
   const int world = env.groups.world().size();
   check_static_candidate(m, method, degree, world);
@@ -80,8 +80,15 @@ StaticSequenceParallel::~StaticSequenceParallel() = default;
 // This rank's share of a global batch: its replica's share (contiguous sequences, token counts balanced across the
 // replicas) cut into micro-batches, empty ones dropped; under sequence parallelism each micro-batch is then cut into
 // the group's token slices. Every rank of a group gets the same micro-batches, so they run their ops together.
-std::vector<GroupBatch> StaticSequenceParallel::local_micro_batches(const Batch& batch) const {
+std::vector<GroupBatch> StaticSequenceParallel::local_micro_batches(const Batch& batch, int* most_passes) const {
   std::vector<std::vector<Batch>> replicas = layout_->replica_micro_batches(batch);
+  if (most_passes) {
+    *most_passes = 0;
+    for (const std::vector<Batch>& replica : replicas)
+      *most_passes = std::max(*most_passes, static_cast<int>(std::count_if(
+                                                replica.begin(), replica.end(),
+                                                [](const Batch& b) { return b.num_tokens() > 0; })));
+  }
   std::vector<GroupBatch> out;
   for (Batch& micro : replicas[replica_])
     if (micro.num_tokens() > 0) out.push_back(group_batch(std::move(micro), group_, layer_ops_.data()));
@@ -89,7 +96,9 @@ std::vector<GroupBatch> StaticSequenceParallel::local_micro_batches(const Batch&
 }
 
 StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float loss_weight) {
-  std::vector<GroupBatch> micro = local_micro_batches(batch);
+  int most_passes = 0;
+  std::vector<GroupBatch> micro = local_micro_batches(batch, &most_passes);
+  dp_.begin(most_passes);
   StepSums sums;
   for (std::size_t i = 0; i < micro.size(); ++i) {
     if (i + 1 == micro.size()) dp_.reduce_during_backward(model);  // earlier ones only accumulate

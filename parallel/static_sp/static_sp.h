@@ -34,7 +34,8 @@ class StaticSequenceParallel final : public Strategy {
   StepSums evaluate(GPT& model, const Batch& batch) override;
 
  private:
-  std::vector<GroupBatch> local_micro_batches(const Batch& batch) const;
+  // This rank's micro-batches; `most_passes`, when given: the most micro-batches any replica runs.
+  std::vector<GroupBatch> local_micro_batches(const Batch& batch, int* most_passes = nullptr) const;
 
   std::unique_ptr<StaticCandidate> layout_;
   int replica_ = 0;

@@ -1,6 +1,7 @@
 #pragma once
-// parallel.zero.*: where AdamW's state lives (parallel/zero/): every rank holding all of it (stage 0), or each rank
-// the moments of its own range of the flat parameters (stage 1). Declared, documented and registered in config.cpp
+// parallel.zero.*: where AdamW's state and the gradients live (parallel/zero/): every rank holding all of them
+// (stage 0), each rank the moments of its own range of the flat parameters (stage 1), and its range's gradient alone
+// (stage 2). Declared, documented and registered in config.cpp
 // beside it; configs/README.md lists the keys.
 #include <cstdint>
 #include <string>
@@ -10,7 +11,7 @@
 namespace trident {
 
 struct ZeroConfig {
-  int64_t stage = 0;           // 0 | 1
+  int64_t stage = 0;           // 0 | 1 | 2
   std::string group = "world";  // world | node: the ranks one copy of the state is sharded over
 
   bool operator==(const ZeroConfig&) const = default;

@@ -12,25 +12,41 @@ namespace trident {
 
 Sharding::Sharding(int64_t num_params) : ranges_{{0, num_params}} {}
 
-Sharding::Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group)
-    : stage_(stage), rank_(group.device->rank()), group_(group), ranges_(shard_ranges(num_params, group.device->size())) {
-  TRIDENT_CHECK(stage == 1, "parallel.zero.stage {} is not implemented", stage);
+Sharding::Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across)
+    : stage_(stage),
+      rank_(group.device->rank()),
+      group_(group),
+      ranges_(shard_ranges(num_params, group.device->size())),
+      across_(across) {
+  TRIDENT_CHECK(stage == 1 || stage == 2, "parallel.zero.stage {} is not implemented", stage);
   TRIDENT_CHECK(group.host && group.host->size() == group.device->size(), "a sharding group's host and device "
                 "communicators differ");
+}
+
+float* Sharding::owned_grads(GPT& model) {
+  if (!shards_gradients()) return model.grads() + owned().offset;
+  TRIDENT_CHECK(gradients_ != nullptr, "parallel.zero.stage 2 without the source of the gradients");
+  return gradients_->grads();
+}
+
+double Sharding::squared_grad_norm(GPT& model) {
+  double sum = model.store_backend().squared_norm(owned_grads(model), owned().numel);
+  if (sharded()) group_.host->allreduce_sum(&sum, 1, CommType::f64);
+  return sum;
 }
 
 void Sharding::gather_parameters(GPT& model) {
   if (!sharded()) return;
   const FlatRange mine = owned();
   Backend& backend = model.store_backend();
-  if (mine.numel > 0)
-    backend.copy_rows(model.grads() + mine.offset, mine.numel, model.params() + mine.offset, mine.numel, 1, mine.numel);
+  float* send = owned_grads(model);
+  if (mine.numel > 0) backend.copy_rows(send, mine.numel, model.params() + mine.offset, mine.numel, 1, mine.numel);
   std::vector<int64_t> counts, displs;
   for (const FlatRange& r : ranges_) {
     counts.push_back(r.numel);
     displs.push_back(r.offset);
   }
-  group_.device->allgatherv(model.grads() + mine.offset, mine.numel, model.params(), counts, displs, CommType::f32);
+  group_.device->allgatherv(send, mine.numel, model.params(), counts, displs, CommType::f32);
 }
 
 namespace {
@@ -69,10 +85,15 @@ std::vector<OptimizerShard> Sharding::write_optimizer(const std::filesystem::pat
   return shards;
 }
 
-std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, const RunGroups& groups,
+std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, RunGroups& groups,
                                         int64_t num_params) {
   if (zero_ranks <= 1) return std::make_unique<Sharding>(num_params);
-  return std::make_unique<Sharding>(static_cast<int>(zero_config(config).stage), num_params, groups.group(zero_ranks));
+  const int stage = static_cast<int>(zero_config(config).stage);
+  const RunGroups::RankGroup& group = groups.group(zero_ranks);
+  Communicator* across = nullptr;
+  if (stage >= 2 && group.replicas > 1)  // made now, collectively over every rank: the groups' same positions
+    across = groups.gradients().split(group.device->rank(), groups.world().rank());
+  return std::make_unique<Sharding>(stage, num_params, group, across);
 }
 
 }  // namespace trident

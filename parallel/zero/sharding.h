@@ -1,15 +1,19 @@
 #pragma once
-// Where AdamW's state lives across the ranks (parallel.zero.*): not a strategy, but a layer under the strategies whose
-// ranks hold the same model and sum the whole gradient on every rank (dp, sp, flexsp). At stage 1 each rank of the
-// sharding group (the world, or its node: parallel.zero.group) owns one range of the flat parameters
+// Where AdamW's state and the gradients live across the ranks (parallel.zero.*): not a strategy, but a layer under the
+// strategies whose ranks hold the same model and sum the whole gradient on every rank (dp, sp, flexsp). At stage 1
+// each rank of the sharding group (the world, or its node: parallel.zero.group) owns one range of the flat parameters
 // (parallel/zero/shards.h): its AdamW holds that range's moments and updates those parameters alone, then the group
 // all-gathers the parameters so every rank again holds the whole updated model. The update of a parameter reads only
-// its own gradient and moments, so the step is the one stage 0 takes, bit for bit.
+// its own gradient and moments, so the step is the one stage 0 takes, bit for bit. At stage 2 the gradients are
+// reduce-scattered instead of all-reduced, range by range as the backward finishes them, and a rank keeps only its
+// range's sum (parallel/zero/gradient_shards.h); the clip norm sums the ranges' squares. The sums are stage 0's in
+// another order: equal to rounding.
 //
-// Memory per rank (fp32 moments, P parameters, G ranks in the group): stage 0 holds 8 P bytes of moments, stage 1
-// 8 ceil(P / G) (to a 16-float boundary). Parameters and gradients stay whole (and, with train.precision: bf16, the
-// fp32 masters: the model reads its norms and embeddings from them). A checkpoint holds each rank's range in a file of
-// its own, written by that rank.
+// Memory per rank (fp32, P parameters, G ranks in the group): stage 0 holds 8 P bytes of moments, stage 1
+// 8 ceil(P / G) (to a 16-float boundary), stage 2 also 4 ceil(P / G) of gradients instead of 4 P (and the windows of
+// GradientShards::memory_bytes). Parameters stay whole (and, with train.precision: bf16, the fp32 masters: the model
+// reads its norms and embeddings from them). A checkpoint holds each rank's range in a file of its own, written by
+// that rank.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -19,6 +23,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "parallel/comm/run_groups.h"
+#include "parallel/zero/gradient_shards.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -29,7 +34,9 @@ class Sharding {
   explicit Sharding(int64_t num_params);
   // Stage `stage` over the group `group` (its device communicator for the backend's buffers, its host one for host
   // buffers), of a buffer of `num_params` floats.
-  Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group);
+  // `across`: at stage 2 over a group smaller than the world (parallel.zero.group: node), the ranks that own the same
+  // range in the other groups, over which the step's gradient of the range is summed last.
+  Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across = nullptr);
 
   int stage() const { return stage_; }
   // Whether ranks hold ranges of their own: stage 1 on a group of several ranks.
@@ -38,6 +45,20 @@ class Sharding {
   const std::vector<FlatRange>& ranges() const { return ranges_; }
   // Whether the world's rank 0 (the run's lead, which writes checkpoints) is in this rank's group, as its rank 0.
   bool holds_lead() const { return !sharded() || group_.host->members().front() == 0; }
+  // Stage 2: the source that keeps this rank's range of the gradients (set when the model is built; nullptr before
+  // and at stages 0 and 1).
+  void use_gradients(GradientShards* gradients) { gradients_ = gradients; }
+  GradientShards* gradients() const { return gradients_; }
+  // Whether this rank keeps only its range of the gradients (stage 2; the whole range on a group of one rank).
+  bool shards_gradients() const { return stage_ >= 2 && group_.device != nullptr; }
+  // The device communicators of the group and across the groups (nullptr: none), for the source of stage 2.
+  Communicator& device_group() const { return *group_.device; }
+  Communicator* across() const { return across_; }
+  // The step's gradient of owned(), the whole gradient summed over the ranks: in the model's buffer at stage 1, in
+  // the source's shard at stage 2.
+  float* owned_grads(GPT& model);
+  // The step's squared gradient norm, from the ranges: each rank's, summed over the group. Collective over the group.
+  double squared_grad_norm(GPT& model);
 
   // After each rank's optimizer updated its own range of model.params(): every range from its owner, on every rank of
   // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
@@ -55,11 +76,13 @@ class Sharding {
   int rank_ = 0;
   RunGroups::RankGroup group_;
   std::vector<FlatRange> ranges_;
+  Communicator* across_ = nullptr;
+  GradientShards* gradients_ = nullptr;
 };
 
 // The sharding of parallel.zero.stage over `groups`' group of `zero_ranks` (zero_group_ranks: made at start-up among
 // the degrees); the whole buffer on this rank for stage 0 or one rank.
-std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, const RunGroups& groups,
+std::unique_ptr<Sharding> make_sharding(const Config& config, int zero_ranks, RunGroups& groups,
                                         int64_t num_params);
 
 }  // namespace trident

@@ -51,3 +51,11 @@ int64_t owned_params(const Config& config, int64_t num_params, int group_ranks) 
 }
 
 }  // namespace trident
+
+namespace trident {
+
+bool gradients_sharded(const Config& config, int group_ranks) {
+  return zero_config(config).stage >= 2 && group_ranks > 1;
+}
+
+}  // namespace trident

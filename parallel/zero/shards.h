@@ -26,6 +26,9 @@ int zero_ranks(const Config& config, int64_t world, int64_t ranks_per_node);
 // nodes hold different numbers of ranks.
 int zero_group_ranks(const Config& config, const NodeLayout& world);
 
+// Whether a rank keeps only its range's gradient: parallel.zero.stage 2 over a group of several ranks.
+bool gradients_sharded(const Config& config, int group_ranks);
+
 // The floats of the largest range one rank owns with this config: AdamW's moments are this long per rank at stage 1
 // (all of them at stage 0). The capacity sizes every rank's activations for it.
 int64_t owned_params(const Config& config, int64_t num_params, int group_ranks);

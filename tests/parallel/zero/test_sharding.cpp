@@ -20,6 +20,8 @@
 #include "core/checkpoint/checkpoint.h"
 #include "parallel/lasp/config.h"
 #include "parallel/static_sp/static_sp.h"
+#include "core/model/recompute.h"
+#include "parallel/zero/config.h"
 #include "parallel/zero/sharding.h"
 #include "support/fixtures.h"
 #include "support/strategy_fixtures.h"
@@ -102,5 +104,132 @@ TEST_CASE("stage 1 trains every strategy that takes it to stage 0's parameters a
     CHECK(same_bits(whole_optimizer.m() + mine.offset, sharded_optimizer.m(), mine.numel));
     CHECK(same_bits(whole_optimizer.v() + mine.offset, sharded_optimizer.v(), mine.numel));
     if (W > 1) check_sharded_checkpoint(c, sharded_model, whole_optimizer, sharded_optimizer, sharding);
+  }
+}
+
+namespace {
+
+// A model whose gradients stage 2 keeps in the source: its layers run one at a time through the runner, over the
+// source holding this rank's range of the gradients (as training places it: parallel/placement/recompute.cpp).
+struct Stage2Model {
+  Stage2Model(const Config& c, Sharding& sharding, const std::string& recompute = "none")
+      : model(c.model, 256, test_allocator(), cpu_backend(), Precision::fp32,
+              resident_model_memory(c.model, 256, recompute, true)),
+        source(model, test_allocator(), sharding.device_group(), sharding.ranges(), sharding.across()),
+        runner(model, resident_swapping(c.model, recompute, true), test_allocator()) {
+    runner.set_source(&source);
+    sharding.use_gradients(&source);
+  }
+  GPT model;
+  GradientShards source;
+  SubModelRunner runner;
+};
+
+bool close_to(const float* a, const float* b, int64_t n, double tolerance) {
+  double worst = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::abs(a[i] - b[i]) > worst) worst = std::abs(a[i] - b[i]), at = i;
+  UNSCOPED_INFO("largest difference " << worst << " at " << at << ": " << a[at] << " vs " << b[at]);
+  return worst <= tolerance;
+}
+
+}  // namespace
+
+TEST_CASE("stage 2 trains every strategy that takes it to stage 0's parameters, its gradients reduce-scattered",
+          "[mpi][zero]") {
+  struct Layout {
+    const char* attention;
+    const char* method;
+    int degree;
+    const char* recompute;
+  };
+  const int W = world().size();
+  for (const Layout& l : {Layout{"softmax", "dp", 1, "none"}, Layout{"linear", "lasp", 2, "none"},
+                          Layout{"softmax", "ulysses", W, "selective"}, Layout{"hybrid", "lasp2+ulysses", 2, "full"},
+                          Layout{"softmax", "ring", W, "none"}}) {
+    if (W % l.degree != 0 || (std::string(l.method).ends_with("ulysses") && 4 % l.degree != 0)) continue;
+    Config c = tiny_strategy_config(l.attention, 64);
+    lasp_config(c).variant = "lasp2";
+    c.train.weight_decay = 0.1;
+    c.train.micro_batches = 2;  // two passes reduced apart, summed in the shard
+    GPT whole_model(c.model, 256, test_allocator());
+    whole_model.init_weights(3);
+    Sharding sharding(2, whole_model.num_params(), every_degree_groups().group(W));
+    Stage2Model sharded(c, sharding, l.recompute);
+    sharded.model.init_weights(3);
+    CHECK(sharded.model.grads() == nullptr);
+    AdamW whole_optimizer(whole_model.layout(), c.train, test_allocator());
+    AdamW sharded_optimizer(sharded.model.layout(), c.train, test_allocator(), cpu_backend(), sharding.owned());
+    StaticSequenceParallel whole_strategy({every_degree_groups(), cpu_backend(), c, 256}, l.method, l.degree);
+    StaticSequenceParallel sharded_strategy({.groups = every_degree_groups(), .backend = cpu_backend(), .config = c,
+                                             .capacity_tokens = 256, .gradient_shards = &sharded.source},
+                                            l.method, l.degree);
+    INFO(l.attention << " " << whole_strategy.name() << " on " << W << " ranks, recompute " << l.recompute);
+    for (int step = 0; step < 4; ++step) {
+      // one replica may run more micro-batches than another: the others reduce zeros for it
+      const Batch b = random_documents({17, 1, 30, 9, 40, 3 + step, 60, 2}, 20 + step);
+      const StepStats a = train_step(whole_model, whole_optimizer, whole_strategy, b, 1e-2, c.train);
+      const StepStats s = train_step(sharded.model, sharded_optimizer, sharded_strategy, b, 1e-2, c.train, &sharding);
+      CHECK(std::abs(a.loss - s.loss) <= 1e-6 * a.loss);
+      CHECK(std::abs(a.grad_norm - s.grad_norm) <= 1e-5 * a.grad_norm);
+    }
+    // the sums' order differs from stage 0's: AdamW's normalised update turns a last-bit difference in a near-zero
+    // gradient into one in its parameter's lr-sized step, so weights are compared absolutely
+    CHECK(close_to(whole_model.params(), sharded.model.params(), whole_model.num_params(), 2e-4));
+    const FlatRange mine = sharding.owned();
+    CHECK(close_to(whole_optimizer.m() + mine.offset, sharded_optimizer.m(), mine.numel, 1e-6));
+    sharding.use_gradients(nullptr);
+  }
+}
+
+TEST_CASE("stage 2 over groups smaller than the world sums each range across the groups", "[mpi][zero]") {
+  const int W = world().size();
+  if (W != 4) return;  // two groups of two: parallel.zero.group: node on two nodes of two ranks
+  Config c = tiny_strategy_config("softmax", 64);
+  zero_config(c).stage = 2;
+  c.train.micro_batches = 3;
+  GPT whole_model(c.model, 256, test_allocator());
+  whole_model.init_weights(5);
+  std::unique_ptr<Sharding> sharding = make_sharding(c, 2, every_degree_groups(), whole_model.num_params());
+  REQUIRE(sharding->shards_gradients());
+  REQUIRE(sharding->across() != nullptr);
+  CHECK(sharding->across()->size() == 2);
+  Stage2Model sharded(c, *sharding);
+  sharded.model.init_weights(5);
+  AdamW whole_optimizer(whole_model.layout(), c.train, test_allocator());
+  AdamW sharded_optimizer(sharded.model.layout(), c.train, test_allocator(), cpu_backend(), sharding->owned());
+  StaticSequenceParallel whole_strategy({every_degree_groups(), cpu_backend(), c, 256}, "dp", 1);
+  StaticSequenceParallel sharded_strategy({.groups = every_degree_groups(), .backend = cpu_backend(), .config = c,
+                                           .capacity_tokens = 256, .gradient_shards = &sharded.source},
+                                          "dp", 1);
+  for (int step = 0; step < 3; ++step) {
+    const Batch b = random_documents({17, 1, 30, 9, 40, 3 + step, 25}, 40 + step);
+    const StepStats a = train_step(whole_model, whole_optimizer, whole_strategy, b, 1e-2, c.train);
+    const StepStats s = train_step(sharded.model, sharded_optimizer, sharded_strategy, b, 1e-2, c.train,
+                                   sharding.get());
+    CHECK(std::abs(a.loss - s.loss) <= 1e-6 * a.loss);
+    CHECK(std::abs(a.grad_norm - s.grad_norm) <= 1e-5 * a.grad_norm);
+  }
+  CHECK(close_to(whole_model.params(), sharded.model.params(), whole_model.num_params(), 2e-4));
+  sharding->use_gradients(nullptr);
+}
+
+TEST_CASE("stage 2's model keeps no gradient buffer and its source what memory_bytes says", "[zero]") {
+  const Config c = tiny_strategy_config("softmax", 64);
+  const int64_t P = model_layout(c.model).num_params;
+  for (const char* recompute : {"none", "selective", "full"}) {
+    INFO(recompute);
+    Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
+    GPT model(c.model, 256, allocator, cpu_backend(), Precision::fp32, resident_model_memory(c.model, 256, recompute, true));
+    SubModelRunner runner(model, resident_swapping(c.model, recompute, true), allocator);
+    CHECK(static_cast<int64_t>(allocator.in_use()) ==
+          resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, true));
+    CHECK(resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, true) ==
+          resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, false) - 4 * P);
+    const std::size_t before = allocator.in_use();
+    const std::vector<FlatRange> ranges = shard_ranges(P, 1);
+    GradientShards source(model, allocator, world(), ranges);
+    CHECK(static_cast<int64_t>(allocator.in_use() - before) == GradientShards::memory_bytes(c.model, P));
   }
 }

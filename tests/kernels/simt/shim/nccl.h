@@ -368,6 +368,18 @@ inline ncclResult_t ncclAllReduce(const void* send, void* recv, std::size_t coun
   }, "ncclAllReduce");
   return ncclSuccess;
 }
+inline ncclResult_t ncclReduce(const void* send, void* recv, std::size_t count, ncclDataType_t type, ncclRedOp_t,
+                               int root, ncclComm_t comm, cudaStream_t stream) {
+  using namespace trident::simt::nccl;
+  Comm* c = comm->impl.get();
+  c->issue(stream, [=] {
+    const bool mine = c->rank() == root;
+    check(MPI_Reduce(mine && send == recv ? MPI_IN_PLACE : send, mine ? recv : nullptr, mpi_count(count),
+                     mpi_type(type), MPI_SUM, root, c->mpi()),
+          "MPI_Reduce");
+  }, "ncclReduce");
+  return ncclSuccess;
+}
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t type, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
   using namespace trident::simt::nccl;
