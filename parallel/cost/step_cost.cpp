@@ -76,4 +76,23 @@ double StepCostModel::allreduce_s(double bytes) const {
   return 2.0 * static_cast<double>(W - 1) * transfer_s(bytes / static_cast<double>(W), W);
 }
 
+double StepCostModel::gradient_reduction_bytes(int64_t passes) const {
+  if (!run_.gradient_shards) return gradient_bytes();
+  const double across = run_.world > run_.zero_ranks ? 4.0 * static_cast<double>(run_.owned_params) : 0;
+  return static_cast<double>(passes) * 4.0 * static_cast<double>(run_.num_params) + across;
+}
+
+double StepCostModel::gradient_reduction_s(int64_t passes) const {
+  if (!run_.gradient_shards) return gradient_allreduce_s();
+  const int64_t G = run_.zero_ranks, groups = run_.world / std::max<int64_t>(1, G);
+  const double per_pass = allgather_s(4.0 * static_cast<double>(run_.num_params) / static_cast<double>(G), G);
+  double across = 0;
+  if (groups > 1) {  // a ring all-reduce of the range over one rank of each group, on the inter-group link
+    const double range = 4.0 * static_cast<double>(run_.owned_params);
+    across = 2.0 * static_cast<double>(groups - 1) *
+             transfer_s(range / static_cast<double>(groups), run_.world);
+  }
+  return static_cast<double>(passes) * per_pass + across;
+}
+
 }  // namespace trident::cost

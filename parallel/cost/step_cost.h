@@ -8,6 +8,9 @@
 //   allgather(bytes a rank, d)                   = latency(d) + (d - 1) bytes / bandwidth(d)
 //   allreduce(bytes)                             = 2 (W - 1) transfer(bytes / W, W)                   ring, W ranks
 //   sharding                                     = allgather(4 bytes x the rank's range, G)   parallel.zero over G
+//   reduce_scatter(bytes, G)                     = allgather(bytes / G, G)                            ring, G ranks
+//   gradients, stage 2                           = passes x reduce_scatter(4 P, G)
+//                                                  (+ allreduce of the range across the W / G groups)
 //
 // latency(d) and bandwidth(d) are the link of a group of d consecutive node-major ranks: the profile's measured
 // all-to-all entry for d ranks on the nodes such a group spans, else its intra- or inter-node link
@@ -32,6 +35,8 @@ struct RunShape {
   int64_t bytes_per_value = 4;  // activations as they travel: 4 (fp32) or 2 (bf16)
   int64_t zero_ranks = 1;       // the ranks parallel.zero shards the optimizer state over (1: none)
   int64_t owned_params = 0;     // the parameters of the longest range one of them updates (0: num_params)
+  bool gradient_shards = false; // parallel.zero.stage 2: gradients reduce-scattered each pass, a range a rank
+  int64_t gradient_shard_bytes = 0;  // then: the bytes of a rank's gradient shard and the windows it reduces through
 };
 
 // One strategy's estimate of one step.
@@ -68,6 +73,14 @@ class StepCostModel {
   // and its time.
   double gradient_bytes() const { return run_.world > 1 ? 4.0 * static_cast<double>(run_.num_params) : 0; }
   double gradient_allreduce_s() const { return allreduce_s(gradient_bytes()); }
+  // The same as the layout sums them over a step of `passes` training passes (the most a rank runs): the all-reduce,
+  // or at parallel.zero.stage 2 a reduce-scatter over the sharding group each pass (and the range's all-reduce across
+  // the groups once).
+  double gradient_reduction_bytes(int64_t passes) const;
+  double gradient_reduction_s(int64_t passes) const;
+  // Device bytes a rank's gradients take beyond its model's: its shard and windows at stage 2, else none (the model
+  // holds them).
+  int64_t gradient_shard_bytes() const { return run_.gradient_shards ? run_.gradient_shard_bytes : 0; }
   // parallel.zero.stage 1: after the update each rank sends its range of the parameters to its group (an allgather
   // over zero_ranks): bytes a rank hands to it (0 without sharding), and its time.
   double sharding_bytes() const { return run_.zero_ranks > 1 ? 4.0 * static_cast<double>(run_.owned_params) : 0; }

@@ -281,10 +281,11 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   const flexsp::BatchPlan& p = plan(batch, true).choice.plan;
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
-  e.comm_s = cost.gradient_allreduce_s() + cost.sharding_s();
+  const auto passes = static_cast<int64_t>(p.micro_batches.size());  // stage 2 reduces as many on every rank
+  e.comm_s = cost.gradient_reduction_s(passes) + cost.sharding_s();
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;
-  double sent = cost.gradient_bytes() + cost.sharding_bytes();
+  double sent = cost.gradient_reduction_bytes(passes) + cost.sharding_bytes();
   const double L = static_cast<double>(model_.n_layer);
   const double per_token = 8.0 * L * static_cast<double>(model_.n_embd * cost.run().bytes_per_value);
   const double states = 2.0 * L * cost_.exchange().state_bytes;  // LASP: a state out, a gradient back, per layer
@@ -296,8 +297,8 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
       sent += inner_ == FlexInner::lasp ? states : per_token * static_cast<double>(n);
     }
   e.comm_bytes = static_cast<int64_t>(sent);
-  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_) +
-                 AdamW::memory_bytes(cost.optimizer_params());
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, cost.run().gradient_shards) +
+                 AdamW::memory_bytes(cost.optimizer_params()) + cost.gradient_shard_bytes();
   return e;
 }
 

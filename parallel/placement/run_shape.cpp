@@ -2,6 +2,7 @@
 
 #include "core/model/gpt.h"
 #include "core/model/layout.h"
+#include "parallel/zero/gradient_shards.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -19,7 +20,11 @@ cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int
           .num_params = num_params,
           .bytes_per_value = activation_value_bytes(precision_named(config.train.precision)),
           .zero_ranks = zero,
-          .owned_params = owned_params(config, num_params, zero)};
+          .owned_params = owned_params(config, num_params, zero),
+          .gradient_shards = gradients_sharded(config, zero),
+          .gradient_shard_bytes = gradients_sharded(config, zero)
+                                      ? GradientShards::memory_bytes(m, owned_params(config, num_params, zero))
+                                      : 0};
 }
 
 }  // namespace trident

@@ -171,13 +171,14 @@ std::pair<double, double> StaticCandidate::layer_exchange(const std::string& met
 
 cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
   cost::StepEstimate e;
-  int64_t largest = 0;
+  int64_t largest = 0, passes = 0;
   for (const std::vector<std::vector<int64_t>>& replica : replica_micro_lengths(batch)) {  // the slowest sets the pace
     double compute = 0, comm = 0;
-    int64_t bytes = 0;
+    int64_t bytes = 0, replica_passes = 0;
     for (const std::vector<int64_t>& micro : replica) {
       const int64_t tokens = std::accumulate(micro.begin(), micro.end(), int64_t{0});
       if (tokens == 0) continue;
+      passes = std::max(passes, ++replica_passes);
       compute += cost.compute_s(micro, degree_);
       const auto [seconds, sent] = exchange(tokens, cost);
       comm += seconds;
@@ -191,12 +192,12 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
     e.comm_bytes = std::max(e.comm_bytes, bytes);
   }
   // The gradients: summed over every rank whatever the candidate.
-  e.comm_s += cost.gradient_allreduce_s() + cost.sharding_s();
-  e.comm_bytes += static_cast<int64_t>(cost.gradient_bytes() + cost.sharding_bytes());
+  e.comm_s += cost.gradient_reduction_s(passes) + cost.sharding_s();
+  e.comm_bytes += static_cast<int64_t>(cost.gradient_reduction_bytes(passes) + cost.sharding_bytes());
   e.seconds = e.compute_s + e.comm_s;
   const int64_t per_rank = (largest + degree_ - 1) / degree_;
-  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_) +
-                 AdamW::memory_bytes(cost.optimizer_params());
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, cost.run().gradient_shards) +
+                 AdamW::memory_bytes(cost.optimizer_params()) + cost.gradient_shard_bytes();
   return e;
 }
 

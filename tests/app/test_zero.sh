@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# parallel.zero.stage: 1 end to end under mpirun (oversubscribed): each rank holds AdamW's moments of its range of the
-# parameters; dp (on 2 and 3 ranks, with a parameter count whose 16-float units 3 ranks share unevenly), LASP-2 (sp 2),
+# parallel.zero.stage: 1 and 2 end to end under mpirun (oversubscribed): each rank holds AdamW's moments of its range of
+# the parameters (and at stage 2 its range's gradient alone; stage 2's part is described where it starts below); dp (on 2 and 3 ranks, with a parameter count whose 16-float units 3 ranks share unevenly), LASP-2 (sp 2),
 # Ulysses (sp 4), a hybrid (LASP-2 + Ulysses), parallel.zero.group: node and FlexSP train to stage 0's losses and final
 # weights bit for bit; the freed bytes show in peak_mem_bytes and in the activation capacity; a stage-1 checkpoint
 # holds every parameter's moments (stage 0's, byte for byte), resumes bit for bit on the same ranks, and continues the
@@ -127,14 +127,81 @@ for n in 4 2 1; do
   fi
 done
 
+# Stage 2: each range's gradient is reduce-scattered as its backward ends and a rank keeps its own range's. On a model of
+# 8 layers (408,256 parameters with 65 tokens) the shard and the windows it is reduced through take less than the whole
+# gradient. dp on 2 and 3 ranks with 3 micro-batches a step (each pass reduced apart), LASP-2 sp=2, Ulysses sp=4, a
+# hybrid and FlexSP train stage 0's losses within 1e-6 (the same sums in another order), two runs bit for bit alike.
+stage2=(--set parallel.zero.stage=2)
+deep=(--set model.n_layer=8 --set model.vocab_size=65)
+for n in 2 3; do
+  mb=(--set parallel.strategy=dp --set train.micro_batches=3)
+  mpi $n 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" --set run.dir="$tmp/z2_dp$n"
+  mpi $n 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${stage2[@]}" --set run.dir="$tmp/z2_dp${n}_z2"
+  close "$tmp/z2_dp$n" "$tmp/z2_dp${n}_z2" 1e-6
+done
+mpi 2 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${stage2[@]}" --set run.dir="$tmp/z2_dp2_again"
+same_run "$tmp/z2_dp2_z2" "$tmp/z2_dp2_again"
+grep -q "holds AdamW's moments and the gradient of parameters \[0, 204128) of 408256, sharded over 2 ranks" \
+  "$tmp/z2_dp2_z2/trident.log" || fail "the log does not say stage 2 keeps the range's gradient"
+# rank 0's peak: 8 bytes of moments and 4 of gradient for each parameter outside its range, less the windows (the
+# final norm's and the embeddings' gradients, two layers', and the parts of them a reduction brings this rank)
+"$python" - "$tmp/z2_dp2/metrics.jsonl" "$tmp/z2_dp2_z2/metrics.jsonl" <<'PY' || fail "stage 2 does not free the gradients"
+import json, sys
+C, V, T, L = 64, 65, 64, 8
+layer, final_norm, embeddings = 12 * C * C + 13 * C, 2 * C, V * C + T * C
+P = L * layer + final_norm + embeddings
+owned = (P // 16 + 1) // 2 * 16  # rank 0's 16-float units of 2 ranks
+windows = owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) + 2 * min(layer, owned)
+a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
+assert all(x - y == 8 * (P - owned) + 4 * P - 4 * windows for x, y in zip(a, b)), (a, b, P, owned)
+PY
+for layout in "${layouts[@]:0:3}"; do
+  name=${layout%% *}
+  read -ra args <<<"${layout#* }"
+  mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage2[@]}" --set run.dir="$tmp/${name}_z2"
+  close "$tmp/$name" "$tmp/${name}_z2" 1e-6
+done
+mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" "${stage2[@]}" --set run.dir="$tmp/flexsp_z2"
+close "$tmp/flexsp" "$tmp/flexsp_z2" 1e-6
+# with the layers' recomputation: selective and full, beside it
+for recompute in selective full; do
+  mpi 2 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${stage2[@]}" --set train.recompute=$recompute \
+    --set run.dir="$tmp/z2_$recompute"
+  close "$tmp/z2_dp2" "$tmp/z2_$recompute" 1e-6
+done
+# The capacity grows by the freed gradients: in 8 MB a rank of 4 holds more tokens at stage 2 than at stage 1.
+small2=(--set device.memory_gb=0.008 --set train.micro_batches=4 --set train.steps=2 --set parallel.strategy=dp)
+mpi 4 0 train "$tiny" "${base[@]}" "${deep[@]}" "${small2[@]}" "${stage1[@]}" --set run.dir="$tmp/cap2_z1"
+mpi 4 0 train "$tiny" "${base[@]}" "${deep[@]}" "${small2[@]}" "${stage2[@]}" --set run.dir="$tmp/cap2_z2"
+[[ $(capacity "$tmp/cap2_z1") -lt $(capacity "$tmp/cap2_z2") ]] ||
+  fail "stage 2 holds $(capacity "$tmp/cap2_z2") tokens a rank, stage 1 $(capacity "$tmp/cap2_z1")"
+# A stage-2 checkpoint is stage 1's layout: it resumes bit for bit at stage 2 on the same ranks, and at stage 1 on 2.
+mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage2[@]}" --set run.dir="$tmp/ck2"
+run 0 ckpt verify "$tmp/ck2/checkpoints/step_00000003"
+for n in 4 2; do
+  dir="$tmp/resumed2_$n"
+  mkdir -p "$dir/checkpoints"
+  cp -r "$tmp/ck2/checkpoints/step_00000003" "$dir/checkpoints/"
+  if [[ $n == 4 ]]; then
+    mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage2[@]}" --set run.dir="$dir"
+    resumed_same "$tmp/ck2" "$dir" 3 5
+  else
+    mpi 2 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$dir"
+    continues "$tmp/ck2" "$dir" 3 5 1e-5
+  fi
+done
+
 # Strategies whose ranks keep state of their own refuse a stage; so do values out of range.
 for strategy in pipeline atom; do
   mpi 2 2 train "$tiny" "${base[@]}" "${stage1[@]}" --set parallel.strategy=$strategy --set run.dir="$tmp/refused"
   grep -q "config error: parallel.zero.stage: 1 does not apply to $strategy" "$tmp/err" ||
     fail "$strategy under stage 1 is not refused naming parallel.zero.stage"
 done
-run 2 train "$tiny" --set parallel.zero.stage=2 --set run.dir="$tmp/refused"
-stderr_line "trident: config error:" "parallel.zero.stage: 2 is out of range"
+mpi 2 2 train "$tiny" "${base[@]}" "${stage2[@]}" --set parallel.strategy=atom --set run.dir="$tmp/refused"
+grep -q "config error: parallel.zero.stage: 2 does not apply to atom" "$tmp/err" ||
+  fail "atom under stage 2 is not refused naming parallel.zero.stage"
+run 2 train "$tiny" --set parallel.zero.stage=3 --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "parallel.zero.stage: 3 is out of range"
 run 2 train "$tiny" --set parallel.zero.group=rack --set run.dir="$tmp/refused"
 stderr_line "trident: config error:" "parallel.zero.group: 'rack'"
 echo "test_zero: $checks checks passed"
