@@ -169,24 +169,32 @@ stdout_has "a layer's forward" "measured in the model"
 run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/new.yaml" --set parallel.strategy=atom --set model.n_layer=3
 stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
 # Memory is planned, not typed: on 4 ranks, parallel.zero.stage 1 leaves a rank the moments of its quarter of the
-# 108,288 parameters (27,072: 8 bytes each instead of all) and adds its all-gather (4 bytes each); train.recompute:
-# full lowers the activations' bytes; a stage the strategy cannot take is refused as in training.
+# 108,288 parameters (27,072: 8 bytes each instead of all) and adds its all-gather (4 bytes each); stage 2 keeps the
+# quarter's gradient instead of the whole (and the windows it is reduced through: on 2 layers more than it frees) and
+# reduce-scatters the one pass's gradient instead of all-reducing it; train.recompute: full lowers the activations'
+# bytes; a stage the strategy cannot take is refused as in training.
 sed 's/devices_per_node: 1/devices_per_node: 4/' "$tmp/new.yaml" >"$tmp/four.yaml"
-for variant in stage0 stage1 recompute; do
+for variant in stage0 stage1 stage2 recompute; do
   case $variant in
     stage0) sets=() ;;
     stage1) sets=(--set parallel.zero.stage=1) ;;
+    stage2) sets=(--set parallel.zero.stage=2) ;;
     recompute) sets=(--set train.recompute=full) ;;
   esac
   run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=dp --batches 1 --json \
     "${sets[@]}"
   cp "$tmp/out" "$tmp/plan_$variant.json"
 done
-/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,recompute}.json <<'PY' || fail "the plan does not account for the stage"
+/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,stage2,recompute}.json <<'PY' || fail "the plan does not account for the stage"
 import json, sys
-a, b, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:4])
+a, b, z, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:5])
 assert a["peak_bytes"] - b["peak_bytes"] == 8 * (108288 - 27072), (a, b)
 assert b["comm_bytes"] - a["comm_bytes"] == 4 * 27072 and b["comm_s"] > a["comm_s"], (a, b)
+C, V, T = 64, 64, 64
+layer, final_norm, embeddings, owned = 12 * C * C + 13 * C, 2 * C, V * C + T * C, 27072
+windows = owned + final_norm + embeddings + 2 * layer + final_norm + embeddings + 2 * min(layer, owned)
+assert b["peak_bytes"] - z["peak_bytes"] == 4 * 108288 - 4 * windows, (b, z)
+assert z["comm_bytes"] == b["comm_bytes"] and z["comm_s"] < b["comm_s"], (b, z)
 assert r["peak_bytes"] < a["peak_bytes"] and r["comm_bytes"] == a["comm_bytes"], (a, r)
 PY
 run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=pipeline --set model.n_layer=4 \

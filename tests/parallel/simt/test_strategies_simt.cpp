@@ -3,7 +3,8 @@
 // emulation's NCCL, which MPI carries. Data parallelism, LASP-1/LASP-2, Ulysses, Ring Attention, FlexSP with groups
 // of several sizes and ATOM's exact peers (swapping, their gradients in the host store) give the CPU backend's
 // single-rank gradient within 1e-4, and so do layers recomputed before their backward; a sharded optimizer's update all-gathered over NCCL is the unsharded one, bit for bit (the bound of the gpu tests: the
-// backends sum in different orders). A communicator that did not wait for the compute stream would reduce gradients
+// backends sum in different orders), and so is each rank's range of the gradient stage 2 reduce-scatters during the
+// backward. A communicator that did not wait for the compute stream would reduce gradients
 // before the backward's kernels have written them, and fail here. Run under mpirun with 1, 2 and 4 ranks; checks use
 // CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <cstring>
@@ -234,6 +235,38 @@ TEST_CASE("stage 1 on the CUDA backend over NCCL: each rank's update of its rang
   g_cuda->download(b.data(), sharded.params(), sizeof(float) * b.size());
   INFO(W << " ranks");
   CHECK(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
+}
+
+TEST_CASE("stage 2 on the CUDA backend over NCCL: each rank's range of the gradient, reduce-scattered as the backward "
+          "runs, is the CPU backend's single rank's", "[simt]") {
+  const int W = world().size();
+  for (const char* method : {"dp", "ulysses"}) {
+    Config c = tiny_strategy_config("softmax", 64);
+    c.train.micro_batches = 2;  // each pass reduced apart, summed in the shard
+    const Batch b = random_documents({17, 1, 30, 9, 40, 21, 8}, 13);
+    const float scale = inverse_targets(b);
+    Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
+    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, resident_model_memory(c.model, 256, "none", true));
+    model.init_weights(5);
+    Sharding sharding(2, model.num_params(), g_groups->group(W));
+    GradientShards source(model, device, sharding.device_group(), sharding.ranges());
+    SubModelRunner runner(model, resident_swapping(c.model, "none", true), device);
+    runner.set_source(&source);
+    StaticSequenceParallel strategy({.groups = *g_groups, .backend = *g_cuda, .config = c, .capacity_tokens = 256,
+                                     .gradient_shards = &source},
+                                    method, std::string(method) == "dp" ? 1 : W);
+    INFO(strategy.name() << " on " << W << " ranks");
+    model.zero_grads();
+    CHECK(strategy.train(model, b, scale).tokens == b.num_tokens());
+    const FlatRange mine = sharding.owned();
+    std::vector<float> shard(static_cast<std::size_t>(mine.numel));
+    g_cuda->download(shard.data(), source.grads(), sizeof(float) * shard.size());
+    const std::vector<float> expected = cpu_single_rank_gradient(c, b, 5, scale);
+    std::vector<float> grads = expected;  // outside this rank's range: the expected values, so only the range counts
+    std::copy(shard.begin(), shard.end(), grads.begin() + mine.offset);
+    check_close_per_tensor("stage 2's range of the gradient through " + strategy.name() + " on cuda", model.layout(),
+                           grads, expected, 1e-4);
+  }
 }
 
 int main(int argc, char** argv) {
