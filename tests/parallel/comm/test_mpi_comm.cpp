@@ -106,6 +106,24 @@ TEST_CASE("allgather, and allgatherv with uneven counts including zero", "[comm]
   CHECK(mismatch(gathered, [&](int64_t j) { return want[j]; }) == "");
 }
 
+TEST_CASE("ireduce_scatter sums uneven blocks including empty ones, each to its rank", "[comm][mpi]") {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  // rank r's block holds (r + 2) % 3 elements (rank 1's none); every rank sends ramps offset by its rank
+  std::vector<int64_t> counts(n);
+  for (int r = 0; r < n; ++r) counts[r] = (r + 2) % 3;
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  std::vector<float> in(static_cast<std::size_t>(total));
+  for (int64_t i = 0; i < total; ++i) in[i] = static_cast<float>(i + 1000 * me);
+  std::vector<float> out(static_cast<std::size_t>(counts[me]), -1.0f);
+  comm.ireduce_scatter_sum(in.data(), out.data(), counts, CommType::f32)->wait();
+  const int64_t at = std::accumulate(counts.begin(), counts.begin() + me, int64_t{0});
+  const double ranks = n * (n - 1) / 2.0;  // 0 + 1 + ... + (n - 1)
+  CHECK(mismatch(out, [&](int64_t j) { return static_cast<double>(n * (at + j)) + 1000 * ranks; }) == "");
+  CHECK_THROWS_WITH(comm.ireduce_scatter_sum(in.data(), out.data(), std::vector<int64_t>(n + 1, 0), CommType::f32),
+                    Contains("counts for"));
+}
+
 TEST_CASE("alltoall, and alltoallv with uneven counts including zero", "[comm][mpi]") {
   Communicator& comm = world();
   const int n = comm.size(), me = comm.rank();

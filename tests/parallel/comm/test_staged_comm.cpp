@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -58,6 +59,16 @@ TEST_CASE("staged: allreduce, iallreduce and broadcast equal MPI's", "[comm][mpi
     same_as_mpi<float>(ramp(77, me), [root](Communicator& c, std::vector<float>& v) {
       c.broadcast(v.data(), 77, CommType::f32, root);
     });
+  {  // reduce-scatter: uneven blocks, rank 0's empty on more than one rank
+    std::vector<int64_t> counts(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) counts[static_cast<std::size_t>(r)] = n == 1 ? 5 : r * 3;
+    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    const std::vector<float> in = ramp(total, me);
+    std::vector<float> mpi(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]), -1.0f), staged = mpi;
+    world().ireduce_scatter_sum(in.data(), mpi.data(), counts, CommType::f32)->wait();
+    staged_world().ireduce_scatter_sum(in.data(), staged.data(), counts, CommType::f32)->wait();
+    CHECK(staged == mpi);
+  }
   // A request destroyed before it is waited for still delivers (it waits in its destructor).
   std::vector<float> v = ramp(64, me), want = v;
   world().allreduce_sum(want.data(), 64, CommType::f32);

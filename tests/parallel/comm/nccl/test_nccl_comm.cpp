@@ -74,6 +74,19 @@ TEST_CASE("nccl allreduce and iallreduce equal MPI's in every type", "[nccl]") {
   for (int i = 0; i < 1000; ++i) CHECK(bf16_to_float(summed[i]) == wide[i]);
 }
 
+TEST_CASE("nccl ireduce_scatter of uneven blocks, empty ones included, equals MPI's", "[nccl]") {
+  const int me = world().rank(), n = world().size();
+  std::vector<int64_t> counts(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) counts[static_cast<std::size_t>(r)] = n == 1 ? 1000 : (r % 2) * (1000 + r);
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  const std::vector<float> in = pattern<float>(total, me);
+  std::vector<float> mpi(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]), -1.0f);
+  world().ireduce_scatter_sum(in.data(), mpi.data(), counts, CommType::f32)->wait();
+  DeviceVector<float> device_in(in), device_out(std::vector<float>(mpi.size(), -1.0f));
+  g_nccl->ireduce_scatter_sum(device_in.data(), device_out.data(), counts, CommType::f32)->wait();
+  CHECK(device_out.to_host() == mpi);
+}
+
 TEST_CASE("nccl broadcast, allgather and allgatherv equal MPI's", "[nccl]") {
   Communicator& mpi = world();
   Communicator& nccl = *g_nccl;
