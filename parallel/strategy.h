@@ -6,6 +6,7 @@
 // (app/train/) then clips and applies the optimizer. A strategy family registers in parallel/select/registry.cpp's
 // table (parallel/strategy_entry.h); the selector (parallel/select/selector.h) picks one per step.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/strategy_tensors.h"
 #include "core/config/config.h"
 #include "core/data/batch.h"
@@ -86,12 +88,25 @@ class Strategy : public Candidate {
   // After the optimizer applied the step's update (app/train/step.h): ATOM's peers average their parameters here.
   // Collective over all ranks.
   virtual void after_update(GPT& model) { (void)model; }
-  // Completes what is still in flight and would change the model (ATOM's averaging rounds), and brings every rank's
-  // parameters and optimizer state up to date (a pipeline's stages update their own layers only), before a
-  // checkpoint and at the end of the run. Collective over all ranks.
+  // Completes what is still in flight and would change the model (ATOM's averaging rounds), and brings the
+  // parameters and optimizer state up to date where the next reader needs them, before a checkpoint, at the end of
+  // the run and before another strategy takes over: every rank's, or (a pipeline, which runs alone and whose stages
+  // update their own layers) rank 0's parameters, which the checkpoint's and the final weights' writer reads.
+  // Collective over all ranks.
   virtual void settle(GPT& model, AdamW& optimizer) {
     (void)model;
     (void)optimizer;
+  }
+  // For the checkpoint of `step` in `run_dir`, after settle: the optimizer state this strategy's ranks keep apart,
+  // each rank writing its own part into the checkpoint's build directory (checkpoint_build_dir, which rank 0 makes
+  // first: begin_checkpoint); the files' records, in order, covering every parameter. Empty (the default): rank 0
+  // writes the whole optimizer. Collective over all ranks.
+  virtual std::vector<OptimizerShard> write_optimizer_shards(const AdamW& optimizer,
+                                                             const std::filesystem::path& run_dir, int64_t step) {
+    (void)optimizer;
+    (void)run_dir;
+    (void)step;
+    return {};
   }
   // The step's squared gradient norm, the same on every rank. By default the norm of model.grads(), which holds the
   // whole gradient; a pipeline's stages each add their own layers'. Collective over all ranks.

@@ -160,8 +160,9 @@ class Trainer {
   // strategy needs them equal (a synchronization: the switching cost of ATOM).
   void switch_to(Strategy* next);
   void save(int64_t steps_done);
-  // A sharded optimizer's part of a checkpoint: the ranks of the lead's sharding group write their ranges into the
-  // checkpoint's directory (Sharding::write_optimizer); none otherwise.
+  // A sharded optimizer's part of a checkpoint: the parts a strategy's ranks keep apart (a pipeline's stages), or the
+  // ranges the ranks of the lead's sharding group hold (Sharding::write_optimizer), each written by its rank into the
+  // checkpoint's directory; none otherwise (rank 0 writes the whole optimizer).
   std::vector<OptimizerShard> save_optimizer_shards(int64_t steps_done);
   void check_finite(int64_t step, const StepStats& stats) const;
   nlohmann::ordered_json step_record(int64_t step, double lr, const StepStats& stats, double seconds,
@@ -298,6 +299,10 @@ void Trainer::save(int64_t steps_done) {
 }
 
 std::vector<OptimizerShard> Trainer::save_optimizer_shards(int64_t steps_done) {
+  for (const auto& s : selector_->strategies()) {
+    std::vector<OptimizerShard> shards = s->write_optimizer_shards(state_.optimizer, run_.path, steps_done);
+    if (!shards.empty()) return shards;
+  }
   Sharding& sharding = *setup_.sharding;
   if (!sharding.sharded() || !sharding.holds_lead()) return {};
   return sharding.write_optimizer(run_.path, steps_done, state_.optimizer);

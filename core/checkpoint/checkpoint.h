@@ -97,9 +97,10 @@ SavedCheckpoint save_checkpoint(const std::filesystem::path& run_dir, int64_t st
 std::filesystem::path begin_checkpoint(const std::filesystem::path& run_dir, int64_t step);
 // That directory's path (begin_checkpoint's result), made or not.
 std::filesystem::path checkpoint_build_dir(const std::filesystem::path& run_dir, int64_t step);
-// Shard `index` of `count`: the moments of the range `optimizer` owns and its step count, written into `dir` as
-// optimizer-IIIII-of-CCCCC.safetensors (to a temporary name, fsynced, renamed). Its record.
-OptimizerShard write_optimizer_shard(const std::filesystem::path& dir, int index, int count, const AdamW& optimizer);
+// Shard `index` of `count`: the moments of the range `optimizer` owns (or of `range`, inside it) and its step count,
+// written into `dir` as optimizer-IIIII-of-CCCCC.safetensors (to a temporary name, fsynced, renamed). Its record.
+OptimizerShard write_optimizer_shard(const std::filesystem::path& dir, int index, int count, const AdamW& optimizer,
+                                     std::optional<FlatRange> range = std::nullopt);
 // "optimizer-00002-of-00004.safetensors": shard `index` of `count`.
 std::string optimizer_shard_file(int index, int count);
 

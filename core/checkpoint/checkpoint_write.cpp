@@ -79,14 +79,20 @@ void prune(const fs::path& root, int64_t step, int64_t keep, SavedCheckpoint& sa
   }
 }
 
-// AdamW's moments of the range `optimizer` owns and its step count, as the file `path`.
-void write_moments(const fs::path& path, const AdamW& optimizer, const std::map<std::string, std::string>& metadata) {
-  const HostFloats m(optimizer.backend(), optimizer.m(), optimizer.size());
-  const HostFloats v(optimizer.backend(), optimizer.v(), optimizer.size());
+// AdamW's moments of `range` (inside the range `optimizer` owns) and its step count, as the file `path`.
+void write_moments(const fs::path& path, const AdamW& optimizer, const FlatRange& range,
+                   const std::map<std::string, std::string>& metadata) {
+  const FlatRange& owned = optimizer.owned();
+  TRIDENT_CHECK(range.offset >= owned.offset && range.offset + range.numel <= owned.offset + owned.numel,
+                "moments of [{}, {}) from an optimizer owning [{}, {})", range.offset, range.offset + range.numel,
+                owned.offset, owned.offset + owned.numel);
+  const int64_t at = range.offset - owned.offset;
+  const HostFloats m(optimizer.backend(), optimizer.m() + at, range.numel);
+  const HostFloats v(optimizer.backend(), optimizer.v() + at, range.numel);
   const int64_t adam_steps = optimizer.steps_taken();
   write_safetensors(path,
-                    {{"m", StDType::F32, {optimizer.size()}, m.data()},
-                     {"v", StDType::F32, {optimizer.size()}, v.data()},
+                    {{"m", StDType::F32, {range.numel}, m.data()},
+                     {"v", StDType::F32, {range.numel}, v.data()},
                      {"step", StDType::I64, {}, &adam_steps}},
                     metadata);
 }
@@ -101,7 +107,7 @@ void write_files(const fs::path& dir, int64_t step, const GPT& model, const Adam
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
   std::vector<std::string> names = {"model.safetensors", "config.json"};
   if (shards.empty()) {
-    write_moments(dir / "optimizer.safetensors", optimizer, {{"format", "trident-adamw"}});
+    write_moments(dir / "optimizer.safetensors", optimizer, optimizer.owned(), {{"format", "trident-adamw"}});
     names.insert(names.begin() + 1, "optimizer.safetensors");
   }
   for (const OptimizerShard& s : shards) names.push_back(s.file);
@@ -163,10 +169,12 @@ std::string optimizer_shard_file(int index, int count) {
   return fmt::format("optimizer-{:05d}-of-{:05d}.safetensors", index, count);
 }
 
-OptimizerShard write_optimizer_shard(const fs::path& dir, int index, int count, const AdamW& optimizer) {
+OptimizerShard write_optimizer_shard(const fs::path& dir, int index, int count, const AdamW& optimizer,
+                                     std::optional<FlatRange> range) {
   TRIDENT_CHECK(index >= 0 && index < count, "optimizer shard {} of {}", index, count);
-  OptimizerShard shard{optimizer_shard_file(index, count), optimizer.owned().offset, optimizer.owned().numel};
-  write_moments(dir / shard.file, optimizer,
+  const FlatRange written = range.value_or(optimizer.owned());
+  OptimizerShard shard{optimizer_shard_file(index, count), written.offset, written.numel};
+  write_moments(dir / shard.file, optimizer, written,
                 {{"format", "trident-adamw-shard"}, {"offset", std::to_string(shard.offset)},
                  {"numel", std::to_string(shard.numel)}});
   return shard;

@@ -64,4 +64,17 @@ bool Communicator::probe(int /*peer*/, int /*tag*/) {
   throw_runtime_error("probe: only MPI communicators can poll for a message");
 }
 
+void on_all_or_none(Communicator& group, const std::string& what, const std::function<void()>& work) {
+  std::string error;
+  try {
+    work();
+  } catch (const RuntimeError& e) {
+    error = e.what();
+  }
+  int32_t failed = error.empty() ? 0 : 1;
+  group.allreduce_sum(&failed, 1, CommType::i32);
+  if (!error.empty()) throw_runtime_error("{}", error);
+  if (failed > 0) throw_runtime_error("{} rank(s) could not {} (their logs say why)", failed, what);
+}
+
 }  // namespace trident

@@ -5,6 +5,7 @@
 // Every call is counted (calls and bytes this rank sent) so benchmarks and metrics can report traffic.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -121,6 +122,11 @@ class Communicator {
   virtual const CommCounters& counters() const = 0;
   virtual void reset_counters() = 0;
 };
+
+// Runs `work` on this rank and agrees over `group` whether it succeeded everywhere: its own RuntimeError where it
+// failed, a RuntimeError naming `what` ("write their shard") on the ranks where it did not but another did, so every
+// rank ends the same way and none waits for a rank that gave up. Collective over `group`.
+void on_all_or_none(Communicator& group, const std::string& what, const std::function<void()>& work);
 
 // MPI: initialises MPI on first use (mpi_thread_multiple() below) and finalises it at exit. The world communicator of
 // this process; a 1-rank world when the program was not started by mpirun/srun.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "kernels/common/error.h"
 #include "parallel/static_sp/group_batch.h"
 
@@ -11,6 +13,7 @@ namespace {
 
 constexpr int kForwardTag = 21;   // a stage's output, to the next stage
 constexpr int kBackwardTag = 22;  // the gradient at a stage's input, to the previous stage
+constexpr int kSettleTag = 23;    // a stage's parameters, to rank 0
 
 // MPI moves a non-blocking send inside MPI calls: asking after the pending ones lets them progress between
 // micro-batches.
@@ -159,14 +162,41 @@ void PipelineStrategy::after_update(GPT& model) {
   stale_ = stages_ > 1;
 }
 
-void PipelineStrategy::settle(GPT& model, AdamW& optimizer) {
+void PipelineStrategy::settle(GPT& model, AdamW&) {
   if (!stale_) return;
   const ModelLayout& layout = model.layout();
-  for (int s = 0; s < stages_; ++s)
-    for (const auto& [offset, numel] : stage_owns(layout, pipeline_stage(config_.model, stages_, s)))
-      for (float* values : {model.params(), optimizer.m(), optimizer.v()})
-        world_.broadcast(values + offset, numel, CommType::f32, s);
+  for (int s = 1; s < stages_; ++s) {
+    if (stage_ != 0 && stage_ != s) continue;
+    for (const auto& [offset, numel] : stage_owns(layout, pipeline_stage(config_.model, stages_, s))) {
+      if (stage_ == s)
+        world_.send(model.params() + offset, numel, CommType::f32, 0, kSettleTag);
+      else
+        world_.recv(model.params() + offset, numel, CommType::f32, s, kSettleTag);
+    }
+  }
   stale_ = false;
+}
+
+std::vector<OptimizerShard> PipelineStrategy::write_optimizer_shards(const AdamW& optimizer,
+                                                                     const std::filesystem::path& run_dir,
+                                                                     int64_t step) {
+  if (stages_ == 1) return {};
+  const ModelLayout layout = model_layout(config_.model);
+  std::vector<OptimizerShard> shards;
+  for (int s = 0; s < stages_; ++s) {
+    const ParamRanges owns = stage_owns(layout, pipeline_stage(config_.model, stages_, s));
+    TRIDENT_CHECK(owns.size() == 1, "pipeline stage {} owns {} ranges of the parameters, not one", s, owns.size());
+    shards.push_back({optimizer_shard_file(s, stages_), owns.front().first, owns.front().second});
+  }
+  const std::filesystem::path dir = checkpoint_build_dir(run_dir, step);
+  on_all_or_none(world_, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
+    if (stage_ == 0) begin_checkpoint(run_dir, step);
+  });
+  const OptimizerShard& mine = shards[static_cast<std::size_t>(stage_)];
+  on_all_or_none(world_, fmt::format("write their stage's AdamW moments into '{}'", dir.string()), [&] {
+    write_optimizer_shard(dir, stage_, stages_, optimizer, FlatRange{mine.offset, mine.numel});
+  });
+  return shards;
 }
 
 }  // namespace trident

@@ -11,7 +11,9 @@
 // Gradients accumulate over the micro-batches in the single rank's order; the tied embedding's two halves (the first
 // stage's lookup, the last one's LM head) are summed between those two stages. Each stage updates its own layers;
 // the gradient norm is the sum of the stages' squared norms, so clipping matches the single rank. settle() brings
-// every rank's parameters and AdamW state up to date before a checkpoint and at the end.
+// rank 0's parameters up to date (each stage sends it its own layers') before a checkpoint and at the end; a
+// checkpoint's AdamW state is written by the stages, each its own layers' moments in a file of its own
+// (write_optimizer_shards), so nothing but the parameters crosses the network for it.
 #include <memory>
 #include <vector>
 
@@ -40,6 +42,8 @@ class PipelineStrategy final : public Strategy {
   StepSums evaluate(GPT& model, const Batch& batch) override;
   void after_update(GPT& model) override;
   void settle(GPT& model, AdamW& optimizer) override;
+  std::vector<OptimizerShard> write_optimizer_shards(const AdamW& optimizer, const std::filesystem::path& run_dir,
+                                                     int64_t step) override;
   double squared_grad_norm(const GPT& model) override;
   ParamRanges updated_ranges() const override { return updates_; }
 
@@ -60,7 +64,7 @@ class PipelineStrategy final : public Strategy {
   CommType value_type_;     // the activations' type on the wire (train.precision)
   int64_t value_bytes_;
   std::vector<std::vector<std::byte>> inputs_, outputs_, grads_in_, grads_out_;  // per micro-batch, (N, C)
-  bool stale_ = false;  // the other stages' parameters here are older than theirs (updated since the last settle)
+  bool stale_ = false;  // rank 0's copy of the other stages' parameters is older than theirs (since the last settle)
 };
 
 }  // namespace trident

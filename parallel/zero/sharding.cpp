@@ -49,34 +49,16 @@ void Sharding::gather_parameters(GPT& model) {
   group_.device->allgatherv(send, mine.numel, model.params(), counts, displs, CommType::f32);
 }
 
-namespace {
-
-// Runs `write` on this rank and agrees over `group`: its own RuntimeError where it failed, a RuntimeError naming
-// `what` on the ranks where it did not but another did. Collective over `group`.
-void on_every_rank(Communicator& group, const std::string& what, const std::function<void()>& write) {
-  std::string error;
-  try {
-    write();
-  } catch (const RuntimeError& e) {
-    error = e.what();
-  }
-  int32_t failed = error.empty() ? 0 : 1;
-  group.allreduce_sum(&failed, 1, CommType::i32);
-  if (!error.empty()) throw_runtime_error("{}", error);
-  if (failed > 0) throw_runtime_error("{} rank(s) could not {} (their logs say why)", failed, what);
-}
-
-}  // namespace
 
 std::vector<OptimizerShard> Sharding::write_optimizer(const std::filesystem::path& run_dir, int64_t step,
                                                       const AdamW& mine) {
   TRIDENT_CHECK(sharded() && holds_lead() && mine.owned() == owned(), "the optimizer does not own this rank's range "
                 "of the lead's sharding group");
   const std::filesystem::path dir = checkpoint_build_dir(run_dir, step);
-  on_every_rank(*group_.host, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
+  on_all_or_none(*group_.host, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
     if (rank_ == 0) begin_checkpoint(run_dir, step);
   });
-  on_every_rank(*group_.host, fmt::format("write their range of AdamW's moments into '{}'", dir.string()),
+  on_all_or_none(*group_.host, fmt::format("write their range of AdamW's moments into '{}'", dir.string()),
                 [&] { write_optimizer_shard(dir, rank_, static_cast<int>(ranges_.size()), mine); });
   std::vector<OptimizerShard> shards;
   for (std::size_t r = 0; r < ranges_.size(); ++r)

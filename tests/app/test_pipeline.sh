@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# parallel.strategy: pipeline, end to end: 2 and 4 stages train with the single rank's losses (within 1e-5), resume
-# bit for bit on another stage count, evaluate and sample on text data; bad input is one clear line, exit 2.
+# parallel.strategy: pipeline, end to end: 2 and 4 stages train with the single rank's losses (within 1e-5), write a
+# checkpoint's moments stage by stage, resume bit for bit on another stage count, evaluate and sample on text data; bad input is one clear line, exit 2.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_pipeline.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_pipeline.sh CONFIG_DIR}
@@ -31,8 +31,20 @@ for a, b in zip(single, pp):
     if "eval_loss" in a: assert abs(a["eval_loss"] - b["eval_loss"]) <= 1e-5 * a["eval_loss"], (a, b)
 PY
 
-# Resume: the step-3 checkpoint of the 4-stage run holds the whole model (settled), and 3 stages go on from it with
-# the uninterrupted run's losses bit for bit (the same micro-batches, the same sums).
+# A checkpoint's AdamW state is written by the stages, each its own layers' moments in a file of its own (nothing but
+# the parameters crosses the network for it): four files whose ranges follow one another over the layout, and the
+# checkpoint verifies.
+/usr/bin/python3 - "$tmp/pp4/checkpoints/step_00000003" <<'PY' || fail "the stages did not write their own moments"
+import json, os, sys
+state = json.load(open(sys.argv[1] + "/trainer_state.json"))
+shards = state["optimizer_shards"]
+assert [s["file"] for s in shards] == [f"optimizer-{i:05d}-of-00004.safetensors" for i in range(4)], shards
+assert shards[0]["offset"] == 0 and all(a["offset"] + a["numel"] == b["offset"] for a, b in zip(shards, shards[1:]))
+assert all(s["numel"] > 0 for s in shards) and not os.path.exists(sys.argv[1] + "/optimizer.safetensors"), shards
+PY
+run 0 ckpt verify "$tmp/pp4/checkpoints/step_00000003"
+# Resume: the step-3 checkpoint of the 4-stage run holds the whole model (rank 0's, settled) and the stages' moments,
+# and 3 stages go on from it with the uninterrupted run's losses bit for bit (the same micro-batches, the same sums).
 mkdir -p "$tmp/resumed/checkpoints"
 cp -r "$tmp/pp4/checkpoints/step_00000003" "$tmp/resumed/checkpoints/"
 mpi 3 0 train "$tiny" "${model[@]}" --set run.dir="$tmp/resumed" --set parallel.strategy=pipeline
