@@ -178,6 +178,10 @@ std::string parse(const StringField& f, const std::string& text, const Site& sit
   if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end())
     site.fail("'{}' is not allowed (allowed: {})", text, fmt::join(f.choices, ", "));
   if (f.required && text.empty()) site.fail("expected {}, got ''", expected(f));
+  if (!f.text)  // a path or a name: a NUL would cut it short where the system reads it, elsewhere than written
+    for (std::size_t i = 0; i < text.size(); ++i)
+      if (const auto c = static_cast<unsigned char>(text[i]); c < 0x20 || c == 0x7f)
+        site.fail("holds a control character (byte 0x{:02x} at offset {}); paths and names may not", c, i);
   return text;
 }
 
@@ -265,6 +269,12 @@ class Loader final : public KeyRelations {
             "train.batch_tokens");
     require(c.data.kind == "synthetic" || !c.data.path.empty(), "data.path", "must be non-empty when",
             "data.kind");
+    if (c.data.eot_token != -1 && c.data.kind != "tokens")  // other kinds cut documents their own way
+      throw_config_error("{} separates documents in flat token files only (data.kind: tokens); {} cuts its documents "
+                         "{}: leave data.eot_token at -1",
+                         describe("data.eot_token"), describe("data.kind"),
+                         c.data.kind == "text" ? "at data.separator (its tokens are bytes, 0 to 255)"
+                                               : "as its own format says");
     check_config_sections(c, *this);
     return c;
   }

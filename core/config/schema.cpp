@@ -86,7 +86,7 @@ const std::vector<Key>& common_keys() {
        "dataset format"},
       {"data.path", StringField{member(&C::data, &DataConfig::path)},
        "file (text, tokens) or path prefix (indexed: PREFIX.bin + PREFIX.idx); unused by synthetic"},
-      {"data.separator", StringField{member(&C::data, &DataConfig::separator)},
+      {"data.separator", StringField{.member = member(&C::data, &DataConfig::separator), .text = true},
        "text: documents are the non-empty pieces between occurrences of this string; \"\" = one document"},
       {"data.token_dtype", StringField{member(&C::data, &DataConfig::token_dtype), {"uint16", "uint32"}},
        "token width of flat token files"},
@@ -143,7 +143,7 @@ const std::vector<Key>& common_keys() {
       {"checkpoint.keep", IntField{member(&C::checkpoint, &CheckpointConfig::keep), 1},
        "newest checkpoints kept"},
 
-      {"sample.prompt", StringField{member(&C::sample, &SampleConfig::prompt)},
+      {"sample.prompt", StringField{.member = member(&C::sample, &SampleConfig::prompt), .text = true},
        "text the model continues after training (byte-level text data only)"},
       {"sample.tokens", IntField{member(&C::sample, &SampleConfig::tokens), 0}, "tokens to generate; 0 disables"},
       {"sample.temperature", FloatField{.member = member(&C::sample, &SampleConfig::temperature), .min = 0},

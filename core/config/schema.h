@@ -59,6 +59,8 @@ struct StringField {
   bool required = false;
   // Old spellings still read, each as the choice it names, with a warning that says so: {old, choice}.
   std::vector<std::pair<std::string_view, std::string_view>> aliases = {};
+  // Free text (a separator, a prompt), which may hold control characters; every other string (paths, names) may not.
+  bool text = false;
 };
 
 // true or false.

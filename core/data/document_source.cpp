@@ -22,11 +22,18 @@ void DocumentSource::read(int64_t doc, int64_t start, std::span<int32_t> out) co
 
 namespace {
 
-// A path that does not exist is a mistake in the config, not a failure while running.
+// A path that does not exist, or is no regular file, is a mistake in the config, not a failure while running: said
+// before anything opens it (opening a FIFO would wait for a writer for ever).
 void require_file(const fs::path& path, const DataConfig& data) {
-  if (!fs::exists(path))
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (status.type() == fs::file_type::not_found)
     throw_config_error("data.path: '{}' not found (data.kind = {}{})", path.string(), data.kind,
                        data.kind == "indexed" ? " reads PREFIX.bin and PREFIX.idx" : "");
+  if (error) throw_config_error("data.path: cannot read '{}': {}", path.string(), error.message());
+  if (!fs::is_regular_file(status))
+    throw_config_error("data.path: '{}' is {}, not a regular file (data.kind = {} reads a file's bytes)", path.string(),
+                       fs::is_directory(status) ? "a directory" : "a FIFO, socket or device", data.kind);
 }
 
 }  // namespace

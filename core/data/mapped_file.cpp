@@ -19,13 +19,18 @@ int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1'
 }  // namespace
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put in the file's place opens at once (and is refused below) instead of waiting for a writer
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw_runtime_error("cannot open '{}': {}", path.string(), std::strerror(errno));
   struct stat st {};
   int error = ::fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
   if (error) {
     ::close(fd);
     throw_runtime_error("cannot read '{}': {}", path.string(), std::strerror(error));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw_runtime_error("cannot read '{}': not a regular file (a FIFO, socket or device)", path.string());
   }
   size_ = static_cast<std::size_t>(st.st_size);
   mtime_ns_ = mtime_ns(st);

@@ -2,17 +2,18 @@
 """Memory per rank under parallel.zero.stage and train.recompute (docs/memory.md), measured by training here.
 
 1. Model states per rank: GPT-2 124M (configs/gpt2_124m.yaml with 128 positions, so one step fits a rank) on
-   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0 and 1: the bytes of parameters, gradients and AdamW moments by the formula of
+   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0, 1 and 2: the bytes of parameters, gradients and AdamW moments by the formula of
    docs/memory.md, beside the start-up log's and the peak_mem_bytes of one training step (states plus the step's
    activations).
 2. LASP's scalability table at this machine's scale: the longest one-document sequence LASP-2 (sequence parallelism
-   over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0 and 1, each with recompute
+   over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0, 1 and 2, each with recompute
    none, selective and full (configs/experiments/lasp/scaled_linear.yaml with 4 layers; the search of scripts/reproduce/lasp.py:
    trident names its per-rank capacity when it refuses a document, and the longest length is then trained).
 3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
    each rank count), in interleaved rounds, median and range.
-4. Stage 1's price: data parallelism's step time at stages 0 and 1 (configs/quickstart.yaml's model on synthetic
-   documents) on 2 and 4 ranks sharing this machine's memory, in interleaved rounds, with the bytes a rank sends.
+4. The stages' price: data parallelism's step time at stages 0, 1 and 2 (configs/quickstart.yaml's model on
+   synthetic documents) on 2 and 4 ranks sharing this machine's memory, in interleaved rounds, with the bytes a rank
+   sends.
 
 Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside). Run through scripts/bench/memory.sh,
 which checks the options (as every bench script does) and passes its command line for the report.
@@ -36,15 +37,27 @@ GPT2_SETS = ["model.max_seq_len=128", "train.batch_tokens=1024", "train.micro_ba
              "train.warmup_steps=0", "train.eval_every=0", "device.memory_gb=8", "parallel.strategy=dp",
              "checkpoint.keep=1", "sample.tokens=0", "device.backend=cpu", "train.precision=fp32"]
 LASP_LAYERS = 4
-STAGES = (0, 1)
+STAGES = (0, 1, 2)
 RECOMPUTE = ("none", "selective", "full")
 
 
-def states_bytes(params: int, ranks: int, stage: int, precision: str) -> int:
-    """docs/memory.md's formula: parameters, gradients (and bf16's weight copy) whole; the moments of the rank's range
-    (the first, longest one: 16-float units dealt over the ranks)."""
-    owned = params if stage == 0 else min(params, -(-(-(-params // 16)) // ranks) * 16)
-    return 8 * params + (2 * params if precision == "bf16" else 0) + 8 * owned
+def states_bytes(model: dict, ranks: int, stage: int, precision: str) -> int:
+    """docs/memory.md's formula: parameters (and bf16's weight copy) whole; the moments of the rank's range (the
+    first, longest one: 16-float units dealt over the ranks); the gradients whole, or at stage 2 the range's with the
+    windows they are reduced through (parallel/zero/gradient_shards.cpp: the final norm's and the embeddings', two
+    layers', and the parts of them a reduction brings the rank, each at most the range)."""
+    params = common.gpt_parameters(model)
+    owned = params if stage == 0 or ranks == 1 else min(params, -(-(-(-params // 16)) // ranks) * 16)
+    grads = params
+    if stage == 2 and ranks > 1:
+        C = model["n_embd"]
+        final_norm = 2 * C
+        embeddings = model["vocab_size"] * C + (model["max_seq_len"] * C if model["attention"] != "linear" else 0)
+        gated = model["attention"] != "softmax" and model["linear"]["output_gate"]  # a linear layer's output gate
+        layer = 12 * C * C + 13 * C + (C * C + C if gated else 0)  # the widest layer
+        grads = (owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) +
+                 2 * min(layer, owned))
+    return 4 * params + 4 * grads + (2 * params if precision == "bf16" else 0) + 8 * owned
 
 
 def sets_args(config: str, sets: list) -> list:
@@ -63,8 +76,12 @@ def gpt2_states(ranks_list: list, out: Path) -> list[dict]:
                 raise common.Failure(f"GPT-2 124M on {ranks} rank(s) at stage {stage}: exit {code}, see {run_dir}.log")
             params = common.logged_parameters(run_dir)
             logged = re.search(r"model, gradients and optimizer state ([0-9.]+ \w+)", output)
+            model = dict(common.resolved_config(GPT2)["model"], max_seq_len=128)
+            if common.gpt_parameters(model) != params:
+                raise common.Failure(f"GPT-2 124M: the formula counts {common.gpt_parameters(model):,} parameters, "
+                                     f"the run {params:,}")
             rows.append({"ranks": ranks, "stage": stage, "params": params,
-                         "formula": states_bytes(params, ranks, stage, "fp32"),
+                         "formula": states_bytes(model, ranks, stage, "fp32"),
                          "logged": logged.group(1) if logged else "?",
                          "peak": max(r["peak_mem_bytes"] for r in common.metrics(run_dir))})
     return rows
@@ -148,21 +165,23 @@ def report(args, states, longest, price, stage, wall_s) -> str:
              "## Model states per rank: GPT-2 124M", "",
              f"`{GPT2}` with 128 positions, one step of 128 tokens a rank (dp). *Formula*: 4 P parameters + 4 P "
              "gradients + 8 bytes a parameter of AdamW's moments for the parameters the rank owns (all of them at "
-             "stage 0; its 16-float units' share at stage 1). *Logged*: the start-up log's model, gradients and "
-             "optimizer state. *Peak*: rank 0's peak_mem_bytes in that step (the states and the step's "
+             "stage 0; its 16-float units' share at stages 1 and 2); at stage 2 the gradients are the range's and "
+             "the windows they are reduced through (docs/memory.md). *Logged*: the start-up log's model, gradients "
+             "and optimizer state. *Peak*: rank 0's peak_mem_bytes in that step (the states and the step's "
              "activations).", ""]
     lines += common.table(["ranks", "stage", "parameters", "states by formula (MiB)", "logged", "peak (MiB)"],
                           [[r["ranks"], r["stage"], f"{r['params']:,}", f"{r['formula'] / 2**20:,.1f}", r["logged"],
                             f"{r['peak'] / 2**20:,.1f}"] for r in states])
     big = common.resolved_config(GPT1B)["model"]
     big_params = common.gpt_parameters(big)
+    gpt2 = dict(common.resolved_config(GPT2)["model"], max_seq_len=128)
     lines += ["", f"By the formula alone (*estimated*), GPT-2 124M as above and `{GPT1B}` "
               f"({common.describe_model(big)}, {big_params:,} parameters), fp32 and bf16 (a bf16 copy of the weights "
               "beside fp32 masters, gradients and moments), GiB a rank:", ""]
     lines += common.table(["model", "precision", "stage"] + [f"{r} rank(s)" for r in FORMULA_RANKS],
-                          [[name, precision, stage] + [f"{states_bytes(p, r, stage, precision) / 2**30:,.2f}"
+                          [[name, precision, stage] + [f"{states_bytes(m, r, stage, precision) / 2**30:,.2f}"
                                                         for r in FORMULA_RANKS]
-                           for name, p in (("GPT-2 124M", states[0]["params"]), ("~1.3B", big_params))
+                           for name, m in (("GPT-2 124M", gpt2), ("~1.3B", big))
                            for precision in ("fp32", "bf16") for stage in STAGES])
     lines += ["", "## The longest sequence LASP-2 trains in a fixed budget", "",
               f"`{lasp.SCALED}` with {LASP_LAYERS} layers ({common.describe_model(dict(model, n_layer=LASP_LAYERS))})"
@@ -182,17 +201,18 @@ def report(args, states, longest, price, stage, wall_s) -> str:
                           [[r["ranks"], f"{r['length']:,}"] + [spread(r[m]) for m in RECOMPUTE] +
                            [f"{statistics.median(r[m]) / statistics.median(r['none']):.2f}x" for m in RECOMPUTE[1:]]
                            for r in price])
-    lines += ["", "## What stage 1 costs", "",
+    lines += ["", "## What stages 1 and 2 cost", "",
               f"`configs/quickstart.yaml`'s model ({common.describe_model(common.resolved_config('configs/quickstart.yaml')['model'])}"
-              f") on synthetic documents, dp, 6 steps a run (the first left out), stages 0 and 1 in turn, "
-              f"{args.rounds} rounds: the median step time (range of the runs' medians), and the bytes rank 0 hands "
-              "its communicators a step (the gradients' all-reduce, and at stage 1 its range's all-gather). The ranks "
-              "share this machine's memory: no link is limited here.", ""]
-    lines += common.table(["ranks", "parameters", "stage 0 step (ms)", "stage 1 step (ms)", "stage 1 / stage 0",
-                           "stage 0 sent a step (MiB)", "stage 1 sent a step (MiB)"],
-                          [[r["ranks"], f"{r['params']:,}", spread(r["step_ms"][0]), spread(r["step_ms"][1]),
-                            f"{statistics.median(r['step_ms'][1]) / statistics.median(r['step_ms'][0]):.2f}x",
-                            f"{r['sent'][0] / 2**20:,.2f}", f"{r['sent'][1] / 2**20:,.2f}"] for r in stage])
+              f") on synthetic documents, dp, 6 steps a run (the first left out), stages {', '.join(map(str, STAGES))} "
+              f"in turn, {args.rounds} rounds: the median step time (range of the runs' medians), and the bytes rank 0 "
+              "hands its communicators a step (the gradients' all-reduce, at stage 1 its range's all-gather beside "
+              "it, at stage 2 a reduce-scatter of each layer's gradient and the all-gather). The ranks share this "
+              "machine's memory: no link is limited here.", ""]
+    lines += common.table(["ranks", "parameters"] + [f"stage {z} step (ms)" for z in STAGES] +
+                          [f"stage {z} / stage 0" for z in STAGES[1:]] + [f"stage {z} sent a step (MiB)" for z in STAGES],
+                          [[r["ranks"], f"{r['params']:,}"] + [spread(r["step_ms"][z]) for z in STAGES] +
+                           [f"{statistics.median(r['step_ms'][z]) / statistics.median(r['step_ms'][0]):.2f}x"
+                            for z in STAGES[1:]] + [f"{r['sent'][z] / 2**20:,.2f}" for z in STAGES] for r in stage])
     return "\n".join(lines) + "\n"
 
 

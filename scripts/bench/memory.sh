@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Memory per rank under parallel.zero.stage and train.recompute, measured by training here (scripts/bench/memory.py):
 # GPT-2 124M's model states per rank on 1/2/4 ranks (formula, log and peak), the longest sequence LASP-2 trains in
-# a fixed device.memory_gb at stages 0 and 1 with recompute none, selective and full, recomputation's price in
-# tokens/s, and stage 1's price in step time.
+# a fixed device.memory_gb at stages 0, 1 and 2 with recompute none, selective and full, recomputation's price in
+# tokens/s, and the stages' price in step time.
 #   bash scripts/bench/memory.sh [--ranks 1,2,4,8] [--states-ranks 1,2,4] [--memory-gb 0.03] [--rounds 3] [--out DIR]
 # Writes OUT/memory.md (default runs/bench_memory; an existing folder is moved aside). About 5 minutes on 2 cores.
 # Builds nothing: TRIDENT names the binary (default build/trident).

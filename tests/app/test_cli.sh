@@ -41,6 +41,14 @@ run 2 config "$configs/good.yaml" --set model.n_layer=0
 stderr_line "trident: config error:" "--set model.n_layer=0" "model.n_layer" "allowed: 1 to 1024"
 run 2 config "$configs/good.yaml" --set model.n_layerz=2
 stderr_line "trident: config error:" "--set model.n_layerz=2" "did you mean 'model.n_layer'"
+# A control character in a path or a name (a NUL would cut it short: the run would write elsewhere than written) is
+# refused, from a file or from --set; free text (data.separator, sample.prompt) may hold them.
+printf 'run:\n  dir: "runs/a\\0b"\n' >"$tmp/nul.yaml"
+run 2 config "$tmp/nul.yaml"
+stderr_line "trident: config error:" "nul.yaml" "run.dir" "control character (byte 0x00 at offset 6)"
+run 2 config "$configs/good.yaml" --set run.name=$'tiny\x01'
+stderr_line "trident: config error:" "run.name" "control character (byte 0x01"
+run 0 config "$configs/good.yaml" --set 'data.separator="\n%\n"'
 run 0 config "$configs/good.yaml" --set model.n_layer=2 --set train.steps=30
 stdout_has "  n_layer: 2 " "  steps: 30 "
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` end to end on tiny models: the files a run leaves, that the loss falls, that gradient accumulation
-# is exact, that a non-finite loss stops (or is skipped), and that bad data is a clear error.
+# is exact, that a non-finite loss stops (or is skipped), and that bad data (a FIFO as data.path, an EOT id for a kind
+# that has none) and a run directory whose checkpoints/latest is not a file are clear errors.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_train.sh tests/app/configs
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_train.sh CONFIG_DIR}
@@ -126,6 +127,32 @@ run 2 train "$tiny" --set run.dir="$tmp/bad" --set data.kind=text --set data.pat
 last_stderr_line "trident: config error:" "model.vocab_size"
 run 2 train "$tiny" --set run.dir="$tmp/bad" --set device.backend=cuda
 last_stderr_line "trident: config error:" "device.backend"
+# A FIFO (or anything that is not a regular file) as data.path is refused before it is opened: opening a FIFO would
+# wait for a writer for ever, deaf to SIGTERM. Each kind of data file, within a bound.
+mkfifo "$tmp/fifo" "$tmp/fifo_prefix.idx" "$tmp/fifo_prefix.bin"
+for kind in text tokens indexed; do
+  path="$tmp/fifo"
+  [[ $kind == indexed ]] && path="$tmp/fifo_prefix"
+  checks=$((checks + 1))
+  echo "check $checks: trident train with data.kind=$kind from a FIFO -> exit 2 within 60 s"
+  timeout -k 5 60 "$trident" train "$tiny" --set run.dir="$tmp/bad" --set data.kind=$kind --set data.path="$path" \
+    --set model.vocab_size=256 >"$tmp/out" 2>"$tmp/err"
+  code=$?
+  [[ $code == 2 ]] || fail "exit code $code, expected 2 (124: it waited on the FIFO)"
+  last_stderr_line "trident: config error:" "data.path" "not a regular file"
+done
+# data.eot_token cuts flat token files only: with text (byte tokens, cut at data.separator) it is refused.
+run 2 train "$tiny" --set run.dir="$tmp/bad" --set data.kind=text --set data.path="$tmp/corpus.txt" \
+  --set model.vocab_size=256 --set data.eot_token=300
+stderr_line "trident: config error:" "data.eot_token = 300" "data.kind = text" "data.separator"
+# checkpoints/latest replaced by a directory: every checkpoint would fail to rewrite it, so the run is refused before
+# its first step, with the fix.
+every=(--set train.warmup_steps=1 --set checkpoint.every=1 --set train.eval_every=0)
+run 0 train "$tiny" --set run.dir="$tmp/latest_dir" --set train.steps=2 "${every[@]}"
+rm "$tmp/latest_dir/checkpoints/latest" && mkdir "$tmp/latest_dir/checkpoints/latest"
+run 2 train "$tiny" --set run.dir="$tmp/latest_dir" --set train.steps=4 "${every[@]}"
+last_stderr_line "trident: config error:" "checkpoints/latest' is a directory" "move it aside"
+[[ $(wc -l <"$tmp/latest_dir/metrics.jsonl") == 2 ]] || fail "a refused run added steps"
 
 # A data file truncated under a running job: no SIGBUS (tokens are read with pread), but an error naming the file,
 # after a checkpoint when the change is seen between steps (a read that lands past the new end fails at once).

@@ -67,7 +67,7 @@ def assert_close(got: torch.Tensor, want: torch.Tensor, tol: float, what: str) -
 
 
 @check
-def alibi_slopes_match_papers_md() -> None:
+def alibi_slopes_for_head_counts_of_two_powers_and_between() -> None:
     h8 = [2.0 ** -(i + 1) for i in range(8)]
     assert ref.alibi_slopes(8) == torch.tensor(h8, dtype=torch.float32).tolist()
     assert_close(torch.tensor(ref.alibi_slopes(12)), torch.tensor(h8 + [0.7071, 0.3536, 0.1768, 0.0884]), 1e-4, "H=12")
