@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include "kernels/common/error.h"
+#include "core/data/mapped_file.h"
 #include "core/data/text_source.h"
 #include "core/data/data_test_util.h"
 
@@ -76,6 +79,13 @@ TEST_CASE("text data needs a byte vocabulary and an existing file", "[core][data
              Catch::Contains("data.path: '" + config.data.path + "' not found (data.kind = text)"));
 
   config.data.path = dir.path.string();
-  CHECK_THAT(error_message<RuntimeError>([&] { open_documents(config); }),
-             Catch::Contains("cannot read '" + dir.path.string() + "': Is a directory"));
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }),
+             Catch::Contains("data.path: '" + dir.path.string() + "' is a directory, not a regular file"));
+  // a FIFO is refused before it is opened (opening it would wait for a writer for ever)
+  const std::filesystem::path fifo = dir.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  config.data.path = fifo.string();
+  CHECK_THAT(error_message<ConfigError>([&] { open_documents(config); }),
+             Catch::Contains("is a FIFO, socket or device, not a regular file"));
+  CHECK_THAT(error_message<RuntimeError>([&] { MappedFile file(fifo); }), Catch::Contains("not a regular file"));
 }
