@@ -239,7 +239,6 @@ def report(args, mode: dict, plans: dict, swaps: dict, links: dict, wall_s: floa
                  "style": "o--"},
                 {"label": "GPipe", "x": xs, "y": [paper[n]["pipeline"]["tokens_per_s"] for n in names]}],
                logx=10, logy=10)
-    print(f"reproduce/atom.sh: wrote {out}/atom.md and 2 figures", file=sys.stderr)
 
 
 def main() -> None:

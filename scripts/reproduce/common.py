@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -48,19 +49,40 @@ def parse_args(paper: str, doc: str, default_mode: str = "quick") -> argparse.Na
     return args
 
 
+class Interrupted(Exception):
+    """A stop signal (SIGTERM, as a time limit sends, or SIGINT) ended the reproduction."""
+
+
+def _interrupt(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
 def drive(paper: str, doc: str, modes: dict, halves: list, report) -> None:
-    """A driver's main: its command line, a fresh results folder, each half(mode, out) in turn, then
-    report(args, mode, *their results, wall seconds). A Failure stops it with its message (exit 1)."""
+    """A driver's main: its command line, a folder to build the results in (OUT.partial), each half(mode, out) in
+    turn, then report(args, mode, *their results, wall seconds) there; only then is an earlier OUT moved aside and the
+    new one put in its place, so an interrupted or failed run leaves the last complete report where it was. A Failure
+    stops it with its message (exit 1); SIGTERM or SIGINT stop it too (exit 128 + the signal), every `with` block
+    (an emulated cluster) undone on the way out."""
     args = parse_args(paper, doc)
     mode = modes[args.mode]
     trident_binary()
-    args.out = fresh_folder(args.out)
+    final = args.out.resolve()
+    args.out = fresh_folder(final.with_name(final.name + ".partial"))
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _interrupt)
     start = time.monotonic()
     try:
         results = [half(mode, args.out) for half in halves]
+        report(args, mode, *results, time.monotonic() - start)
     except Failure as e:
-        sys.exit(f"reproduce/{paper}.sh: {e}")
-    report(args, mode, *results, time.monotonic() - start)
+        sys.exit(f"reproduce/{paper}.sh: {e} ({final} is as it was; this run's files are in {args.out})")
+    except Interrupted as e:
+        print(f"reproduce/{paper}.sh: stopped by {e}; {final} is as it was, this run's files are in {args.out}",
+              file=sys.stderr)
+        sys.exit(128 + signal.Signals[str(e)].value)
+    aside = publish(args.out, final)
+    print(f"reproduce/{paper}.sh: wrote {final}/" + (f" (the earlier one is in {aside})" if aside else ""),
+          file=sys.stderr)
 
 
 def trident_binary() -> Path:
@@ -71,11 +93,31 @@ def trident_binary() -> Path:
 
 
 def fresh_folder(out: Path) -> Path:
+    """OUT, empty but for OUT/runs/: one that exists is moved aside (to OUT.DATE-TIME), never deleted."""
     out = out.resolve()
-    if out.exists():
-        out.rename(out.with_name(f"{out.name}.{time.strftime('%Y%m%d-%H%M%S')}"))
+    move_aside(out)
     (out / "runs").mkdir(parents=True)
     return out
+
+
+def move_aside(path: Path) -> Path | None:
+    """PATH renamed to PATH.DATE-TIME (a number added when that exists too); None when there is no PATH."""
+    if not path.exists():
+        return None
+    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}")
+    for n in range(2, 1000):
+        if not aside.exists():
+            break
+        aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+    path.rename(aside)
+    return aside
+
+
+def publish(built: Path, final: Path) -> Path | None:
+    """The complete results in BUILT become FINAL: an earlier FINAL is moved aside first (returned)."""
+    aside = move_aside(final)
+    built.rename(final)
+    return aside
 
 
 MPI_ENV = {"OMP_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -90,14 +132,38 @@ def run(args: list, log: Path, ranks: int = 0, timeout_s: int = 900, launcher: l
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
     command = (launcher or []) + command
     env = dict(os.environ, **MPI_ENV)
-    try:
-        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=timeout_s)
-        code, output = done.returncode, done.stdout
-    except subprocess.TimeoutExpired as e:
-        code, output = 124, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-    log.write_text(" ".join(shlex.quote(c) for c in command) + "\n" + output)
-    return code, output
+    # a process group of its own: a timeout, or a stop signal that ends the driver, ends mpirun's ranks too
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout_s)
+            code = process.returncode
+        except subprocess.TimeoutExpired:
+            stop_group(process)
+            output, code = process.communicate()[0], 124
+        except BaseException:
+            stop_group(process)
+            raise
+    log.write_text(" ".join(shlex.quote(c) for c in command) + "\n" + (output or ""))
+    return code, output or ""
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to PROCESS's group (trident's ranks write a checkpoint and stop), SIGKILL to what is left after 10 s;
+    returns once no process of the group is left."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            process.poll()  # the leader, reaped once it exits (a zombie is still in its group)
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 class EmulatedCluster:

@@ -302,7 +302,6 @@ def report(args, mode: dict, paper: dict, runs: dict, wall_s: float) -> None:
               "speedup", groups, [{"label": clusters[m]["model"]["name"], "values": [paper[(m, c, p)]["vs_static"]
                                                                           for c in CONTEXTS for p in PRESETS]}
                                   for m in MODELS], hline=1.0)
-    print(f"reproduce/flexsp.sh: wrote {out}/flexsp.md and 2 figures", file=sys.stderr)
 
 
 def main() -> None:

@@ -434,7 +434,6 @@ def report(args, mode: dict, runs: list[dict], hybrid: dict, paper: dict, wall_s
                for name, published in (("DDP", PUBLISHED_DDP), ("FSDP", PUBLISHED_FSDP))]
     plot.lines(out / "paper_throughput.png", f"Tokens/s at the longest sequence, {model}", "GPUs", "tokens/s", series,
                logx=2, xticks=GPUS)
-    print(f"reproduce/lasp.sh: wrote {out}/lasp.md and 4 figures", file=sys.stderr)
 
 
 def main() -> None:

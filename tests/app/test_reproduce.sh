@@ -2,7 +2,8 @@
 # scripts/reproduce/all.sh --smoke: the LASP, FlexSP and ATOM reproductions run end to end at tiny sizes and each writes
 # its results folder: the markdown report with each of its tables filled for every method, rank count and GPU count, and
 # PNG figures matplotlib can read back. Their values are not checked (they are measurements); their shape is. An
-# existing results folder is moved aside, never overwritten; bad arguments are one-line errors with exit 2.
+# existing results folder is moved aside, never overwritten, and an interrupted reproduction (SIGTERM) leaves it in
+# place with its emulated cluster down; bad arguments are one-line errors with exit 2.
 # Usage: TRIDENT=/path/to/trident bash tests/app/test_reproduce.sh
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,4 +42,39 @@ grep -q "expected one argument" "$tmp/err" || fail "--out without a folder is no
 TRIDENT="$tmp/none" script 1 "$repo/scripts/reproduce/lasp.sh" --smoke --out "$tmp/never"
 stderr_line "reproduce: no trident binary at '$tmp/none'"
 [[ ! -e $tmp/never ]] || fail "a failed start wrote a results folder"
+# Interrupted, as a time limit does: SIGTERM to ATOM's driver once its emulated cluster is up (or, where namespaces
+# cannot be made, once it runs) ends it with 143, takes the cluster down, and leaves the earlier report in place; the
+# run's own files stay in atom.partial.
+mkdir -p "$tmp/stopped/atom"
+echo "an earlier report" >"$tmp/stopped/atom/keep.txt"
+checks=$((checks + 1))
+echo "check $checks: SIGTERM to reproduce/atom.sh while its cluster is up -> exit 143, cluster down, report kept"
+bash "$repo/scripts/reproduce/atom.sh" --smoke --out "$tmp/stopped/atom" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 1 600); do
+  ip netns list 2>/dev/null | grep -q "^reproduce-atom-$pid-" && break
+  ! ip netns list >/dev/null 2>&1 && [[ -d $tmp/stopped/atom.partial/runs ]] && break
+  sleep 0.2
+done
+kill -TERM "$pid"
+wait "$pid"
+code=$?
+[[ $code == 143 ]] || fail "exit code $code after SIGTERM, expected 143"
+ip netns list 2>/dev/null | grep -q "^reproduce-atom-$pid-" && fail "the emulated cluster is still up after SIGTERM"
+[[ $(cat "$tmp/stopped/atom/keep.txt") == "an earlier report" && -d $tmp/stopped/atom.partial ]] ||
+  fail "the interrupted run replaced the earlier report, or kept no files of its own"
+grep -q "stopped by SIGTERM" "$tmp/err" || fail "no message on stopping"
+# all.sh passes the signal on to the paper it is reproducing and stops with it.
+checks=$((checks + 1))
+echo "check $checks: SIGTERM to reproduce/all.sh -> exit 143, nothing of it left running"
+bash "$repo/scripts/reproduce/all.sh" --smoke --out "$tmp/stopped_all" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 1 300); do [[ -d $tmp/stopped_all/lasp.partial/runs ]] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+code=$?
+[[ $code == 143 ]] || fail "all.sh: exit code $code after SIGTERM, expected 143"
+sleep 1
+pgrep -f "$tmp/stopped_all" >/dev/null && fail "a process of the interrupted all.sh still runs"
+[[ ! -e $tmp/stopped_all/lasp ]] || fail "an interrupted reproduction published a report"
 echo "all $checks checks passed"
