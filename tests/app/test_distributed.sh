@@ -10,6 +10,7 @@
 set -u
 configs=${1:?usage: TRIDENT=/path/to/trident bash test_distributed.sh CONFIG_DIR}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mpirun_env
 tiny="$configs/tiny_train.yaml"
 base=(--set train.eval_every=0 --set checkpoint.keep=5 --set train.warmup_steps=2 --set parallel.strategy=dp)
@@ -53,6 +54,18 @@ echo "check $checks: SIGTERM -> checkpoint and exit 0"
 stopped=$(ls "$tmp/term/checkpoints" | grep '^step_' | tail -n 1)
 [[ -n $stopped ]] || fail "no checkpoint after SIGTERM"
 steps_done=$((10#${stopped#step_}))
+# SIGTERM to the job's launcher, scripts/cluster/mpirun.sh (mpirun makes its own SIGTERM an abort, exit 1): every
+# rank stops after its step with a checkpoint, and the launcher exits 0.
+(timeout 120 bash "$repo/scripts/cluster/mpirun.sh" -np 2 "$trident" train "$tiny" "${base[@]}" \
+   --set train.steps=100000 --set run.dir="$tmp/launcher" >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/launcher_code") &
+for _ in $(seq 1 100); do [[ -s $tmp/launcher/metrics.jsonl ]] && break; sleep 0.2; done
+pkill -TERM -f "scripts/cluster/mpirun.sh -np 2" -o
+wait
+checks=$((checks + 1))
+echo "check $checks: SIGTERM to scripts/cluster/mpirun.sh -> every rank checkpoints, exit 0"
+[[ $(cat "$tmp/launcher_code") == 0 ]] || fail "exit code $(cat "$tmp/launcher_code") after SIGTERM to the launcher"
+grep -q "stop requested by a signal" "$tmp/err" "$tmp/launcher/trident.log" || fail "the ranks were not asked to stop"
+[[ -n $(ls "$tmp/launcher/checkpoints" | grep '^step_') ]] || fail "no checkpoint after SIGTERM to the launcher"
 mpi 2 0 train "$tiny" "${base[@]}" --set train.steps=$((steps_done + 2)) --set run.dir="$tmp/term"
 /usr/bin/python3 -c "
 import json, sys
