@@ -54,6 +54,8 @@ class Interrupted(Exception):
 
 
 def _interrupt(signum, _frame):
+    for stop in (signal.SIGTERM, signal.SIGINT):  # the first one ends the run; a second must not cut its clean-up
+        signal.signal(stop, signal.SIG_IGN)
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -212,7 +214,11 @@ class EmulatedCluster:
 
     def __enter__(self):
         if self.emulated:
-            up = self._emucluster("up", *self.cluster, *self.layout)
+            try:
+                up = self._emucluster("up", *self.cluster, *self.layout)
+            except BaseException:  # a stop signal while it comes up: __exit__ will not run
+                self._emucluster("down", *self.cluster)
+                raise
             if up.returncode != 0:
                 self._emucluster("down", *self.cluster)  # what a failed `up` left behind
                 raise Failure(f"scripts/cluster/emucluster.sh up failed: {up.stderr.strip()}")

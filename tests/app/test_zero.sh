@@ -114,18 +114,18 @@ stdout_has "optimizer-00002-of-00004.safetensors:" "bytes, but trainer_state.jso
 rm "$tmp/damaged/optimizer-00001-of-00004.safetensors"
 run 1 ckpt verify "$tmp/damaged"
 stdout_has "optimizer-00001-of-00004.safetensors: missing"
-for n in 4 2 1; do
-  dir="$tmp/resumed$n"
+# resumes RUN TAG N STAGE same|close: RUN's step-3 checkpoint, copied into a run directory of its own, resumed on N
+# ranks at parallel.zero.stage STAGE: bit for bit (the ranks and stage it was written with), or within 1e-5.
+resumes() {
+  local dir="$tmp/resumed_$2"
   mkdir -p "$dir/checkpoints"
-  cp -r "$tmp/ck1/checkpoints/step_00000003" "$dir/checkpoints/"
-  if [[ $n == 4 ]]; then
-    mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$dir"
-    resumed_same "$tmp/ck1" "$dir" 3 5
-  else
-    mpi $n 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set run.dir="$dir"
-    continues "$tmp/ck1" "$dir" 3 5 1e-5
-  fi
-done
+  cp -r "$1/checkpoints/step_00000003" "$dir/checkpoints/"
+  mpi "$3" 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set parallel.zero.stage="$4" --set run.dir="$dir"
+  if [[ $5 == same ]]; then resumed_same "$1" "$dir" 3 5; else continues "$1" "$dir" 3 5 1e-5; fi
+}
+resumes "$tmp/ck1" z1_on_4 4 1 same
+resumes "$tmp/ck1" z1_on_2 2 0 close
+resumes "$tmp/ck1" z1_on_1 1 0 close
 
 # Stage 2: each range's gradient is reduce-scattered as its backward ends and a rank keeps its own range's. On a model of
 # 8 layers (408,256 parameters with 65 tokens) the shard and the windows it is reduced through take less than the whole
@@ -178,18 +178,8 @@ mpi 4 0 train "$tiny" "${base[@]}" "${deep[@]}" "${small2[@]}" "${stage2[@]}" --
 # A stage-2 checkpoint is stage 1's layout: it resumes bit for bit at stage 2 on the same ranks, and at stage 1 on 2.
 mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage2[@]}" --set run.dir="$tmp/ck2"
 run 0 ckpt verify "$tmp/ck2/checkpoints/step_00000003"
-for n in 4 2; do
-  dir="$tmp/resumed2_$n"
-  mkdir -p "$dir/checkpoints"
-  cp -r "$tmp/ck2/checkpoints/step_00000003" "$dir/checkpoints/"
-  if [[ $n == 4 ]]; then
-    mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage2[@]}" --set run.dir="$dir"
-    resumed_same "$tmp/ck2" "$dir" 3 5
-  else
-    mpi 2 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage1[@]}" --set run.dir="$dir"
-    continues "$tmp/ck2" "$dir" 3 5 1e-5
-  fi
-done
+resumes "$tmp/ck2" z2_on_4 4 2 same
+resumes "$tmp/ck2" z2_on_2 2 1 close
 
 # Strategies whose ranks keep state of their own refuse a stage; so do values out of range.
 for strategy in pipeline atom; do
