@@ -183,6 +183,44 @@ TEST_CASE("stage 2 trains every strategy that takes it to stage 0's parameters, 
   }
 }
 
+TEST_CASE("stage 2: ranks that run fewer passes in a step reduce zeros for the rest, so every range is the sum",
+          "[mpi][zero]") {
+  const int W = world().size(), rank = world().rank();
+  const Config c = tiny_strategy_config("hybrid", 64);
+  GPT whole(c.model, 256, test_allocator());
+  whole.init_weights(7);
+  Sharding sharding(2, whole.num_params(), every_degree_groups().group(W));
+  Stage2Model sharded(c, sharding);
+  sharded.model.init_weights(7);
+  // rank r runs r training passes (rank 0 none) and an evaluation, which is no pass; the step says W - 1
+  whole.zero_grads();
+  sharded.model.zero_grads();
+  sharded.source.begin_step(W - 1);
+  for (int k = 0; k < rank; ++k) {
+    const Batch b = random_documents({9 + k, 20, 3}, static_cast<uint64_t>(100 * rank + k));
+    const TokenBatch view{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+                          b.num_sequences()};
+    whole.forward_backward(view, 0.01f);
+    sharded.model.forward_backward(view, 0.01f);
+    if (k == 0) sharded.model.forward_loss(view);
+  }
+  sharded.source.finish_step();
+  world().allreduce_sum(whole.grads(), whole.num_params(), CommType::f32);
+  const FlatRange mine = sharding.owned();
+  INFO(W << " ranks, this one ran " << rank << " passes");
+  CHECK(close_to(whole.grads() + mine.offset, sharded.source.grads(), mine.numel, 1e-6));
+  // a step that runs more passes than it said is refused
+  sharded.source.begin_step(0);
+  const Batch b = random_documents({5}, 3);
+  const TokenBatch view{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+                        b.num_sequences()};
+  if (W == 1) {
+    sharded.model.forward_backward(view, 0.01f);
+    CHECK_THROWS_WITH(sharded.source.finish_step(), Catch::Contains("ran 1 training passes in a step said to have"));
+  }
+  sharding.use_gradients(nullptr);
+}
+
 TEST_CASE("stage 2 over groups smaller than the world sums each range across the groups", "[mpi][zero]") {
   const int W = world().size();
   if (W != 4) return;  // two groups of two: parallel.zero.group: node on two nodes of two ranks
