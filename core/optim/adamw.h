@@ -2,7 +2,7 @@
 // AdamW over the model's flat parameter buffer (torch.optim.AdamW semantics: decoupled weight decay, bias
 // correction), with weight decay only on the entries the layout marks (matrices and embeddings). Moments m and v
 // share the parameter layout, so checkpoints store them as flat tensors. An optimizer may own one range of the layout
-// (parallel.zero.stage: 1): it then holds the moments of that range alone and updates those parameters only.
+// (parallel.zero.stage: 1 or 2): it then holds the moments of that range alone and updates those parameters only.
 #include <cstdint>
 #include <optional>
 #include <utility>

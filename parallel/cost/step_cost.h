@@ -81,8 +81,8 @@ class StepCostModel {
   // Device bytes a rank's gradients take beyond its model's: its shard and windows at stage 2, else none (the model
   // holds them).
   int64_t gradient_shard_bytes() const { return run_.gradient_shards ? run_.gradient_shard_bytes : 0; }
-  // parallel.zero.stage 1: after the update each rank sends its range of the parameters to its group (an allgather
-  // over zero_ranks): bytes a rank hands to it (0 without sharding), and its time.
+  // parallel.zero.stage 1 and 2: after the update each rank sends its range of the parameters to its group (an
+  // allgather over zero_ranks): bytes a rank hands to it (0 without sharding), and its time.
   double sharding_bytes() const { return run_.zero_ranks > 1 ? 4.0 * static_cast<double>(run_.owned_params) : 0; }
   double sharding_s() const { return run_.zero_ranks > 1 ? allgather_s(sharding_bytes(), run_.zero_ranks) : 0; }
   // The parameters a rank's AdamW holds moments for.

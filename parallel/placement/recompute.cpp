@@ -64,7 +64,8 @@ class ResidentPlacement final : public ModelPlacement {
   // stage 2: the runner over the gradients' source; full: the runner that recomputes; selective: none, the model's
   // own backward recomputes
   std::unique_ptr<PlacedRun> attach(GPT& model, Allocator& device, Allocator&) const override {
-    if (grads_in_source_) return std::make_unique<ShardedGradientRun>(model, device, *sharding_, config_.train.recompute);
+    if (grads_in_source_)
+      return std::make_unique<ShardedGradientRun>(model, device, *sharding_, config_.train.recompute);
     if (config_.train.recompute != "full") return nullptr;
     return std::make_unique<RecomputedRun>(model, device);
   }

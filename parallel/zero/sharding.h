@@ -39,7 +39,7 @@ class Sharding {
   Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across = nullptr);
 
   int stage() const { return stage_; }
-  // Whether ranks hold ranges of their own: stage 1 on a group of several ranks.
+  // Whether ranks hold ranges of their own: stage 1 or 2 on a group of several ranks.
   bool sharded() const { return group_.device != nullptr && ranges_.size() > 1; }
   const FlatRange& owned() const { return ranges_[static_cast<std::size_t>(rank_)]; }
   const std::vector<FlatRange>& ranges() const { return ranges_; }

@@ -29,8 +29,8 @@ int zero_group_ranks(const Config& config, const NodeLayout& world);
 // Whether a rank keeps only its range's gradient: parallel.zero.stage 2 over a group of several ranks.
 bool gradients_sharded(const Config& config, int group_ranks);
 
-// The floats of the largest range one rank owns with this config: AdamW's moments are this long per rank at stage 1
-// (all of them at stage 0). The capacity sizes every rank's activations for it.
+// The floats of the largest range one rank owns with this config: AdamW's moments (and stage 2's gradient shard) are
+// this long per rank at stages 1 and 2 (all of them at stage 0). The capacity sizes every rank's activations for it.
 int64_t owned_params(const Config& config, int64_t num_params, int group_ranks);
 
 }  // namespace trident

@@ -2,7 +2,8 @@
 """Memory per rank under parallel.zero.stage and train.recompute (docs/memory.md), measured by training here.
 
 1. Model states per rank: GPT-2 124M (configs/gpt2_124m.yaml with 128 positions, so one step fits a rank) on
-   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0, 1 and 2: the bytes of parameters, gradients and AdamW moments by the formula of
+   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0, 1 and 2: the
+   bytes of parameters, gradients and AdamW moments by the formula of
    docs/memory.md, beside the start-up log's and the peak_mem_bytes of one training step (states plus the step's
    activations).
 2. LASP's scalability table at this machine's scale: the longest one-document sequence LASP-2 (sequence parallelism
@@ -209,7 +210,8 @@ def report(args, states, longest, price, stage, wall_s) -> str:
               "it, at stage 2 a reduce-scatter of each layer's gradient and the all-gather). The ranks share this "
               "machine's memory: no link is limited here.", ""]
     lines += common.table(["ranks", "parameters"] + [f"stage {z} step (ms)" for z in STAGES] +
-                          [f"stage {z} / stage 0" for z in STAGES[1:]] + [f"stage {z} sent a step (MiB)" for z in STAGES],
+                          [f"stage {z} / stage 0" for z in STAGES[1:]] +
+                          [f"stage {z} sent a step (MiB)" for z in STAGES],
                           [[r["ranks"], f"{r['params']:,}"] + [spread(r["step_ms"][z]) for z in STAGES] +
                            [f"{statistics.median(r['step_ms'][z]) / statistics.median(r['step_ms'][0]):.2f}x"
                             for z in STAGES[1:]] + [f"{r['sent'][z] / 2**20:,.2f}" for z in STAGES] for r in stage])
