@@ -2,10 +2,9 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
-
 #include "kernels/common/error.h"
 #include "parallel/static_sp/group_batch.h"
+#include "parallel/zero/sharding.h"
 
 namespace trident {
 
@@ -182,21 +181,13 @@ std::vector<OptimizerShard> PipelineStrategy::write_optimizer_shards(const AdamW
                                                                      int64_t step) {
   if (stages_ == 1) return {};
   const ModelLayout layout = model_layout(config_.model);
-  std::vector<OptimizerShard> shards;
+  std::vector<FlatRange> ranges;
   for (int s = 0; s < stages_; ++s) {
     const ParamRanges owns = stage_owns(layout, pipeline_stage(config_.model, stages_, s));
     TRIDENT_CHECK(owns.size() == 1, "pipeline stage {} owns {} ranges of the parameters, not one", s, owns.size());
-    shards.push_back({optimizer_shard_file(s, stages_), owns.front().first, owns.front().second});
+    ranges.push_back({owns.front().first, owns.front().second});
   }
-  const std::filesystem::path dir = checkpoint_build_dir(run_dir, step);
-  on_all_or_none(world_, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
-    if (stage_ == 0) begin_checkpoint(run_dir, step);
-  });
-  const OptimizerShard& mine = shards[static_cast<std::size_t>(stage_)];
-  on_all_or_none(world_, fmt::format("write their stage's AdamW moments into '{}'", dir.string()), [&] {
-    write_optimizer_shard(dir, stage_, stages_, optimizer, FlatRange{mine.offset, mine.numel});
-  });
-  return shards;
+  return write_sharded_optimizer(world_, run_dir, step, optimizer, ranges);
 }
 
 }  // namespace trident

@@ -127,15 +127,16 @@ LayerSource::Outer GradientShards::begin_pass(bool train, int) {
     zero(final_norm_.data<float>(), final_norm_.numel());
     zero(embeddings_.data<float>(), embeddings_.numel());
   }
-  auto window = [&](std::size_t bucket) {
-    const int64_t begin = buckets_[bucket].first;
-    return ParamWindow{.begin = begin,
-                       .end = begin + buckets_[bucket].second,
-                       .params = weights_.params + begin,
-                       .params16 = weights_.params16 ? weights_.params16 + begin : nullptr,
-                       .grads = bucket_grads(bucket)};
-  };
   return {.embeddings = window(buckets_.size() - 1), .final_norm = window(0)};
+}
+
+ParamWindow GradientShards::window(std::size_t bucket) {
+  const int64_t begin = buckets_[bucket].first;
+  return {.begin = begin,
+          .end = begin + buckets_[bucket].second,
+          .params = weights_.params + begin,
+          .params16 = weights_.params16 ? weights_.params16 + begin : nullptr,
+          .grads = bucket_grads(bucket)};
 }
 
 ParamWindow GradientShards::acquire(int sub_model, bool backward) {
@@ -145,12 +146,7 @@ ParamWindow GradientShards::acquire(int sub_model, bool backward) {
     settle(slot_of(bucket));  // the slot's last reduction (two layers up) has read it
     zero(bucket_grads(bucket), buckets_[bucket].second);
   }
-  const int64_t begin = buckets_[bucket].first;
-  return {.begin = begin,
-          .end = begin + buckets_[bucket].second,
-          .params = weights_.params + begin,
-          .params16 = weights_.params16 ? weights_.params16 + begin : nullptr,
-          .grads = bucket_grads(bucket)};
+  return window(bucket);
 }
 
 void GradientShards::release(int sub_model, bool backward) {

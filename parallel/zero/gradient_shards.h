@@ -63,6 +63,8 @@ class GradientShards final : public LayerSource {
  private:
   // The windows of gradient_buckets(layout) `bucket`: 0 the final norm's, L - l layer l's, L + 1 the embeddings'.
   float* bucket_grads(std::size_t bucket);
+  // Its window: the pass's weights of the bucket's range, and its gradients.
+  ParamWindow window(std::size_t bucket);
   // Starts summing `bucket`'s gradient window over the group; its receive buffer (the slot's) must be free.
   void reduce(std::size_t bucket);
   // Waits for the reduction through receive buffer `slot` and adds this rank's part into the shard.

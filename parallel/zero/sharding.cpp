@@ -54,16 +54,25 @@ std::vector<OptimizerShard> Sharding::write_optimizer(const std::filesystem::pat
                                                       const AdamW& mine) {
   TRIDENT_CHECK(sharded() && holds_lead() && mine.owned() == owned(), "the optimizer does not own this rank's range "
                 "of the lead's sharding group");
+  return write_sharded_optimizer(*group_.host, run_dir, step, mine, ranges_);
+}
+
+std::vector<OptimizerShard> write_sharded_optimizer(Communicator& group, const std::filesystem::path& run_dir,
+                                                    int64_t step, const AdamW& optimizer,
+                                                    const std::vector<FlatRange>& ranges) {
+  TRIDENT_CHECK(static_cast<int>(ranges.size()) == group.size(), "{} optimizer shards for a group of {} ranks",
+                ranges.size(), group.size());
+  const int rank = group.rank(), count = group.size();
   const std::filesystem::path dir = checkpoint_build_dir(run_dir, step);
-  on_all_or_none(*group_.host, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
-    if (rank_ == 0) begin_checkpoint(run_dir, step);
+  on_all_or_none(group, fmt::format("make the checkpoint's directory '{}'", dir.string()), [&] {
+    if (rank == 0) begin_checkpoint(run_dir, step);
   });
-  on_all_or_none(*group_.host, fmt::format("write their range of AdamW's moments into '{}'", dir.string()),
-                [&] { write_optimizer_shard(dir, rank_, static_cast<int>(ranges_.size()), mine); });
+  on_all_or_none(group, fmt::format("write their range of AdamW's moments into '{}'", dir.string()),
+                 [&] { write_optimizer_shard(dir, rank, count, optimizer, ranges[static_cast<std::size_t>(rank)]); });
   std::vector<OptimizerShard> shards;
-  for (std::size_t r = 0; r < ranges_.size(); ++r)
-    shards.push_back({optimizer_shard_file(static_cast<int>(r), static_cast<int>(ranges_.size())), ranges_[r].offset,
-                      ranges_[r].numel});
+  for (int r = 0; r < count; ++r)
+    shards.push_back({optimizer_shard_file(r, count), ranges[static_cast<std::size_t>(r)].offset,
+                      ranges[static_cast<std::size_t>(r)].numel});
   return shards;
 }
 

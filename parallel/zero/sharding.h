@@ -64,11 +64,9 @@ class Sharding {
   // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
   // a collective's send and receive buffers may not overlap). Collective over the group.
   void gather_parameters(GPT& model);
-  // For the checkpoint of `step` in `run_dir`: the group's rank 0 (the run's lead: holds_lead) makes the directory it
-  // is built in (begin_checkpoint), each rank writes the moments of its own range there, a file a range
-  // (core/checkpoint/checkpoint.h), and the ranks agree that every file was written; no moment moves between ranks.
-  // The shards, in order, the same on every rank; a RuntimeError on every rank when any rank failed. Collective over
-  // the group.
+  // For the checkpoint of `step` in `run_dir`: each rank of the group (whose rank 0 is the run's lead: holds_lead)
+  // writes the moments of its own range, a file a range (write_sharded_optimizer below). The shards, in order.
+  // Collective over the group.
   std::vector<OptimizerShard> write_optimizer(const std::filesystem::path& run_dir, int64_t step, const AdamW& mine);
 
  private:
@@ -79,6 +77,16 @@ class Sharding {
   Communicator* across_ = nullptr;
   GradientShards* gradients_ = nullptr;
 };
+
+// A checkpoint's optimizer state written apart, one range a rank of `group` (`ranges`, in rank order, consecutive and
+// covering the parameters): for the checkpoint of `step` in `run_dir`, the group's rank 0 makes the directory it is
+// built in (begin_checkpoint), each rank writes the moments of its range from `optimizer` (which owns at least that
+// range) as a file of its own, and the ranks agree that every file was written; no moment moves between ranks. The
+// shards, in order, the same on every rank; a RuntimeError on every rank when any rank failed. Collective over
+// `group`. Sharding::write_optimizer and a pipeline's stages write theirs through it.
+std::vector<OptimizerShard> write_sharded_optimizer(Communicator& group, const std::filesystem::path& run_dir,
+                                                    int64_t step, const AdamW& optimizer,
+                                                    const std::vector<FlatRange>& ranges);
 
 // The sharding of parallel.zero.stage over `groups`' group of `zero_ranks` (zero_group_ranks: made at start-up among
 // the degrees); the whole buffer on this rank for stage 0 or one rank.
