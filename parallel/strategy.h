@@ -23,7 +23,7 @@
 #include "core/optim/adamw.h"
 #include "parallel/comm/run_groups.h"
 #include "parallel/cost/step_cost.h"
-#include "parallel/zero/gradient_shards.h"
+#include "parallel/zero/model_shards.h"
 
 namespace trident {
 
@@ -38,9 +38,9 @@ struct StrategyEnv {
   int64_t capacity_tokens = 0;  // tokens one rank's activations hold (the model's max_tokens)
   const cost::Profile* profile = nullptr;  // the run's cluster profile, for strategies that plan with it (FlexSP)
   PlacedRun* placed = nullptr;  // what the placement of the family that placed the model attached to it, else none
-  // parallel.zero.stage 2: the source that reduce-scatters the gradients as the model's passes run (a shardable
-  // strategy's data parallelism hands it the step: DataParallel), else none.
-  GradientShards* gradient_shards = nullptr;
+  // parallel.zero.stage 2 and 3: the source that reduce-scatters the gradients (and gathers the weights) as the
+  // model's passes run (a shardable strategy's data parallelism hands it the step: DataParallel), else none.
+  ModelShards* shards = nullptr;
 };
 
 struct Feasibility {

@@ -169,6 +169,10 @@ class Trainer {
                                      const Selector::Choice& choice, const Counters& before) const;
   // Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
   double evaluate();
+  // parallel.zero.stage 3 keeps no weights in the model: what the lead writes or samples is a model in host memory
+  // for batches of `max_tokens`, holding `weights` or (nullptr) the ranges the sharding group's ranks hold, gathered.
+  // Collective over the lead's sharding group at stage 3 with nullptr; nullopt below stage 3 and on ranks but the lead.
+  std::optional<GPT> host_model(int64_t max_tokens, const float* weights = nullptr);
   // After a step: a stop signal on any rank stops every rank after the same step, with a checkpoint to resume from;
   // so does a data file changed under the run (then the run ends in an error naming it). True: stop.
   bool end_step(int64_t step, const Counters& before, Watchdog& watchdog);
@@ -189,9 +193,16 @@ class Trainer {
 
 bool Trainer::start() {
   GPT& model = state_.model;
+  Sharding& sharding = *setup_.sharding;
   checkpoint_ = resume_point(config_, run_.path);
   std::optional<TrainerState> resumed;
-  if (checkpoint_) resumed = load_checkpoint(*checkpoint_, model, state_.optimizer);
+  if (checkpoint_ && sharding.shards_weights()) {  // every rank reads the whole weights, and keeps its range
+    GPT whole(config_.model, 1, state_.host_store, cpu_backend(), Precision::fp32, {.in_source = InSource::gradients});
+    resumed = load_checkpoint(*checkpoint_, whole, state_.optimizer);
+    sharding.set_weights(whole.params());
+  } else if (checkpoint_) {
+    resumed = load_checkpoint(*checkpoint_, model, state_.optimizer);
+  }
   if (any_rank(setup_.ranks, stop_signal() != 0)) {
     spdlog::info("stop requested by a signal while the run started: exiting before its first step, with no metrics "
                  "or checkpoint written");
@@ -204,8 +215,15 @@ bool Trainer::start() {
     if (run_.lead) drop_metrics_from_step(run_.path / "metrics.jsonl", start_step_);
   } else {
     if (run_.lead) restart_metrics_aside(run_.path);
-    model.init_weights(static_cast<uint64_t>(config_.run.seed));
-    if (run_.lead) save_model(run_.path / "model_init.safetensors", model);
+    if (sharding.shards_weights()) {
+      const std::vector<float> initial = initial_weights(model.layout(), static_cast<uint64_t>(config_.run.seed));
+      sharding.set_weights(initial.data());
+      if (std::optional<GPT> whole = host_model(1, initial.data()))
+        save_model(run_.path / "model_init.safetensors", *whole);
+    } else {
+      model.init_weights(static_cast<uint64_t>(config_.run.seed));
+      if (run_.lead) save_model(run_.path / "model_init.safetensors", model);
+    }
   }
   if (run_.lead) write_resolved_config(config_, run_.path);
   spdlog::info("model: {} parameters, {} attention, {} layers x {} wide; memory in use {}", model.num_params(),
@@ -216,7 +234,7 @@ bool Trainer::start() {
                         .config = config_,
                         .capacity_tokens = setup_.capacity,
                         .placed = state_.placed.get(),
-                        .gradient_shards = setup_.sharding->gradients()};
+                        .shards = setup_.sharding->model_shards()};
   selector_ = make_selector(env, std::move(setup_.profile), model, run_.path);
   selector_->restore(resumed ? resumed->selector : nlohmann::json());
   if (checkpoint_) {
@@ -286,10 +304,11 @@ void Trainer::switch_to(Strategy* next) {
 void Trainer::save(int64_t steps_done) {
   for (const auto& s : selector_->strategies()) s->settle(state_.model, state_.optimizer);  // nothing in flight lost
   const std::vector<OptimizerShard> shards = save_optimizer_shards(steps_done);
+  const std::optional<GPT> gathered = host_model(1);
   if (run_.lead) {
     StrategyTensors kept;
     for (const auto& s : selector_->strategies()) kept.merge(s->checkpoint_tensors());
-    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, state_.optimizer, config_,
+    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, gathered ? *gathered : state_.model, state_.optimizer, config_,
                                             setup_.ranks.size(), config_.checkpoint.keep, selector_->state(), kept,
                                             shards);
     for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
@@ -366,6 +385,22 @@ double Trainer::evaluate() {
   return loss / targets;
 }
 
+std::optional<GPT> Trainer::host_model(int64_t max_tokens, const float* weights) {
+  Sharding& sharding = *setup_.sharding;
+  if (!sharding.shards_weights() || !sharding.holds_lead()) return std::nullopt;
+  std::vector<float> gathered;
+  if (!weights) {
+    gathered = sharding.weights_on_group_lead();
+    weights = gathered.data();
+  }
+  if (!run_.lead) return std::nullopt;
+  std::optional<GPT> whole;
+  whole.emplace(config_.model, max_tokens, state_.host_store, cpu_backend(), setup_.precision,
+                ModelMemory{.in_source = InSource::gradients});
+  std::copy_n(weights, whole->num_params(), whole->params());
+  return whole;
+}
+
 bool Trainer::end_step(int64_t step, const Counters& before, Watchdog& watchdog) {
   const std::optional<std::string> data_change = data_.documents->changed();
   int32_t stops[2] = {stop_signal() != 0, data_change.has_value()};
@@ -397,17 +432,19 @@ void Trainer::finish() {
   }
 #endif
   for (const auto& strategy : selector_->strategies()) strategy->settle(state_.model, state_.optimizer);
+  std::optional<GPT> gathered = host_model(config_.model.max_seq_len);
   if (!run_.lead) return;
   const fs::path final_weights = run_.path / "model_final.safetensors";
-  save_model(final_weights, state_.model, {{"trident_step", std::to_string(config_.train.steps)}});
+  save_model(final_weights, gathered ? *gathered : state_.model, {{"trident_step", std::to_string(config_.train.steps)}});
   spdlog::info("final weights written to {}", final_weights.string());
   if (config_.sample.tokens <= 0 || config_.data.kind != "text") return;
   // rank 0 samples alone, with the local kernels: its batches carry no group
   std::vector<int32_t> prompt;
   for (unsigned char c : config_.sample.prompt) prompt.push_back(c);
-  // a model that cannot run a pass of its own (a pipeline stage's) samples with a whole model on the host
-  std::optional<GPT> whole;
-  if (!state_.model.runs_passes()) {
+  // a model that cannot run a pass of its own (a pipeline stage's) samples with a whole model on the host, as one
+  // without weights of its own (parallel.zero.stage 3) does
+  std::optional<GPT>& whole = gathered;
+  if (!whole && !state_.model.runs_passes()) {
     whole.emplace(config_.model, config_.model.max_seq_len, state_.host_store, cpu_backend(), setup_.precision);
     std::copy_n(state_.model.params(), state_.model.num_params(), whole->params());
   }

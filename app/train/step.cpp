@@ -24,8 +24,10 @@ StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Bat
   stats.finite = strategy.on_every_rank(std::isfinite(stats.loss) && std::isfinite(stats.grad_norm));
   if (!stats.finite) return stats;
   const float clip = clip_coefficient(static_cast<float>(stats.grad_norm), static_cast<float>(config.grad_clip));
-  optimizer.step(model.params(), sharded_grads ? sharding->owned_grads(model) : model.grads(), static_cast<float>(lr),
-                 clip, strategy.updated_ranges(), sharded_grads);
+  const bool sharded_weights = sharding && sharding->shards_weights();
+  optimizer.step(sharded_weights ? sharding->owned_weights(model) : model.params(),
+                 sharded_grads ? sharding->owned_grads(model) : model.grads(), static_cast<float>(lr), clip,
+                 strategy.updated_ranges(), sharded_grads, sharded_weights);
   if (sharding) sharding->gather_parameters(model);
   strategy.after_update(model);
   return stats;

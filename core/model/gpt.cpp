@@ -49,11 +49,12 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
                 "a model's weights on the host need a store in host memory");
   TRIDENT_CHECK(activation_layers_ >= 1, "activations of {} layers", activation_layers_);
   Allocator& store = memory.weights_on_host ? *memory.store : allocator;
-  params_ = Tensor::zeros(store, {layout_.num_params});
-  if (!memory.grads_in_source) grads_ = Tensor::zeros(store, {layout_.num_params});
+  if (memory.in_source != InSource::states) params_ = Tensor::zeros(store, {layout_.num_params});
+  if (memory.in_source == InSource::nothing) grads_ = Tensor::zeros(store, {layout_.num_params});
   const ModelConfig shape = activation_shape(config, memory);
   if (precision == Precision::bf16) {
-    if (!memory.weights_on_host) weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
+    if (!memory.weights_on_host && params_.defined())
+      weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
     acts16_ = allocate_activations<bf16>(shape, max_tokens, allocator, memory.selective_recompute);
   } else {
     acts32_ = allocate_activations<float>(shape, max_tokens, allocator, memory.selective_recompute);
@@ -71,10 +72,9 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
                           const ModelMemory& memory) {
   const int64_t P = model_layout(config).num_params;
   const ModelConfig shape = activation_shape(config, memory);
-  // weights, gradients and their bf16 copy, unless on the host
-  int64_t bytes = memory.weights_on_host ? 0
-                                        : (memory.grads_in_source ? 4 : 2 * 4) * P +
-                                              (precision == Precision::bf16 ? 2 * P : 0);
+  // weights, gradients and their bf16 copy, unless on the host or in the source
+  const int64_t weights = memory.in_source == InSource::states ? 0 : (precision == Precision::bf16 ? 6 : 4) * P;
+  int64_t bytes = memory.weights_on_host ? 0 : weights + (memory.in_source == InSource::nothing ? 4 * P : 0);
   bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens, memory.selective_recompute)
                                         : activation_bytes<float>(shape, max_tokens, memory.selective_recompute);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
@@ -83,7 +83,8 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
 }
 
 ParamWindow GPT::resident_weights() {
-  TRIDENT_CHECK(!params_on_host_, "a model whose weights are in a store runs its passes through its runner");
+  TRIDENT_CHECK(!params_on_host_ && holds_weights(), "a model whose weights are in a store or its source runs its "
+                "passes through its runner");
   if (precision_ == Precision::bf16) backend_->convert(weights16_.data<bf16>(), params(), layout_.num_params);
   return {.begin = 0,
           .end = layout_.num_params,
@@ -92,10 +93,10 @@ ParamWindow GPT::resident_weights() {
           .grads = grads()};
 }
 
-void GPT::init_weights(uint64_t seed) {
+std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<float> p(static_cast<std::size_t>(layout_.num_params));  // drawn on the host, the same on any backend
-  for (const ParamEntry& e : layout_.params) {
+  std::vector<float> p(static_cast<std::size_t>(layout.num_params));
+  for (const ParamEntry& e : layout.params) {
     if (e.init_std == 0.0f) {
       std::fill(p.begin() + e.offset, p.begin() + e.offset + e.numel, e.init_value);
       continue;
@@ -103,6 +104,12 @@ void GPT::init_weights(uint64_t seed) {
     std::normal_distribution<float> dist(0.0f, e.init_std);
     for (int64_t i = 0; i < e.numel; ++i) p[e.offset + i] = dist(rng);
   }
+  return p;
+}
+
+void GPT::init_weights(uint64_t seed) {
+  TRIDENT_CHECK(holds_weights(), "a model whose weights its runner's source keeps is initialised there");
+  const std::vector<float> p = initial_weights(layout_, seed);
   store_backend().upload(params(), p.data(), p.size() * sizeof(float));
 }
 

@@ -25,6 +25,10 @@ Precision precision_named(const std::string& name);  // "fp32" | "bf16" (config 
 // Bytes of one activation value as it is stored and sent between ranks.
 inline int64_t activation_value_bytes(Precision precision) { return precision == Precision::bf16 ? 2 : 4; }
 
+// What the source of a model's runner keeps in the model's stead (parallel.zero): nothing; the gradients (stage 2:
+// grads() is not allocated); or the weights and the gradients (stage 3: nor are params() and their bf16 copy).
+enum class InSource { nothing, gradients, states };
+
 // The shape of a model's memory for a strategy that runs its layers (core/model/layer_runner.h); the defaults are a
 // resident model's.
 struct ModelMemory {
@@ -38,10 +42,13 @@ struct ModelMemory {
   // train.recompute: selective: the layers keep no norm or GELU outputs of their own (one slot for all of them), and
   // each layer's backward computes them again from what it kept.
   bool selective_recompute = false;
-  // grads() is not allocated: the runner's source keeps the gradients (parallel.zero.stage: 2 keeps a rank's range
-  // of them), and grads() is nullptr.
-  bool grads_in_source = false;
+  // What the runner's source keeps instead of the model: then grads() (and with the weights, params()) is nullptr.
+  InSource in_source = InSource::nothing;
 };
+
+// GPT-2's initial weights of `layout` (core/model/README.md), drawn on the host in `seed`: the same on any backend,
+// rank count or sharding.
+std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed);
 
 class GPT {
  public:
@@ -65,14 +72,16 @@ class GPT {
   // Where params() and grads() live: the compute backend's memory, or host memory (ModelMemory::store).
   Backend& store_backend() const { return params_on_host_ ? cpu_backend() : *backend_; }
   bool weights_on_host() const { return params_on_host_; }
-  // The fp32 master weights (with bf16, a pass rounds them into the copy the matmuls read: resident_weights()).
-  float* params() { return params_.data<float>(); }
-  const float* params() const { return params_.data<float>(); }
-  // nullptr where the runner's source keeps them (ModelMemory::grads_in_source).
+  // The fp32 master weights (with bf16, a pass rounds them into the copy the matmuls read: resident_weights());
+  // nullptr where the runner's source keeps them (ModelMemory::in_source).
+  float* params() { return params_.defined() ? params_.data<float>() : nullptr; }
+  const float* params() const { return params_.defined() ? params_.data<float>() : nullptr; }
+  bool holds_weights() const { return params_.defined(); }
+  // nullptr where the runner's source keeps them (ModelMemory::in_source).
   float* grads() { return grads_.defined() ? grads_.data<float>() : nullptr; }
   const float* grads() const { return grads_.defined() ? grads_.data<float>() : nullptr; }
 
-  // GPT-2 initialisation (core/model/README.md), deterministic in `seed`.
+  // GPT-2 initialisation (core/model/README.md), deterministic in `seed`: initial_weights below.
   void init_weights(uint64_t seed);
   void zero_grads();
 

@@ -8,34 +8,36 @@ namespace trident {
 
 namespace {
 
-// Whether the layers run through a runner: full recomputation, or gradients kept by the source.
-bool runs_layers(const std::string& recompute, bool grads_in_source) { return recompute == "full" || grads_in_source; }
+// Whether the layers run through a runner: full recomputation, or states kept by the source.
+bool runs_layers(const std::string& recompute, InSource in_source) {
+  return recompute == "full" || in_source != InSource::nothing;
+}
 
 }  // namespace
 
-Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, bool grads_in_source) {
+Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source) {
   Swapping s;
   s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
   std::iota(s.sub_model_starts.begin(), s.sub_model_starts.end(), 0);
   s.recomputed = recompute == "full" ? static_cast<int>(config.n_layer) - 1 : 0;
   s.resident = true;
   s.selective_recompute = recompute == "selective";
-  s.grads_in_source = grads_in_source;
+  s.in_source = in_source;
   return s;
 }
 
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute,
-                                  bool grads_in_source) {
-  if (runs_layers(recompute, grads_in_source))
-    return SubModelRunner::model_memory(config, max_tokens, resident_swapping(config, recompute, grads_in_source));
+                                  InSource in_source) {
+  if (runs_layers(recompute, in_source))
+    return SubModelRunner::model_memory(config, max_tokens, resident_swapping(config, recompute, in_source));
   return {.selective_recompute = recompute == "selective"};
 }
 
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const std::string& recompute, bool grads_in_source) {
-  if (runs_layers(recompute, grads_in_source))
+                              const std::string& recompute, InSource in_source) {
+  if (runs_layers(recompute, in_source))
     return SubModelRunner::memory_bytes(config, max_tokens, precision, device,
-                                        resident_swapping(config, recompute, grads_in_source));
+                                        resident_swapping(config, recompute, in_source));
   return GPT::memory_bytes(config, max_tokens, precision, device, resident_model_memory(config, max_tokens, recompute));
 }
 
@@ -66,7 +68,7 @@ int64_t ResidentLayers::copy_activations(std::string label, std::vector<Copy>, b
 void ResidentLayers::wait_copies(int64_t) {}
 
 RecomputedModel::RecomputedModel(GPT& model, Allocator& device)
-    : source_(model), runner_(model, resident_swapping(model.config(), "full", false), device) {
+    : source_(model), runner_(model, resident_swapping(model.config(), "full", InSource::nothing), device) {
   runner_.set_source(&source_);
 }
 

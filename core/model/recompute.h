@@ -22,16 +22,16 @@
 namespace trident {
 
 // How a resident model is built as train.recompute (`recompute`: none | selective | full) keeps its activations;
-// `grads_in_source`: its gradients are kept by the source of a runner (parallel.zero.stage: 2), which then runs its
-// layers as one-layer sub-models whatever `recompute` says.
+// `in_source`: what the source of a runner keeps instead of the model (parallel.zero.stage: 2 and 3), which then runs
+// its layers as one-layer sub-models whatever `recompute` says.
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute,
-                                  bool grads_in_source = false);
-// Its device bytes sized for `max_tokens` tokens: weights, gradients (unless in the source) and the activations kept
+                                  InSource in_source = InSource::nothing);
+// Its device bytes sized for `max_tokens` tokens: weights and gradients (unless in the source) and the activations kept
 // (full: one layer's saved arrays and the inputs of the L - 1 recomputed layers, the runner's included).
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const std::string& recompute, bool grads_in_source = false);
+                              const std::string& recompute, InSource in_source = InSource::nothing);
 // The runner's sub-models of such a model: one a layer, every one but the last recomputed with `full`.
-Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, bool grads_in_source);
+Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source);
 
 // The LayerSource of a resident model: every sub-model's window is the model's whole flat buffer (nothing moves).
 class ResidentLayers final : public LayerSource {

@@ -76,7 +76,7 @@ ModelMemory SubModelRunner::model_memory(const ModelConfig& config, int64_t max_
           .activation_layers = workspace_layers(config, swapping),
           .index_values = sub_model_major(max_tokens, swapping) ? 5 * swapping.round_tokens + 1 : 0,
           .selective_recompute = swapping.selective_recompute,
-          .grads_in_source = swapping.grads_in_source};
+          .in_source = swapping.in_source};
 }
 
 int64_t SubModelRunner::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,

@@ -35,9 +35,9 @@ struct Swapping {
   // checkpoints, and the offloaded activations in the store, hold a round's tokens).
   int64_t round_tokens = 0;
   // A resident model's (resident): its layers keep no norm or GELU outputs of their own
-  // (ModelMemory::selective_recompute), and its gradients are kept by the source (ModelMemory::grads_in_source).
+  // (ModelMemory::selective_recompute), and what the source keeps instead of the model (ModelMemory::in_source).
   bool selective_recompute = false;
-  bool grads_in_source = false;
+  InSource in_source = InSource::nothing;
 };
 
 class SubModelRunner final : public LayerRunner {

@@ -24,9 +24,10 @@ AdamW::AdamW(const ModelLayout& layout, const TrainConfig& config, Allocator& al
 }
 
 void AdamW::step(float* params, const float* grads, float lr, float grad_scale,
-                 const std::vector<std::pair<int64_t, int64_t>>& only, bool grads_of_owned) {
+                 const std::vector<std::pair<int64_t, int64_t>>& only, bool grads_of_owned, bool params_of_owned) {
   ++steps_;
   const int64_t grads_at = grads_of_owned ? owned_.offset : 0;  // the flat offset grads[0] belongs to
+  const int64_t params_at = params_of_owned ? owned_.offset : 0;
   const std::vector<std::pair<int64_t, int64_t>> all = {{owned_.offset, owned_.numel}};
   for (const Range& r : ranges_) {
     const cpu::AdamWHyper hyper{lr, static_cast<float>(config_.beta1), static_cast<float>(config_.beta2),
@@ -36,7 +37,7 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale,
       const int64_t begin = std::max({r.offset, offset, owned_.offset});
       const int64_t end = std::min({r.offset + r.numel, offset + numel, owned_.offset + owned_.numel});
       if (begin < end)
-        backend_->adamw_update(params + begin, grads + (begin - grads_at), m() + (begin - owned_.offset),
+        backend_->adamw_update(params + (begin - params_at), grads + (begin - grads_at), m() + (begin - owned_.offset),
                                v() + (begin - owned_.offset), end - begin, cpu::adamw_step(hyper, steps_),
                                grad_scale);
     }

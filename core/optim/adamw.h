@@ -26,10 +26,11 @@ class AdamW {
 
   // One update at learning rate `lr`; every gradient is first multiplied by `grad_scale` (the clip coefficient).
   // With `only` ({offset, numel} ranges of the layout), the parameters there alone (those a rank updates); never
-  // any outside owned(). `params` is the whole flat buffer; `grads` the whole one too, or, with `grads_of_owned`,
-  // owned()'s alone (parallel.zero.stage: 2 keeps no other).
+  // any outside owned(). `params` is the whole flat buffer, or, with `params_of_owned`, owned()'s alone
+  // (parallel.zero.stage: 3 keeps no other); `grads` the same, with `grads_of_owned` (stages 2 and 3).
   void step(float* params, const float* grads, float lr, float grad_scale,
-            const std::vector<std::pair<int64_t, int64_t>>& only = {}, bool grads_of_owned = false);
+            const std::vector<std::pair<int64_t, int64_t>>& only = {}, bool grads_of_owned = false,
+            bool params_of_owned = false);
 
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }

@@ -100,6 +100,10 @@ class Communicator {
   // counts[r] elements from rank r land at out + displs[r] (elements).
   virtual void allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
                           const std::vector<int64_t>& displs, CommType type) = 0;
+  // The same, non-blocking where the implementation has it (MPI); others complete it before returning (NCCL's is
+  // already asynchronous on its stream).
+  virtual RequestPtr iallgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                                 const std::vector<int64_t>& displs, CommType type);
   // Block r of `in` (count elements) goes to rank r; block r of `out` comes from rank r.
   virtual void alltoall(const void* in, void* out, int64_t count, CommType type) = 0;
   virtual void alltoallv(const void* in, const std::vector<int64_t>& send_counts,

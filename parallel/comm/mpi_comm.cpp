@@ -251,6 +251,26 @@ void MpiCommunicator::allgatherv(const void* in, int64_t count, void* out, const
         "allgatherv");
 }
 
+// MPI_Iallgatherv takes int counts and displacements: a gather of more than 2^31 elements is made blocking.
+RequestPtr MpiCommunicator::iallgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                                        const std::vector<int64_t>& displs, CommType type) {
+  check_per_rank_layout("iallgatherv", size_, counts, displs);
+  const auto fits = [](int64_t n) { return n <= std::numeric_limits<int>::max(); };
+  if (size_ == 1 || !fits(count) || !std::all_of(counts.begin(), counts.end(), fits) ||
+      !std::all_of(displs.begin(), displs.end(), fits))
+    return Communicator::iallgatherv(in, count, out, counts, displs, type);
+  counters_.record("iallgatherv", comm_bytes(count, type));
+  auto request = std::make_unique<MpiRequest>("iallgatherv", rank_, size_);
+  std::vector<int>& ints = request->arguments();  // counts, then displacements: read until the gather completes
+  ints.reserve(2 * counts.size());
+  for (int64_t c : counts) ints.push_back(static_cast<int>(c));
+  for (int64_t d : displs) ints.push_back(static_cast<int>(d));
+  check(MPI_Iallgatherv(in, static_cast<int>(count), mpi_datatype(type), out, ints.data(), ints.data() + size_,
+                        mpi_datatype(type), comm_, &request->pieces().emplace_back()),
+        "iallgatherv");
+  return request;
+}
+
 void MpiCommunicator::alltoall(const void* in, void* out, int64_t count, CommType type) {
   counters_.record("alltoall", comm_bytes(count, type) * size_);
   const TimedCall timed(counters_.ops["alltoall"]);

@@ -109,6 +109,8 @@ class MpiCommunicator final : public Communicator {
   void allgather(const void* in, void* out, int64_t count, CommType type) override;
   void allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
                   const std::vector<int64_t>& displs, CommType type) override;
+  RequestPtr iallgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                         const std::vector<int64_t>& displs, CommType type) override;
   void alltoall(const void* in, void* out, int64_t count, CommType type) override;
   void alltoallv(const void* in, const std::vector<int64_t>& send_counts, const std::vector<int64_t>& send_displs,
                  void* out, const std::vector<int64_t>& recv_counts, const std::vector<int64_t>& recv_displs,

@@ -76,6 +76,33 @@ double StepCostModel::allreduce_s(double bytes) const {
   return 2.0 * static_cast<double>(W - 1) * transfer_s(bytes / static_cast<double>(W), W);
 }
 
+namespace {
+
+// The share of the parameters a stage-3 pass gathers: every layer in the forward, all but the last two again in the
+// backward (the outer windows once, counted as a layer's share).
+double gathered_per_pass(const RunShape& run) {
+  const double L = static_cast<double>(run.n_layer);
+  return std::max(1.0, 2.0 * L - 2.0) / L;
+}
+
+}  // namespace
+
+double StepCostModel::sharding_bytes(int64_t passes) const {
+  if (run_.zero_ranks <= 1) return 0;
+  const double range = 4.0 * static_cast<double>(run_.owned_params);
+  return run_.weight_shards ? static_cast<double>(passes) * gathered_per_pass(run_) * range : range;
+}
+
+double StepCostModel::sharding_s(int64_t passes) const {
+  if (run_.zero_ranks <= 1) return 0;
+  if (!run_.weight_shards) return allgather_s(sharding_bytes(passes), run_.zero_ranks);
+  // a gather a layer, twice a pass, and the outer windows: each its latency, the bytes at the group's bandwidth
+  const Link l = link(run_.zero_ranks);
+  const double gathers = static_cast<double>(passes) * static_cast<double>(2 * run_.n_layer);
+  return gathers * l.latency_us * 1e-6 +
+         static_cast<double>(run_.zero_ranks - 1) * sharding_bytes(passes) / (l.bandwidth_gb_per_s * 1e9);
+}
+
 double StepCostModel::gradient_reduction_bytes(int64_t passes) const {
   if (!run_.gradient_shards) return gradient_bytes();
   const double across = run_.world > run_.zero_ranks ? 4.0 * static_cast<double>(run_.owned_params) : 0;

@@ -11,6 +11,8 @@
 //   reduce_scatter(bytes, G)                     = allgather(bytes / G, G)                            ring, G ranks
 //   gradients, stage 2                           = passes x reduce_scatter(4 P, G)
 //                                                  (+ allreduce of the range across the W / G groups)
+//   weights, stage 3                             = passes x gathers of (2 L - 2) / L x 4 P over G: the
+//                                                  forward's L layers, the backward's L - 2 (instead of sharding)
 //
 // latency(d) and bandwidth(d) are the link of a group of d consecutive node-major ranks: the profile's measured
 // all-to-all entry for d ranks on the nodes such a group spans, else its intra- or inter-node link
@@ -36,7 +38,8 @@ struct RunShape {
   int64_t zero_ranks = 1;       // the ranks parallel.zero shards the optimizer state over (1: none)
   int64_t owned_params = 0;     // the parameters of the longest range one of them updates (0: num_params)
   bool gradient_shards = false; // parallel.zero.stage 2: gradients reduce-scattered each pass, a range a rank
-  int64_t gradient_shard_bytes = 0;  // then: the bytes of a rank's gradient shard and the windows it reduces through
+  bool weight_shards = false;    // parallel.zero.stage 3: and the weights gathered layer by layer each pass
+  int64_t gradient_shard_bytes = 0;  // then: the bytes of a rank's shards and the windows they move through
 };
 
 // One strategy's estimate of one step.
@@ -78,13 +81,15 @@ class StepCostModel {
   // the groups once).
   double gradient_reduction_bytes(int64_t passes) const;
   double gradient_reduction_s(int64_t passes) const;
-  // Device bytes a rank's gradients take beyond its model's: its shard and windows at stage 2, else none (the model
-  // holds them).
+  // Device bytes a rank's sharded states take beyond its model's: its shards and windows at stages 2 and 3, else
+  // none (the model holds them).
   int64_t gradient_shard_bytes() const { return run_.gradient_shards ? run_.gradient_shard_bytes : 0; }
   // parallel.zero.stage 1 and 2: after the update each rank sends its range of the parameters to its group (an
-  // allgather over zero_ranks): bytes a rank hands to it (0 without sharding), and its time.
-  double sharding_bytes() const { return run_.zero_ranks > 1 ? 4.0 * static_cast<double>(run_.owned_params) : 0; }
-  double sharding_s() const { return run_.zero_ranks > 1 ? allgather_s(sharding_bytes(), run_.zero_ranks) : 0; }
+  // allgather over zero_ranks); stage 3: each of a step's `passes` gathers the layers' weights (2 L - 2 layers and the
+  // embeddings and final norm, taken as (2 L - 2) / L of the parameters). Bytes a rank hands to them (0 without
+  // sharding), and their time.
+  double sharding_bytes(int64_t passes) const;
+  double sharding_s(int64_t passes) const;
   // The parameters a rank's AdamW holds moments for.
   int64_t optimizer_params() const { return run_.owned_params > 0 ? run_.owned_params : run_.num_params; }
 

@@ -10,8 +10,12 @@ void DataParallel::start(float* data, int64_t numel) {
   pending_.push_back(gradients_.iallreduce_sum(data, numel, CommType::f32));
 }
 
-void DataParallel::begin(int passes) {
-  if (shards_) shards_->begin_step(passes);
+void DataParallel::begin(int passes, bool train) {
+  if (shards_) shards_->begin_step(passes, train);
+}
+
+void DataParallel::skip_pass() {
+  if (shards_) shards_->skip_pass();
 }
 
 void DataParallel::reduce_during_backward(GPT& model) {

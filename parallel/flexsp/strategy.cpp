@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/model/recompute.h"
+#include "parallel/placement/run_shape.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/flexsp/config.h"
@@ -147,16 +148,17 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
       device_(env.backend.device()),
       recompute_(env.config.train.recompute),
       groups_(env.groups),
-      dp_(env.groups.world(), env.groups.gradients(), env.gradient_shards),
+      dp_(env.groups.world(), env.groups.gradients(), env.shards),
       overlap_reduction_(!(env.backend.device() == Device::cuda && env.config.device.comm == "nccl")) {
   const int world = env.groups.world().size();
   check_flexsp(model_, world, inner_);
-  // Stage 2 reduces each pass as its backward runs, and on one NCCL stream a group's exchange queued behind a world
-  // reduction another group's member has not reached yet would wait for ever.
-  if (env.gradient_shards && !overlap_reduction_)
-    throw_config_error("parallel.zero.stage: 2 reduce-scatters the gradients during FlexSP's backward, which "
+  // Stages 2 and 3 reduce (and gather) in each pass as it runs, and on one NCCL stream a group's exchange queued
+  // behind a world collective another group's member has not reached yet would wait for ever.
+  if (env.shards && !overlap_reduction_)
+    throw_config_error("parallel.zero.stage: {} reduce-scatters the gradients{} during FlexSP's passes, which "
                        "device.comm: nccl cannot order against the groups' exchanges; use device.comm: host or "
-                       "parallel.zero.stage: 1");
+                       "parallel.zero.stage: 1",
+                       env.shards->shards_weights() ? 3 : 2, env.shards->shards_weights() ? " and gathers the weights" : "");
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
   const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
                                   ? LaspVariant::lasp2
@@ -282,10 +284,10 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
   const auto passes = static_cast<int64_t>(p.micro_batches.size());  // stage 2 reduces as many on every rank
-  e.comm_s = cost.gradient_reduction_s(passes) + cost.sharding_s();
+  e.comm_s = cost.gradient_reduction_s(passes) + cost.sharding_s(passes);
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;
-  double sent = cost.gradient_reduction_bytes(passes) + cost.sharding_bytes();
+  double sent = cost.gradient_reduction_bytes(passes) + cost.sharding_bytes(passes);
   const double L = static_cast<double>(model_.n_layer);
   const double per_token = 8.0 * L * static_cast<double>(model_.n_embd * cost.run().bytes_per_value);
   const double states = 2.0 * L * cost_.exchange().state_bytes;  // LASP: a state out, a gradient back, per layer
@@ -297,7 +299,7 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
       sent += inner_ == FlexInner::lasp ? states : per_token * static_cast<double>(n);
     }
   e.comm_bytes = static_cast<int64_t>(sent);
-  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, cost.run().gradient_shards) +
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, source_keeps(cost.run())) +
                  AdamW::memory_bytes(cost.optimizer_params()) + cost.gradient_shard_bytes();
   return e;
 }
@@ -401,12 +403,15 @@ StepSums FlexSequenceParallel::train(GPT& model, const Batch& batch, float loss_
   int last = -1;
   for (int i = 0; i < M; ++i)
     if (micro[i]) last = i;
-  dp_.begin(M);  // at most every micro-batch on some rank (parallel.zero.stage 2 pads to it)
+  dp_.begin(M);  // at most every micro-batch on some rank (parallel.zero.stage 2 and 3 pad to it)
   StepSums sums;
   std::vector<double> timing(static_cast<std::size_t>(M) + 1, 0.0);  // [position, seconds of each micro-batch]
   timing[0] = groups_.position();
   for (int i = 0; i <= last; ++i) {
-    if (!micro[i]) continue;  // this rank is in no group of micro-batch i
+    if (!micro[i]) {  // this rank is in no group of micro-batch i
+      dp_.skip_pass();
+      continue;
+    }
     if (i == last && overlap_reduction_) dp_.reduce_during_backward(model);  // earlier ones only accumulate
     const TokenBatch mb = micro[i]->view();
     const auto start = std::chrono::steady_clock::now();
@@ -485,12 +490,18 @@ void FlexSequenceParallel::restore_state(const nlohmann::json& state) {
 
 StepSums FlexSequenceParallel::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};
-  for (std::optional<GroupBatch>& local : local_micro_batches(batch, shared_plan(batch))) {
-    if (!local) continue;
+  std::vector<std::optional<GroupBatch>> micro = local_micro_batches(batch, shared_plan(batch));
+  dp_.begin(static_cast<int>(micro.size()), false);  // at most every micro-batch on some rank (stage 3 pads to it)
+  for (std::optional<GroupBatch>& local : micro) {
+    if (!local) {
+      dp_.skip_pass();
+      continue;
+    }
     const TokenBatch mb = local->view();
     totals[0] += model.forward_loss(mb);
     totals[1] += static_cast<double>(mb.num_tokens);
   }
+  dp_.finish(model);
   dp_.sum(totals, 2);
   return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }

@@ -6,7 +6,7 @@
 
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
-#include "parallel/zero/gradient_shards.h"
+#include "parallel/zero/model_shards.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -14,11 +14,11 @@ namespace trident {
 namespace {
 
 // The bytes of this rank's AdamW moments (every parameter's, or the largest shard's: parallel.zero.stage 1), and at
-// stage 2 of its gradient shard and the windows the gradients are reduced through (the model then holds none).
+// stages 2 and 3 of its shards and the windows they move through (the model then holds no gradients, and at stage 3
+// no weights).
 int64_t optimizer_bytes(const Config& config, int zero_ranks) {
   const int64_t owned = owned_params(config, model_layout(config.model).num_params, zero_ranks);
-  return AdamW::memory_bytes(owned) +
-         (gradients_sharded(config, zero_ranks) ? GradientShards::memory_bytes(config.model, owned) : 0);
+  return AdamW::memory_bytes(owned) + sharded_state_bytes(config, zero_ranks);
 }
 
 ModelBytes resident_bytes(const Config& config, Precision precision, Device device, const ModelMemory& memory) {

@@ -4,7 +4,8 @@
 
 #include "core/model/recompute.h"
 #include "kernels/common/error.h"
-#include "parallel/zero/gradient_shards.h"
+#include "parallel/zero/model_shards.h"
+#include "parallel/zero/config.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -16,20 +17,21 @@ struct RecomputedRun final : PlacedRun {
   RecomputedModel recomputed;
 };
 
-// parallel.zero.stage 2: the layers run one a layer over the source that keeps this rank's range of the gradients
-// (recomputing them as train.recompute says).
-struct ShardedGradientRun final : PlacedRun {
-  ShardedGradientRun(GPT& model, Allocator& device, Sharding& sharding, const std::string& recompute)
-      : source(model, device, sharding.device_group(), sharding.ranges(), sharding.across()),
-        runner(model, resident_swapping(model.config(), recompute, true), device),
+// parallel.zero.stage 2 and 3: the layers run one a layer over the source that keeps this rank's range of the
+// gradients (and weights) (recomputing them as train.recompute says).
+struct ShardedRun final : PlacedRun {
+  ShardedRun(GPT& model, Allocator& device, Sharding& sharding, const std::string& recompute, InSource in_source)
+      : source(model, device, sharding.device_group(), sharding.ranges(), sharding.across(),
+               in_source == InSource::states),
+        runner(model, resident_swapping(model.config(), recompute, in_source), device),
         sharding_(sharding) {
     runner.set_source(&source);
-    sharding.use_gradients(&source);
+    sharding.use_shards(&source);
   }
-  ~ShardedGradientRun() override { sharding_.use_gradients(nullptr); }
-  ShardedGradientRun(const ShardedGradientRun&) = delete;
-  ShardedGradientRun& operator=(const ShardedGradientRun&) = delete;
-  GradientShards source;
+  ~ShardedRun() override { sharding_.use_shards(nullptr); }
+  ShardedRun(const ShardedRun&) = delete;
+  ShardedRun& operator=(const ShardedRun&) = delete;
+  ModelShards source;
   SubModelRunner runner;
 
  private:
@@ -37,10 +39,10 @@ struct ShardedGradientRun final : PlacedRun {
 };
 
 // A resident model's device bytes as train.recompute keeps its activations (none, selective or full), without its
-// gradients where parallel.zero.stage 2 keeps them in the source (counted with the optimizer state).
-ModelBytes bytes_as_recomputed(const Config& config, Precision precision, Device device, bool grads_in_source) {
-  return [&config, precision, device, grads_in_source](int64_t tokens) {
-    return resident_memory_bytes(config.model, tokens, precision, device, config.train.recompute, grads_in_source);
+// gradients (and weights) where parallel.zero.stage 2 (3) keeps them in the source (counted with the optimizer state).
+ModelBytes bytes_as_recomputed(const Config& config, Precision precision, Device device, InSource in_source) {
+  return [&config, precision, device, in_source](int64_t tokens) {
+    return resident_memory_bytes(config.model, tokens, precision, device, config.train.recompute, in_source);
   };
 }
 
@@ -49,33 +51,38 @@ class ResidentPlacement final : public ModelPlacement {
   ResidentPlacement(const Config& config, Precision precision, Device device, int zero_ranks, Sharding* sharding)
       : config_(config),
         zero_ranks_(zero_ranks),
-        grads_in_source_(gradients_sharded(config, zero_ranks)),
+        in_source_(sharded_states(config, zero_ranks)),
         sharding_(sharding),
-        bytes_(bytes_as_recomputed(config, precision, device, grads_in_source_)),
+        bytes_(bytes_as_recomputed(config, precision, device, in_source_)),
         capacity_(token_capacity(config, bytes_, zero_ranks)) {
-    TRIDENT_CHECK(!grads_in_source_ || (sharding_ && sharding_->shards_gradients()),
-                  "parallel.zero.stage 2 placed without its sharding");
+    TRIDENT_CHECK(in_source_ == InSource::nothing || (sharding_ && sharding_->shards_gradients() &&
+                                                      sharding_->shards_weights() == (in_source_ == InSource::states)),
+                  "parallel.zero.stage {} placed without its sharding", zero_config(config).stage);
   }
 
   int64_t capacity_tokens() const override { return capacity_; }
   ModelMemory memory(Allocator&) const override {
-    return resident_model_memory(config_.model, capacity_, config_.train.recompute, grads_in_source_);
+    return resident_model_memory(config_.model, capacity_, config_.train.recompute, in_source_);
   }
-  // stage 2: the runner over the gradients' source; full: the runner that recomputes; selective: none, the model's
-  // own backward recomputes
+  // stages 2 and 3: the runner over the shards' source; full: the runner that recomputes; selective: none, the
+  // model's own backward recomputes
   std::unique_ptr<PlacedRun> attach(GPT& model, Allocator& device, Allocator&) const override {
-    if (grads_in_source_)
-      return std::make_unique<ShardedGradientRun>(model, device, *sharding_, config_.train.recompute);
+    if (in_source_ != InSource::nothing)
+      return std::make_unique<ShardedRun>(model, device, *sharding_, config_.train.recompute, in_source_);
     if (config_.train.recompute != "full") return nullptr;
     return std::make_unique<RecomputedRun>(model, device);
   }
   void log(const GPT&, const Allocator&, const Allocator&) const override {
     log_activation_memory(config_, bytes_, capacity_, zero_ranks_);
-    if (grads_in_source_)
+    if (in_source_ == InSource::gradients)
       spdlog::info("parallel.zero.stage: 2: the layers run one at a time; each range's gradient is reduce-scattered "
                    "as its backward ends, this rank keeping its own range's ({})",
-                   format_bytes(static_cast<std::size_t>(GradientShards::memory_bytes(
-                       config_.model, sharding_->owned().numel))));
+                   format_bytes(static_cast<std::size_t>(sharded_state_bytes(config_, zero_ranks_))));
+    else if (in_source_ == InSource::states)
+      spdlog::info("parallel.zero.stage: 3: the layers run one at a time, each one's weights gathered from the ranks' "
+                   "ranges before its forward and again before its backward; each range's gradient is "
+                   "reduce-scattered as its backward ends; this rank keeps its own range's weights and gradient ({})",
+                   format_bytes(static_cast<std::size_t>(sharded_state_bytes(config_, zero_ranks_))));
     if (config_.train.recompute == "full")
       spdlog::info("train.recompute: full: one layer's saved arrays and the inputs of {} layer(s) a pass; each "
                    "layer's forward runs again before its backward", config_.model.n_layer - 1);
@@ -87,7 +94,7 @@ class ResidentPlacement final : public ModelPlacement {
  private:
   const Config& config_;
   int zero_ranks_;
-  bool grads_in_source_;
+  InSource in_source_;
   Sharding* sharding_;
   ModelBytes bytes_;
   int64_t capacity_;
@@ -97,12 +104,12 @@ class ResidentPlacement final : public ModelPlacement {
 
 std::unique_ptr<ModelPlacement> place_resident_model(const Config& config, Precision precision, Device device,
                                                      int zero_ranks, Sharding* sharding) {
-  if (config.train.recompute == "none" && !gradients_sharded(config, zero_ranks)) return nullptr;
+  if (config.train.recompute == "none" && sharded_states(config, zero_ranks) == InSource::nothing) return nullptr;
   return std::make_unique<ResidentPlacement>(config, precision, device, zero_ranks, sharding);
 }
 
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks) {
-  return token_capacity(config, bytes_as_recomputed(config, precision, device, gradients_sharded(config, zero_ranks)),
+  return token_capacity(config, bytes_as_recomputed(config, precision, device, sharded_states(config, zero_ranks)),
                         zero_ranks);
 }
 

@@ -3,7 +3,7 @@
 // activations for the tokens device.memory_gb holds as they are kept (selective: without the norms' and GELU's
 // outputs; full: one layer's saved arrays and the layers' inputs, with the runner that recomputes), and
 // parallel.zero.stage 2 runs its layers one at a time over the source that keeps this rank's range of the gradients
-// (parallel/zero/gradient_shards.h).
+// (parallel/zero/model_shards.h).
 #include <memory>
 
 #include "core/config/config.h"

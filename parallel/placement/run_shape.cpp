@@ -2,7 +2,7 @@
 
 #include "core/model/gpt.h"
 #include "core/model/layout.h"
-#include "parallel/zero/gradient_shards.h"
+#include "parallel/zero/model_shards.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -22,9 +22,8 @@ cost::RunShape run_shape(const Config& config, int64_t world, int64_t nodes, int
           .zero_ranks = zero,
           .owned_params = owned_params(config, num_params, zero),
           .gradient_shards = gradients_sharded(config, zero),
-          .gradient_shard_bytes = gradients_sharded(config, zero)
-                                      ? GradientShards::memory_bytes(m, owned_params(config, num_params, zero))
-                                      : 0};
+          .weight_shards = weights_sharded(config, zero),
+          .gradient_shard_bytes = sharded_state_bytes(config, zero)};
 }
 
 }  // namespace trident

@@ -33,7 +33,8 @@ double fastest_round(Communicator& comm, int repeats, Work work) {
 // Seconds a call of `work` takes when every rank repeats it for `window_s` (at least 3 calls, after one warm-up, all
 // started together): the mean over the window, so the rank's share of a core shared with other ranks counts as it
 // does in training. The fastest of a few calls fits a short one into a time slice the rank has alone and a long one
-// not, which makes short documents look cheaper beside long ones than any step finds them.
+// not, which makes short documents look cheaper beside long ones than any step finds them. Every rank makes as many
+// calls (until the last rank's window ends): a pass of parallel.zero.stage 3 is collective over the ranks.
 template <class Work>
 double sustained_call_s(Communicator& comm, double window_s, Work work) {
   work();
@@ -41,11 +42,14 @@ double sustained_call_s(Communicator& comm, double window_s, Work work) {
   const auto start = clock_type::now();
   int calls = 0;
   double elapsed = 0;
+  int32_t more = 0;
   do {
     work();
     ++calls;
     elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-  } while (calls < 3 || elapsed < window_s);
+    more = calls < 3 || elapsed < window_s;
+    comm.allreduce_sum(&more, 1, CommType::i32);
+  } while (more > 0);
   return elapsed / calls;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "core/model/recompute.h"
+#include "parallel/placement/run_shape.h"
 #include "core/optim/adamw.h"
 #include "kernels/common/error.h"
 #include "parallel/sp/model_op.h"
@@ -192,11 +193,11 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
     e.comm_bytes = std::max(e.comm_bytes, bytes);
   }
   // The gradients: summed over every rank whatever the candidate.
-  e.comm_s += cost.gradient_reduction_s(passes) + cost.sharding_s();
-  e.comm_bytes += static_cast<int64_t>(cost.gradient_reduction_bytes(passes) + cost.sharding_bytes());
+  e.comm_s += cost.gradient_reduction_s(passes) + cost.sharding_s(passes);
+  e.comm_bytes += static_cast<int64_t>(cost.gradient_reduction_bytes(passes) + cost.sharding_bytes(passes));
   e.seconds = e.compute_s + e.comm_s;
   const int64_t per_rank = (largest + degree_ - 1) / degree_;
-  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, cost.run().gradient_shards) +
+  e.peak_bytes = resident_memory_bytes(model_, per_rank, precision_, device_, recompute_, source_keeps(cost.run())) +
                  AdamW::memory_bytes(cost.optimizer_params()) + cost.gradient_shard_bytes();
   return e;
 }

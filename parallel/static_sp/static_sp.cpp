@@ -33,7 +33,7 @@ LaspVariant lasp_variant(const Config& c, Communicator& group) {
 }  // namespace
 
 StaticSequenceParallel::StaticSequenceParallel(const StrategyEnv& env, const std::string& method, int degree)
-    : dp_(env.groups.world(), env.groups.gradients(), env.gradient_shards) {
+    : dp_(env.groups.world(), env.groups.gradients(), env.shards) {
   const ModelConfig& m = env.config.model;
   const int world = env.groups.world().size();
   check_static_candidate(m, method, degree, world);
@@ -116,11 +116,15 @@ StepSums StaticSequenceParallel::train(GPT& model, const Batch& batch, float los
 
 StepSums StaticSequenceParallel::evaluate(GPT& model, const Batch& batch) {
   double totals[2] = {0, 0};  // loss sum, tokens
-  for (GroupBatch& local : local_micro_batches(batch)) {  // as training cuts it: within capacity
+  int most_passes = 0;
+  std::vector<GroupBatch> micro = local_micro_batches(batch, &most_passes);  // as training cuts it: within capacity
+  dp_.begin(most_passes, false);
+  for (GroupBatch& local : micro) {
     const TokenBatch mb = local.view();
     totals[0] += model.forward_loss(mb);
     totals[1] += static_cast<double>(mb.num_tokens);
   }
+  dp_.finish(model);
   dp_.sum(totals, 2);
   return {totals[0], static_cast<double>(batch.num_targets()), totals[1], 0};
 }

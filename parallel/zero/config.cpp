@@ -9,11 +9,12 @@ namespace trident {
 // check_sharding_applies in parallel/select/registry.h).
 ConfigSection zero_config_section() {
   return {.keys = {
-      {"parallel.zero.stage", IntField{section_member(&ZeroConfig::stage), 0, 2},
+      {"parallel.zero.stage", IntField{section_member(&ZeroConfig::stage), 0, 3},
        "sharded training state: 0 (every rank holds AdamW's moments of every parameter), 1 (each rank holds and "
-       "updates those of its range of the flat parameters, then the ranks all-gather the parameters) or 2 (stage 1, "
-       "and the gradients are reduce-scattered as the backward runs: each rank keeps its range's only); dp, sp and "
-       "flexsp only"},
+       "updates those of its range of the flat parameters, then the ranks all-gather the parameters), 2 (stage 1, "
+       "and the gradients are reduce-scattered as the backward runs: each rank keeps its range's only) or 3 (stage "
+       "2, and each rank keeps its range's weights only: each layer's are gathered before its forward and its "
+       "backward); dp, sp and flexsp only"},
       {"parallel.zero.group", StringField{section_member(&ZeroConfig::group), {"world", "node"}},
        "the ranks parallel.zero.stage shards over: world (all ranks) or node (the ranks of each node, the state "
        "replicated across nodes, as HSDP; every node must hold as many ranks)"},

@@ -18,15 +18,47 @@ Sharding::Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& gr
       group_(group),
       ranges_(shard_ranges(num_params, group.device->size())),
       across_(across) {
-  TRIDENT_CHECK(stage == 1 || stage == 2, "parallel.zero.stage {} is not implemented", stage);
+  TRIDENT_CHECK(stage >= 1 && stage <= 3, "parallel.zero.stage {} is not implemented", stage);
   TRIDENT_CHECK(group.host && group.host->size() == group.device->size(), "a sharding group's host and device "
                 "communicators differ");
 }
 
 float* Sharding::owned_grads(GPT& model) {
   if (!shards_gradients()) return model.grads() + owned().offset;
-  TRIDENT_CHECK(gradients_ != nullptr, "parallel.zero.stage 2 without the source of the gradients");
-  return gradients_->grads();
+  TRIDENT_CHECK(shards_ != nullptr, "parallel.zero.stage {} without the source of the gradients", stage_);
+  return shards_->grads();
+}
+
+float* Sharding::owned_weights(GPT& model) {
+  if (!shards_weights()) return model.params() + owned().offset;
+  TRIDENT_CHECK(shards_ != nullptr, "parallel.zero.stage 3 without the source of the weights");
+  return shards_->weights();
+}
+
+void Sharding::set_weights(const float* host_whole) {
+  TRIDENT_CHECK(shards_weights() && shards_ != nullptr, "parallel.zero.stage 3 without the source of the weights");
+  shards_->set_weights(host_whole);
+}
+
+// Each rank's range to the group's rank 0 over the host communicator, one after another: no rank but rank 0 holds
+// more than its range, and the device holds nothing more.
+std::vector<float> Sharding::weights_on_group_lead() {
+  TRIDENT_CHECK(shards_weights() && shards_ != nullptr, "parallel.zero.stage 3 without the source of the weights");
+  constexpr int kWeightsTag = 7301;
+  std::vector<float> mine = shards_->weights_to_host();
+  if (rank_ != 0) {
+    group_.host->send(mine.data(), owned().numel, CommType::f32, 0, kWeightsTag);
+    return {};
+  }
+  const FlatRange& last = ranges_.back();
+  std::vector<float> whole(static_cast<std::size_t>(last.offset + last.numel));
+  std::copy(mine.begin(), mine.end(), whole.begin() + owned().offset);
+  for (int r = 1; r < static_cast<int>(ranges_.size()); ++r)
+    {
+    const FlatRange& range = ranges_[static_cast<std::size_t>(r)];
+    group_.host->recv(whole.data() + range.offset, range.numel, CommType::f32, r, kWeightsTag);
+  }
+  return whole;
 }
 
 double Sharding::squared_grad_norm(GPT& model) {
@@ -36,7 +68,7 @@ double Sharding::squared_grad_norm(GPT& model) {
 }
 
 void Sharding::gather_parameters(GPT& model) {
-  if (!sharded()) return;
+  if (!sharded() || shards_weights()) return;
   const FlatRange mine = owned();
   Backend& backend = model.store_backend();
   float* send = owned_grads(model);

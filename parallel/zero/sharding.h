@@ -6,12 +6,14 @@
 // all-gathers the parameters so every rank again holds the whole updated model. The update of a parameter reads only
 // its own gradient and moments, so the step is the one stage 0 takes, bit for bit. At stage 2 the gradients are
 // reduce-scattered instead of all-reduced, range by range as the backward finishes them, and a rank keeps only its
-// range's sum (parallel/zero/gradient_shards.h); the clip norm sums the ranges' squares. The sums are stage 0's in
-// another order: equal to rounding.
+// range's sum (parallel/zero/model_shards.h); the clip norm sums the ranges' squares. The sums are stage 0's in
+// another order: equal to rounding. At stage 3 a rank keeps its range's weights only too (the same source gathers
+// each layer's as a pass needs them), and nothing is gathered after the update.
 //
 // Memory per rank (fp32, P parameters, G ranks in the group): stage 0 holds 8 P bytes of moments, stage 1
 // 8 ceil(P / G) (to a 16-float boundary), stage 2 also 4 ceil(P / G) of gradients instead of 4 P (and the windows of
-// GradientShards::memory_bytes). Parameters stay whole (and, with train.precision: bf16, the fp32 masters: the model
+// ModelShards::memory_bytes), stage 3 also 4 ceil(P / G) of weights instead of 4 P (and their windows). Below stage
+// 3 parameters stay whole (and, with train.precision: bf16, the fp32 masters: the model
 // reads its norms and embeddings from them). A checkpoint holds each rank's range in a file of its own, written by
 // that rank.
 #include <cstdint>
@@ -23,7 +25,7 @@
 #include "core/model/gpt.h"
 #include "core/optim/adamw.h"
 #include "parallel/comm/run_groups.h"
-#include "parallel/zero/gradient_shards.h"
+#include "parallel/zero/model_shards.h"
 #include "parallel/zero/shards.h"
 
 namespace trident {
@@ -39,31 +41,40 @@ class Sharding {
   Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across = nullptr);
 
   int stage() const { return stage_; }
-  // Whether ranks hold ranges of their own: stage 1 or 2 on a group of several ranks.
+  // Whether ranks hold ranges of their own: stage 1, 2 or 3 on a group of several ranks.
   bool sharded() const { return group_.device != nullptr && ranges_.size() > 1; }
   const FlatRange& owned() const { return ranges_[static_cast<std::size_t>(rank_)]; }
   const std::vector<FlatRange>& ranges() const { return ranges_; }
   // Whether the world's rank 0 (the run's lead, which writes checkpoints) is in this rank's group, as its rank 0.
   bool holds_lead() const { return !sharded() || group_.host->members().front() == 0; }
-  // Stage 2: the source that keeps this rank's range of the gradients (set when the model is built; nullptr before
-  // and at stages 0 and 1).
-  void use_gradients(GradientShards* gradients) { gradients_ = gradients; }
-  GradientShards* gradients() const { return gradients_; }
-  // Whether this rank keeps only its range of the gradients (stage 2; the whole range on a group of one rank).
+  // Stages 2 and 3: the source that keeps this rank's range of the gradients (and weights) (set when the model is
+  // built; nullptr before and at stages 0 and 1).
+  void use_shards(ModelShards* shards) { shards_ = shards; }
+  ModelShards* model_shards() const { return shards_; }
+  // Whether this rank keeps only its range of the gradients (stage 2 and 3; the whole range on a group of one rank).
   bool shards_gradients() const { return stage_ >= 2 && group_.device != nullptr; }
+  // And of the weights (stage 3): the model holds none.
+  bool shards_weights() const { return stage_ >= 3 && group_.device != nullptr; }
   // The device communicators of the group and across the groups (nullptr: none), for the source of stage 2.
   Communicator& device_group() const { return *group_.device; }
   Communicator* across() const { return across_; }
   // The step's gradient of owned(), the whole gradient summed over the ranks: in the model's buffer at stage 1, in
   // the source's shard at stage 2.
   float* owned_grads(GPT& model);
+  // The weights of owned(), which the optimizer updates: in the model's buffer, or the source's shard at stage 3.
+  float* owned_weights(GPT& model);
   // The step's squared gradient norm, from the ranges: each rank's, summed over the group. Collective over the group.
   double squared_grad_norm(GPT& model);
 
   // After each rank's optimizer updated its own range of model.params(): every range from its owner, on every rank of
   // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
-  // a collective's send and receive buffers may not overlap). Collective over the group.
+  // a collective's send and receive buffers may not overlap). Collective over the group; nothing at stage 3.
   void gather_parameters(GPT& model);
+  // Stage 3: this rank's range of a whole flat buffer of weights on the host (every rank's the same) into its shard.
+  void set_weights(const float* host_whole);
+  // Stage 3: the whole weights, from the shards of the group, on its rank 0's host (empty on the others): for what
+  // the lead writes or samples. Collective over the group.
+  std::vector<float> weights_on_group_lead();
   // For the checkpoint of `step` in `run_dir`: each rank of the group (whose rank 0 is the run's lead: holds_lead)
   // writes the moments of its own range, a file a range (write_sharded_optimizer below). The shards, in order.
   // Collective over the group.
@@ -75,7 +86,7 @@ class Sharding {
   RunGroups::RankGroup group_;
   std::vector<FlatRange> ranges_;
   Communicator* across_ = nullptr;
-  GradientShards* gradients_ = nullptr;
+  ModelShards* shards_ = nullptr;
 };
 
 // A checkpoint's optimizer state written apart, one range a rank of `group` (`ranges`, in rank order, consecutive and

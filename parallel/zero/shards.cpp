@@ -5,6 +5,7 @@
 
 #include "kernels/common/error.h"
 #include "parallel/zero/config.h"
+#include "parallel/zero/model_shards.h"
 
 namespace trident {
 
@@ -56,6 +57,23 @@ namespace trident {
 
 bool gradients_sharded(const Config& config, int group_ranks) {
   return zero_config(config).stage >= 2 && group_ranks > 1;
+}
+
+bool weights_sharded(const Config& config, int group_ranks) {
+  return zero_config(config).stage >= 3 && group_ranks > 1;
+}
+
+InSource sharded_states(const Config& config, int group_ranks) {
+  return weights_sharded(config, group_ranks)     ? InSource::states
+         : gradients_sharded(config, group_ranks) ? InSource::gradients
+                                                  : InSource::nothing;
+}
+
+int64_t sharded_state_bytes(const Config& config, int group_ranks) {
+  if (!gradients_sharded(config, group_ranks)) return 0;
+  return ModelShards::memory_bytes(config.model,
+                                   owned_params(config, model_layout(config.model).num_params, group_ranks),
+                                   weights_sharded(config, group_ranks), precision_named(config.train.precision));
 }
 
 }  // namespace trident

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/model/gpt.h"
 #include "core/model/layout.h"
 #include "parallel/comm/node_layout.h"
 
@@ -26,8 +27,15 @@ int zero_ranks(const Config& config, int64_t world, int64_t ranks_per_node);
 // nodes hold different numbers of ranks.
 int zero_group_ranks(const Config& config, const NodeLayout& world);
 
-// Whether a rank keeps only its range's gradient: parallel.zero.stage 2 over a group of several ranks.
+// Whether a rank keeps only its range's gradient: parallel.zero.stage 2 or 3 over a group of several ranks; and its
+// range's weights: stage 3.
 bool gradients_sharded(const Config& config, int group_ranks);
+bool weights_sharded(const Config& config, int group_ranks);
+// What the sharding keeps outside the model for the config's stage over `group_ranks` ranks.
+InSource sharded_states(const Config& config, int group_ranks);
+// The device bytes of a rank's shards and the windows they move through (ModelShards::memory_bytes), 0 unless the
+// gradients are sharded.
+int64_t sharded_state_bytes(const Config& config, int group_ranks);
 
 // The floats of the largest range one rank owns with this config: AdamW's moments (and stage 2's gradient shard) are
 // this long per rank at stages 1 and 2 (all of them at stage 0). The capacity sizes every rank's activations for it.

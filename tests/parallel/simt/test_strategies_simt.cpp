@@ -237,25 +237,29 @@ TEST_CASE("stage 1 on the CUDA backend over NCCL: each rank's update of its rang
   CHECK(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
-TEST_CASE("stage 2 on the CUDA backend over NCCL: each rank's range of the gradient, reduce-scattered as the backward "
-          "runs, is the CPU backend's single rank's", "[simt]") {
+TEST_CASE("stages 2 and 3 on the CUDA backend over NCCL: each rank's range of the gradient, reduce-scattered as the "
+          "backward runs (from weights gathered layer by layer at stage 3), is the CPU backend's single rank's",
+          "[simt]") {
   const int W = world().size();
+  for (const int stage : {2, 3})
   for (const char* method : {"dp", "ulysses"}) {
     Config c = tiny_strategy_config("softmax", 64);
     c.train.micro_batches = 2;  // each pass reduced apart, summed in the shard
     const Batch b = random_documents({17, 1, 30, 9, 40, 21, 8}, 13);
     const float scale = inverse_targets(b);
+    const InSource kept = stage == 3 ? InSource::states : InSource::gradients;
     Allocator device({.name = "cuda", .budget_bytes = std::size_t(1) << 30, .resource = &g_cuda->memory()});
-    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, resident_model_memory(c.model, 256, "none", true));
-    model.init_weights(5);
-    Sharding sharding(2, model.num_params(), g_groups->group(W));
-    GradientShards source(model, device, sharding.device_group(), sharding.ranges());
-    SubModelRunner runner(model, resident_swapping(c.model, "none", true), device);
+    GPT model(c.model, 256, device, *g_cuda, Precision::fp32, resident_model_memory(c.model, 256, "none", kept));
+    Sharding sharding(stage, model.num_params(), g_groups->group(W));
+    ModelShards source(model, device, sharding.device_group(), sharding.ranges(), nullptr, stage == 3);
+    SubModelRunner runner(model, resident_swapping(c.model, "none", kept), device);
     runner.set_source(&source);
+    if (stage == 3) source.set_weights(initial_weights(model.layout(), 5).data());
+    else model.init_weights(5);
     StaticSequenceParallel strategy({.groups = *g_groups, .backend = *g_cuda, .config = c, .capacity_tokens = 256,
-                                     .gradient_shards = &source},
+                                     .shards = &source},
                                     method, std::string(method) == "dp" ? 1 : W);
-    INFO(strategy.name() << " on " << W << " ranks");
+    INFO(strategy.name() << " on " << W << " ranks, stage " << stage);
     model.zero_grads();
     CHECK(strategy.train(model, b, scale).tokens == b.num_tokens());
     const FlatRange mine = sharding.owned();
@@ -264,8 +268,8 @@ TEST_CASE("stage 2 on the CUDA backend over NCCL: each rank's range of the gradi
     const std::vector<float> expected = cpu_single_rank_gradient(c, b, 5, scale);
     std::vector<float> grads = expected;  // outside this rank's range: the expected values, so only the range counts
     std::copy(shard.begin(), shard.end(), grads.begin() + mine.offset);
-    check_close_per_tensor("stage 2's range of the gradient through " + strategy.name() + " on cuda", model.layout(),
-                           grads, expected, 1e-4);
+    check_close_per_tensor(fmt::format("stage {}'s range of the gradient through {} on cuda", stage, strategy.name()),
+                           model.layout(), grads, expected, 1e-4);
   }
 }
 

@@ -1,6 +1,7 @@
 // Stage 1 under the strategies that take it: each rank's AdamW owns its range of the flat parameters, updates them
 // and the ranks all-gather the parameters; every step equals stage 0's bit for bit, and the ranges each rank writes
-// into a checkpoint are stage 0's moments, loaded back at any range. Each [mpi] case runs as a 1-rank world and under mpirun with 2, 3 and 4 ranks. Checks use
+// into a checkpoint are stage 0's moments, loaded back at any range. Stages 2 and 3 against stage 0: the sums in
+// another order, equal to rounding. Each [mpi] case runs as a 1-rank world and under mpirun with 2, 3 and 4 ranks. Checks use
 // CHECK, never REQUIRE, so a rank with a wrong result still joins the collectives that follow.
 #include <algorithm>
 #include <cstring>
@@ -109,20 +110,41 @@ TEST_CASE("stage 1 trains every strategy that takes it to stage 0's parameters a
 
 namespace {
 
-// A model whose gradients stage 2 keeps in the source: its layers run one at a time through the runner, over the
-// source holding this rank's range of the gradients (as training places it: parallel/placement/recompute.cpp).
-struct Stage2Model {
-  Stage2Model(const Config& c, Sharding& sharding, const std::string& recompute = "none")
+// A model whose gradients stage 2 (and weights, stage 3) keeps in the source: its layers run one at a time through
+// the runner, over the source holding this rank's range of them (as training places it:
+// parallel/placement/recompute.cpp), initialised with `seed`'s weights.
+struct ShardedModel {
+  ShardedModel(const Config& c, Sharding& sharding, uint64_t seed, const std::string& recompute = "none")
       : model(c.model, 256, test_allocator(), cpu_backend(), Precision::fp32,
-              resident_model_memory(c.model, 256, recompute, true)),
-        source(model, test_allocator(), sharding.device_group(), sharding.ranges(), sharding.across()),
-        runner(model, resident_swapping(c.model, recompute, true), test_allocator()) {
+              resident_model_memory(c.model, 256, recompute, kept(sharding))),
+        source(model, test_allocator(), sharding.device_group(), sharding.ranges(), sharding.across(),
+               sharding.shards_weights()),
+        runner(model, resident_swapping(c.model, recompute, kept(sharding)), test_allocator()),
+        sharding_(sharding) {
     runner.set_source(&source);
-    sharding.use_gradients(&source);
+    sharding.use_shards(&source);
+    const std::vector<float> initial = initial_weights(model.layout(), seed);
+    if (sharding.shards_weights()) sharding.set_weights(initial.data());
+    else model.init_weights(seed);
+  }
+  ~ShardedModel() { sharding_.use_shards(nullptr); }
+  static InSource kept(const Sharding& sharding) {
+    return sharding.shards_weights() ? InSource::states : InSource::gradients;
+  }
+  // The whole weights, from the model or (stage 3) from every rank's range.
+  std::vector<float> weights() {
+    if (!sharding_.shards_weights()) return {model.params(), model.params() + model.num_params()};
+    std::vector<float> whole = sharding_.weights_on_group_lead();
+    whole.resize(static_cast<std::size_t>(model.num_params()));
+    world().broadcast(whole.data(), model.num_params(), CommType::f32, 0);
+    return whole;
   }
   GPT model;
-  GradientShards source;
+  ModelShards source;
   SubModelRunner runner;
+
+ private:
+  Sharding& sharding_;
 };
 
 bool close_to(const float* a, const float* b, int64_t n, double tolerance) {
@@ -136,8 +158,8 @@ bool close_to(const float* a, const float* b, int64_t n, double tolerance) {
 
 }  // namespace
 
-TEST_CASE("stage 2 trains every strategy that takes it to stage 0's parameters, its gradients reduce-scattered",
-          "[mpi][zero]") {
+TEST_CASE("stages 2 and 3 train every strategy that takes them to stage 0's parameters, gradients reduce-scattered "
+          "and (stage 3) weights gathered layer by layer", "[mpi][zero]") {
   struct Layout {
     const char* attention;
     const char* method;
@@ -145,6 +167,7 @@ TEST_CASE("stage 2 trains every strategy that takes it to stage 0's parameters, 
     const char* recompute;
   };
   const int W = world().size();
+  for (const int stage : {2, 3})
   for (const Layout& l : {Layout{"softmax", "dp", 1, "none"}, Layout{"linear", "lasp", 2, "none"},
                           Layout{"softmax", "ulysses", W, "selective"}, Layout{"hybrid", "lasp2+ulysses", 2, "full"},
                           Layout{"softmax", "ring", W, "none"}}) {
@@ -155,44 +178,49 @@ TEST_CASE("stage 2 trains every strategy that takes it to stage 0's parameters, 
     c.train.micro_batches = 2;  // two passes reduced apart, summed in the shard
     GPT whole_model(c.model, 256, test_allocator());
     whole_model.init_weights(3);
-    Sharding sharding(2, whole_model.num_params(), every_degree_groups().group(W));
-    Stage2Model sharded(c, sharding, l.recompute);
-    sharded.model.init_weights(3);
+    Sharding sharding(stage, whole_model.num_params(), every_degree_groups().group(W));
+    ShardedModel sharded(c, sharding, 3, l.recompute);
     CHECK(sharded.model.grads() == nullptr);
+    CHECK(sharded.model.holds_weights() == (stage == 2));
     AdamW whole_optimizer(whole_model.layout(), c.train, test_allocator());
     AdamW sharded_optimizer(sharded.model.layout(), c.train, test_allocator(), cpu_backend(), sharding.owned());
     StaticSequenceParallel whole_strategy({every_degree_groups(), cpu_backend(), c, 256}, l.method, l.degree);
     StaticSequenceParallel sharded_strategy({.groups = every_degree_groups(), .backend = cpu_backend(), .config = c,
-                                             .capacity_tokens = 256, .gradient_shards = &sharded.source},
+                                             .capacity_tokens = 256, .shards = &sharded.source},
                                             l.method, l.degree);
-    INFO(l.attention << " " << whole_strategy.name() << " on " << W << " ranks, recompute " << l.recompute);
+    INFO(l.attention << " " << whole_strategy.name() << " on " << W << " ranks, stage " << stage << ", recompute "
+                     << l.recompute);
     for (int step = 0; step < 4; ++step) {
-      // one replica may run more micro-batches than another: the others reduce zeros for it
+      // one replica may run more micro-batches than another: the others reduce zeros (and gather) for it
       const Batch b = random_documents({17, 1, 30, 9, 40, 3 + step, 60, 2}, 20 + step);
       const StepStats a = train_step(whole_model, whole_optimizer, whole_strategy, b, 1e-2, c.train);
       const StepStats s = train_step(sharded.model, sharded_optimizer, sharded_strategy, b, 1e-2, c.train, &sharding);
       CHECK(std::abs(a.loss - s.loss) <= 1e-6 * a.loss);
       CHECK(std::abs(a.grad_norm - s.grad_norm) <= 1e-5 * a.grad_norm);
+      // an evaluation: forward passes only, as many on every rank of the group
+      const Batch e = random_documents({33, 5, 12, 50, 7}, 90 + step);
+      const StepSums ea = whole_strategy.evaluate(whole_model, e), es = sharded_strategy.evaluate(sharded.model, e);
+      CHECK(std::abs(ea.loss_sum - es.loss_sum) <= 1e-6 * ea.loss_sum);
     }
     // the sums' order differs from stage 0's: AdamW's normalised update turns a last-bit difference in a near-zero
     // gradient into one in its parameter's lr-sized step, so weights are compared absolutely
-    CHECK(close_to(whole_model.params(), sharded.model.params(), whole_model.num_params(), 2e-4));
+    CHECK(close_to(whole_model.params(), sharded.weights().data(), whole_model.num_params(), 2e-4));
     const FlatRange mine = sharding.owned();
     CHECK(close_to(whole_optimizer.m() + mine.offset, sharded_optimizer.m(), mine.numel, 1e-6));
-    sharding.use_gradients(nullptr);
   }
 }
 
-TEST_CASE("stage 2: ranks that run fewer passes in a step reduce zeros for the rest, so every range is the sum",
-          "[mpi][zero]") {
+TEST_CASE("stages 2 and 3: ranks that run fewer passes in a step make the rest's collectives, so every range is the "
+          "sum", "[mpi][zero]") {
   const int W = world().size(), rank = world().rank();
   const Config c = tiny_strategy_config("hybrid", 64);
   GPT whole(c.model, 256, test_allocator());
   whole.init_weights(7);
-  Sharding sharding(2, whole.num_params(), every_degree_groups().group(W));
-  Stage2Model sharded(c, sharding);
-  sharded.model.init_weights(7);
-  // rank r runs r training passes (rank 0 none) and an evaluation, which is no pass; the step says W - 1
+  for (const int stage : {2, 3}) {
+  INFO("stage " << stage);
+  Sharding sharding(stage, whole.num_params(), every_degree_groups().group(W));
+  ShardedModel sharded(c, sharding, 7);
+  // rank r runs r training passes (rank 0 none); the step says W - 1
   whole.zero_grads();
   sharded.model.zero_grads();
   sharded.source.begin_step(W - 1);
@@ -202,13 +230,25 @@ TEST_CASE("stage 2: ranks that run fewer passes in a step reduce zeros for the r
                           b.num_sequences()};
     whole.forward_backward(view, 0.01f);
     sharded.model.forward_backward(view, 0.01f);
-    if (k == 0) sharded.model.forward_loss(view);
   }
   sharded.source.finish_step();
   world().allreduce_sum(whole.grads(), whole.num_params(), CommType::f32);
   const FlatRange mine = sharding.owned();
   INFO(W << " ranks, this one ran " << rank << " passes");
   CHECK(close_to(whole.grads() + mine.offset, sharded.source.grads(), mine.numel, 1e-6));
+  // an evaluation where rank r runs r forward passes and skips one in the middle: the losses are the whole model's
+  sharded.source.begin_step(W + 1, false);
+  for (int k = 0; k <= rank + 1; ++k) {
+    if (k == 1) {
+      sharded.source.skip_pass();
+      continue;
+    }
+    const Batch b = random_documents({11 + k, 4}, static_cast<uint64_t>(50 * rank + k));
+    const TokenBatch view{b.tokens.data(), b.targets.data(), b.positions.data(), b.cu_seqlens.data(), b.num_tokens(),
+                          b.num_sequences()};
+    CHECK(std::abs(whole.forward_loss(view) - sharded.model.forward_loss(view)) <= 1e-5);
+  }
+  sharded.source.finish_step();
   // a step that runs more passes than it said is refused
   sharded.source.begin_step(0);
   const Batch b = random_documents({5}, 3);
@@ -216,9 +256,9 @@ TEST_CASE("stage 2: ranks that run fewer passes in a step reduce zeros for the r
                         b.num_sequences()};
   if (W == 1) {
     sharded.model.forward_backward(view, 0.01f);
-    CHECK_THROWS_WITH(sharded.source.finish_step(), Catch::Contains("ran 1 training passes in a step said to have"));
+    CHECK_THROWS_WITH(sharded.source.finish_step(), Catch::Contains("ran 1 passes in a step said to have"));
   }
-  sharding.use_gradients(nullptr);
+  }
 }
 
 TEST_CASE("stage 2 over groups smaller than the world sums each range across the groups", "[mpi][zero]") {
@@ -233,13 +273,12 @@ TEST_CASE("stage 2 over groups smaller than the world sums each range across the
   REQUIRE(sharding->shards_gradients());
   REQUIRE(sharding->across() != nullptr);
   CHECK(sharding->across()->size() == 2);
-  Stage2Model sharded(c, *sharding);
-  sharded.model.init_weights(5);
+  ShardedModel sharded(c, *sharding, 5);
   AdamW whole_optimizer(whole_model.layout(), c.train, test_allocator());
   AdamW sharded_optimizer(sharded.model.layout(), c.train, test_allocator(), cpu_backend(), sharding->owned());
   StaticSequenceParallel whole_strategy({every_degree_groups(), cpu_backend(), c, 256}, "dp", 1);
   StaticSequenceParallel sharded_strategy({.groups = every_degree_groups(), .backend = cpu_backend(), .config = c,
-                                           .capacity_tokens = 256, .gradient_shards = &sharded.source},
+                                           .capacity_tokens = 256, .shards = &sharded.source},
                                           "dp", 1);
   for (int step = 0; step < 3; ++step) {
     const Batch b = random_documents({17, 1, 30, 9, 40, 3 + step, 25}, 40 + step);
@@ -249,25 +288,31 @@ TEST_CASE("stage 2 over groups smaller than the world sums each range across the
     CHECK(std::abs(a.loss - s.loss) <= 1e-6 * a.loss);
     CHECK(std::abs(a.grad_norm - s.grad_norm) <= 1e-5 * a.grad_norm);
   }
-  CHECK(close_to(whole_model.params(), sharded.model.params(), whole_model.num_params(), 2e-4));
-  sharding->use_gradients(nullptr);
+  CHECK(close_to(whole_model.params(), sharded.weights().data(), whole_model.num_params(), 2e-4));
 }
 
-TEST_CASE("stage 2's model keeps no gradient buffer and its source what memory_bytes says", "[zero]") {
+TEST_CASE("stage 2's model keeps no gradient buffer, stage 3's no weights either, and the source what memory_bytes "
+          "says", "[zero]") {
   const Config c = tiny_strategy_config("softmax", 64);
   const int64_t P = model_layout(c.model).num_params;
+  for (const Precision precision : {Precision::fp32, Precision::bf16})
+  for (const InSource kept : {InSource::gradients, InSource::states})
   for (const char* recompute : {"none", "selective", "full"}) {
-    INFO(recompute);
+    INFO(recompute << (kept == InSource::states ? ", stage 3" : ", stage 2")
+                   << (precision == Precision::bf16 ? ", bf16" : ""));
     Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-    GPT model(c.model, 256, allocator, cpu_backend(), Precision::fp32, resident_model_memory(c.model, 256, recompute, true));
-    SubModelRunner runner(model, resident_swapping(c.model, recompute, true), allocator);
+    GPT model(c.model, 256, allocator, cpu_backend(), precision, resident_model_memory(c.model, 256, recompute, kept));
+    SubModelRunner runner(model, resident_swapping(c.model, recompute, kept), allocator);
+    CHECK(model.holds_weights() == (kept == InSource::gradients));
     CHECK(static_cast<int64_t>(allocator.in_use()) ==
-          resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, true));
-    CHECK(resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, true) ==
-          resident_memory_bytes(c.model, 256, Precision::fp32, Device::cpu, recompute, false) - 4 * P);
+          resident_memory_bytes(c.model, 256, precision, Device::cpu, recompute, kept));
+    const int64_t weights = kept == InSource::states ? (precision == Precision::bf16 ? 6 : 4) * P : 0;
+    CHECK(resident_memory_bytes(c.model, 256, precision, Device::cpu, recompute, kept) ==
+          resident_memory_bytes(c.model, 256, precision, Device::cpu, recompute, InSource::nothing) - 4 * P - weights);
     const std::size_t before = allocator.in_use();
     const std::vector<FlatRange> ranges = shard_ranges(P, 1);
-    GradientShards source(model, allocator, world(), ranges);
-    CHECK(static_cast<int64_t>(allocator.in_use() - before) == GradientShards::memory_bytes(c.model, P));
+    ModelShards source(model, allocator, world(), ranges, nullptr, kept == InSource::states);
+    CHECK(static_cast<int64_t>(allocator.in_use() - before) ==
+          ModelShards::memory_bytes(c.model, P, kept == InSource::states, precision));
   }
 }
