@@ -124,7 +124,8 @@ void RunSetup::log_memory(const GPT& model, const Allocator& device, const Alloc
     log_activation_memory(config, precision, backend.device(), capacity, {}, zero_ranks);
   if (sharding->sharded())
     spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments{} of parameters [{}, {}) of {}, sharded "
-                 "over {} ranks ({})", sharding->stage(), sharding->shards_gradients() ? " and the gradient" : "",
+                 "over {} ranks ({})", sharding->stage(),
+                 sharding->shards_weights() ? ", the gradient and the weights" : sharding->shards_gradients() ? " and the gradient" : "",
                  sharding->owned().offset,
                  sharding->owned().offset + sharding->owned().numel, model.num_params(), zero_ranks,
                  zero_config(config).group);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# parallel.zero.stage: 1 and 2 end to end under mpirun (oversubscribed): each rank holds AdamW's moments of its range of
-# the parameters (and at stage 2 its range's gradient alone; stage 2's part is described where it starts below); dp (on 2 and 3 ranks, with a parameter count whose 16-float units 3 ranks share unevenly), LASP-2 (sp 2),
+# parallel.zero.stage: 1, 2 and 3 end to end under mpirun (oversubscribed): each rank holds AdamW's moments of its range
+# of the parameters (and at stage 2 its range's gradient alone, at stage 3 its weights too; stages 2 and 3 are
+# described where they start below); dp (on 2 and 3 ranks, with a parameter count whose 16-float units 3 ranks share unevenly), LASP-2 (sp 2),
 # Ulysses (sp 4), a hybrid (LASP-2 + Ulysses), parallel.zero.group: node and FlexSP train to stage 0's losses and final
 # weights bit for bit; the freed bytes show in peak_mem_bytes and in the activation capacity; a stage-1 checkpoint
 # holds every parameter's moments (stage 0's, byte for byte), resumes bit for bit on the same ranks, and continues the
@@ -181,17 +182,113 @@ run 0 ckpt verify "$tmp/ck2/checkpoints/step_00000003"
 resumes "$tmp/ck2" z2_on_4 4 2 same
 resumes "$tmp/ck2" z2_on_2 2 1 close
 
+# Stage 3: each rank keeps its range's weights too; each layer's are gathered from the ranges before its forward and
+# again before its backward (the embeddings and the final norm once a pass). dp on 2 and 3 ranks (3 micro-batches, and
+# an evaluation every 3 steps: its forward passes gather too), LASP-2 sp=2, Ulysses sp=4, a hybrid, FlexSP and auto
+# train stage 0's losses and evaluation losses within 1e-6 and its final weights within 2e-4 (AdamW's normalised step
+# turns a last-bit difference in a near-zero gradient into one in an lr-sized step); two runs alike bit for bit.
+stage3=(--set parallel.zero.stage=3)
+evals=(--set train.eval_every=3)
+# near STRAIGHT STAGED: the losses and evaluation losses within 1e-6, the final weights within 2e-4.
+near() {
+  "$python" - "$1" "$2" <<'PY' || fail "$2 does not train $1's losses and weights"
+import json, struct, sys
+def records(d):
+    return [(r["loss"], r.get("eval_loss")) for r in map(json.loads, open(d + "/metrics.jsonl"))]
+def weights(d):
+    data = open(d + "/model_final.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    body = data[8 + n:]
+    return struct.unpack(f"<{len(body) // 4}f", body)
+a, b = records(sys.argv[1]), records(sys.argv[2])
+assert len(a) == len(b), (a, b)
+for (la, ea), (lb, eb) in zip(a, b):
+    assert abs(la - lb) <= 1e-6 * abs(la) and (ea is None) == (eb is None), (a, b)
+    assert ea is None or abs(ea - eb) <= 1e-6 * abs(ea), (a, b)
+wa, wb = weights(sys.argv[1]), weights(sys.argv[2])
+assert len(wa) == len(wb) and max(abs(x - y) for x, y in zip(wa, wb)) <= 2e-4
+PY
+}
+for n in 2 3; do
+  mb=(--set parallel.strategy=dp --set train.micro_batches=3)
+  mpi $n 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${evals[@]}" --set run.dir="$tmp/z3_dp$n"
+  mpi $n 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${evals[@]}" "${stage3[@]}" --set run.dir="$tmp/z3_dp${n}_z3"
+  near "$tmp/z3_dp$n" "$tmp/z3_dp${n}_z3"
+done
+mpi 2 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${evals[@]}" "${stage3[@]}" --set run.dir="$tmp/z3_again"
+same_run "$tmp/z3_dp2_z3" "$tmp/z3_again"
+grep -q "holds AdamW's moments, the gradient and the weights of parameters \[0, 204128) of 408256, sharded over 2" \
+  "$tmp/z3_dp2_z3/trident.log" || fail "the log does not say stage 3 keeps the range's weights"
+# rank 0's peak: stage 2's savings, and 4 bytes of weights for each parameter outside its range, less the weights'
+# windows (the final norm's and the embeddings', two layers')
+"$python" - "$tmp/z3_dp2/metrics.jsonl" "$tmp/z3_dp2_z3/metrics.jsonl" <<'PY' || fail "stage 3 does not free the weights"
+import json, sys
+C, V, T, L = 64, 65, 64, 8
+layer, final_norm, embeddings = 12 * C * C + 13 * C, 2 * C, V * C + T * C
+P = L * layer + final_norm + embeddings
+owned = (P // 16 + 1) // 2 * 16
+windows = owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) + 2 * min(layer, owned)
+weights = owned + final_norm + embeddings + 2 * layer
+a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
+assert all(x - y == 8 * (P - owned) + 4 * P - 4 * windows + 4 * P - 4 * weights for x, y in zip(a, b)), (a, b, P, owned)
+PY
+for layout in "${layouts[@]:0:3}"; do
+  name=${layout%% *}
+  read -ra args <<<"${layout#* }"
+  mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage3[@]}" --set run.dir="$tmp/${name}_z3"
+  near "$tmp/$name" "$tmp/${name}_z3"
+done
+mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" "${evals[@]}" --set run.dir="$tmp/flexsp_e"
+mpi 4 0 train "$tiny" "${base[@]}" "${flexsp[@]}" "${evals[@]}" "${stage3[@]}" --set run.dir="$tmp/flexsp_z3"
+near "$tmp/flexsp_e" "$tmp/flexsp_z3"
+auto=(--set parallel.strategy=auto --set parallel.select.mode=model --set parallel.select.profile="$tmp/node4.yaml")
+mpi 4 0 train "$tiny" "${base[@]}" "${auto[@]}" "${evals[@]}" --set run.dir="$tmp/auto"
+mpi 4 0 train "$tiny" "${base[@]}" "${auto[@]}" "${evals[@]}" "${stage3[@]}" --set run.dir="$tmp/auto_z3"
+near "$tmp/auto" "$tmp/auto_z3"
+# The capacity grows by the freed weights: in 8 MB a rank of 4 holds more tokens at stage 3 than at stage 2.
+mpi 4 0 train "$tiny" "${base[@]}" "${deep[@]}" "${small2[@]}" "${stage3[@]}" --set run.dir="$tmp/cap2_z3"
+[[ $(capacity "$tmp/cap2_z2") -lt $(capacity "$tmp/cap2_z3") ]] ||
+  fail "stage 3 holds $(capacity "$tmp/cap2_z3") tokens a rank, stage 2 $(capacity "$tmp/cap2_z2")"
+# The lead gathers the weights for what it writes: a stage-3 checkpoint is stage 1's layout, resumes bit for bit on the
+# same ranks and stage, and its weights continue the losses on 2 ranks at stage 1 and from there on 1 rank at stage 0.
+mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage3[@]}" --set run.dir="$tmp/ck3"
+run 0 ckpt verify "$tmp/ck3/checkpoints/step_00000003"
+cmp -s "$tmp/ck3/model_init.safetensors" "$tmp/ck0/model_init.safetensors" || fail "stage 3 starts from other weights"
+resumes "$tmp/ck3" z3_on_4 4 3 same
+resumes "$tmp/ck3" z3_on_2 2 1 close
+mkdir -p "$tmp/z3_chain/checkpoints"
+cp -r "$tmp/resumed_z3_on_2/checkpoints/step_00000006" "$tmp/z3_chain/checkpoints/"
+mpi 1 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set train.steps=8 --set run.dir="$tmp/z3_chain"
+grep -q "resuming from .*step_00000006" "$tmp/z3_chain/trident.log" || fail "the chain did not resume at step 6"
+# a text run samples from the gathered weights what stage 0 samples
+printf 'the cat sat on the mat\n\nand the dog sat on a mat\n\n%.0s' {1..200} >"$tmp/text.txt"
+text=(--set data.kind=text --set data.path="$tmp/text.txt" --set model.vocab_size=256 --set sample.tokens=24
+      --set sample.prompt=the --set train.steps=3 --set parallel.strategy=dp)
+mpi 2 0 train "$tiny" "${base[@]}" "${text[@]}" --set run.dir="$tmp/text_z0"
+mpi 2 0 train "$tiny" "${base[@]}" "${text[@]}" "${stage3[@]}" --set run.dir="$tmp/text_z3"
+"$python" - "$tmp/text_z0/trident.log" "$tmp/text_z3/trident.log" <<'PY' || fail "stage 3 samples another text"
+import sys
+def sample(path):
+    text = open(path, "rb").read()
+    at = text.index(b"sample (temperature")
+    return text[at:].split(b"\n")[1]
+a, b = sample(sys.argv[1]), sample(sys.argv[2])
+assert a == b and a.startswith(b"the"), (a, b)
+PY
+
 # Strategies whose ranks keep state of their own refuse a stage; so do values out of range.
 for strategy in pipeline atom; do
   mpi 2 2 train "$tiny" "${base[@]}" "${stage1[@]}" --set parallel.strategy=$strategy --set run.dir="$tmp/refused"
   grep -q "config error: parallel.zero.stage: 1 does not apply to $strategy" "$tmp/err" ||
     fail "$strategy under stage 1 is not refused naming parallel.zero.stage"
 done
-mpi 2 2 train "$tiny" "${base[@]}" "${stage2[@]}" --set parallel.strategy=atom --set run.dir="$tmp/refused"
-grep -q "config error: parallel.zero.stage: 2 does not apply to atom" "$tmp/err" ||
-  fail "atom under stage 2 is not refused naming parallel.zero.stage"
-run 2 train "$tiny" --set parallel.zero.stage=3 --set run.dir="$tmp/refused"
-stderr_line "trident: config error:" "parallel.zero.stage: 3 is out of range"
+for stage in 2 3; do
+  mpi 2 2 train "$tiny" "${base[@]}" --set parallel.zero.stage=$stage --set parallel.strategy=atom --set run.dir="$tmp/refused"
+  grep -q "config error: parallel.zero.stage: $stage does not apply to atom" "$tmp/err" ||
+    fail "atom under stage $stage is not refused naming parallel.zero.stage"
+done
+run 2 train "$tiny" --set parallel.zero.stage=4 --set run.dir="$tmp/refused"
+stderr_line "trident: config error:" "parallel.zero.stage: 4 is out of range"
 run 2 train "$tiny" --set parallel.zero.group=rack --set run.dir="$tmp/refused"
 stderr_line "trident: config error:" "parallel.zero.group: 'rack'"
 echo "test_zero: $checks checks passed"
