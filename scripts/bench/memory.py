@@ -2,17 +2,17 @@
 """Memory per rank under parallel.zero.stage and train.recompute (docs/memory.md), measured by training here.
 
 1. Model states per rank: GPT-2 124M (configs/gpt2_124m.yaml with 128 positions, so one step fits a rank) on
-   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0, 1 and 2: the
+   1/2/4 ranks (--states-ranks; 8 ranks at stage 0 would hold 16 GB on this machine) at stages 0 to 3: the
    bytes of parameters, gradients and AdamW moments by the formula of
    docs/memory.md, beside the start-up log's and the peak_mem_bytes of one training step (states plus the step's
    activations).
 2. LASP's scalability table at this machine's scale: the longest one-document sequence LASP-2 (sequence parallelism
-   over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0, 1 and 2, each with recompute
+   over all the ranks) trains in a fixed device.memory_gb, on 1/2/4/8 ranks, at stages 0 to 3, each with recompute
    none, selective and full (configs/experiments/lasp/scaled_linear.yaml with 4 layers; the search of scripts/reproduce/lasp.py:
    trident names its per-rank capacity when it refuses a document, and the longest length is then trained).
 3. Recomputation's price: tokens/s with and without it at the same length (the longest stage 0 trains without it, on
    each rank count), in interleaved rounds, median and range.
-4. The stages' price: data parallelism's step time at stages 0, 1 and 2 (configs/quickstart.yaml's model on
+4. The stages' price: data parallelism's step time at stages 0 to 3 (configs/quickstart.yaml's model on
    synthetic documents) on 2 and 4 ranks sharing this machine's memory, in interleaved rounds, with the bytes a rank
    sends.
 
@@ -38,27 +38,33 @@ GPT2_SETS = ["model.max_seq_len=128", "train.batch_tokens=1024", "train.micro_ba
              "train.warmup_steps=0", "train.eval_every=0", "device.memory_gb=8", "parallel.strategy=dp",
              "checkpoint.keep=1", "sample.tokens=0", "device.backend=cpu", "train.precision=fp32"]
 LASP_LAYERS = 4
-STAGES = (0, 1, 2)
+STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
 
 
 def states_bytes(model: dict, ranks: int, stage: int, precision: str) -> int:
-    """docs/memory.md's formula: parameters (and bf16's weight copy) whole; the moments of the rank's range (the
-    first, longest one: 16-float units dealt over the ranks); the gradients whole, or at stage 2 the range's with the
-    windows they are reduced through (parallel/zero/gradient_shards.cpp: the final norm's and the embeddings', two
-    layers', and the parts of them a reduction brings the rank, each at most the range)."""
+    """docs/memory.md's formula: parameters (and bf16's weight copy) whole below stage 3; the moments of the rank's
+    range (the first, longest one: 16-float units dealt over the ranks); the gradients whole, or at stages 2 and 3 the
+    range's with the windows they are reduced through (parallel/zero/model_shards.cpp: the final norm's and the
+    embeddings', two layers', and the parts of them a reduction brings the rank, each at most the range); at stage 3
+    the weights the range's with the windows they are gathered into (the final norm's, the embeddings', two layers',
+    and with bf16 their bf16 copies)."""
     params = common.gpt_parameters(model)
-    owned = params if stage == 0 or ranks == 1 else min(params, -(-(-(-params // 16)) // ranks) * 16)
-    grads = params
-    if stage == 2 and ranks > 1:
-        C = model["n_embd"]
-        final_norm = 2 * C
-        embeddings = model["vocab_size"] * C + (model["max_seq_len"] * C if model["attention"] != "linear" else 0)
-        gated = model["attention"] != "softmax" and model["linear"]["output_gate"]  # a linear layer's output gate
-        layer = 12 * C * C + 13 * C + (C * C + C if gated else 0)  # the widest layer
+    sharded = ranks > 1 and stage > 0
+    owned = min(params, -(-(-(-params // 16)) // ranks) * 16) if sharded else params
+    C = model["n_embd"]
+    final_norm = 2 * C
+    embeddings = model["vocab_size"] * C + (model["max_seq_len"] * C if model["attention"] != "linear" else 0)
+    gated = model["attention"] != "softmax" and model["linear"]["output_gate"]  # a linear layer's output gate
+    layer = 12 * C * C + 13 * C + (C * C + C if gated else 0)  # the widest layer
+    grads, weights, copies = params, params, params if precision == "bf16" else 0
+    if stage >= 2 and sharded:
         grads = (owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) +
                  2 * min(layer, owned))
-    return 4 * params + 4 * grads + (2 * params if precision == "bf16" else 0) + 8 * owned
+    if stage == 3 and sharded:
+        weights = owned + final_norm + embeddings + 2 * layer
+        copies = weights - owned if precision == "bf16" else 0
+    return 4 * weights + 4 * grads + 2 * copies + 8 * owned
 
 
 def sets_args(config: str, sets: list) -> list:
@@ -166,8 +172,9 @@ def report(args, states, longest, price, stage, wall_s) -> str:
              "## Model states per rank: GPT-2 124M", "",
              f"`{GPT2}` with 128 positions, one step of 128 tokens a rank (dp). *Formula*: 4 P parameters + 4 P "
              "gradients + 8 bytes a parameter of AdamW's moments for the parameters the rank owns (all of them at "
-             "stage 0; its 16-float units' share at stages 1 and 2); at stage 2 the gradients are the range's and "
-             "the windows they are reduced through (docs/memory.md). *Logged*: the start-up log's model, gradients "
+             "stage 0; its 16-float units' share at stages 1 to 3); at stages 2 and 3 the gradients are the range's "
+             "and the windows they are reduced through, at stage 3 the weights the range's and the windows they are "
+             "gathered into (docs/memory.md). *Logged*: the start-up log's model, gradients "
              "and optimizer state. *Peak*: rank 0's peak_mem_bytes in that step (the states and the step's "
              "activations).", ""]
     lines += common.table(["ranks", "stage", "parameters", "states by formula (MiB)", "logged", "peak (MiB)"],
@@ -202,13 +209,14 @@ def report(args, states, longest, price, stage, wall_s) -> str:
                           [[r["ranks"], f"{r['length']:,}"] + [spread(r[m]) for m in RECOMPUTE] +
                            [f"{statistics.median(r[m]) / statistics.median(r['none']):.2f}x" for m in RECOMPUTE[1:]]
                            for r in price])
-    lines += ["", "## What stages 1 and 2 cost", "",
+    lines += ["", "## What the stages cost", "",
               f"`configs/quickstart.yaml`'s model ({common.describe_model(common.resolved_config('configs/quickstart.yaml')['model'])}"
               f") on synthetic documents, dp, 6 steps a run (the first left out), stages {', '.join(map(str, STAGES))} "
               f"in turn, {args.rounds} rounds: the median step time (range of the runs' medians), and the bytes rank 0 "
               "hands its communicators a step (the gradients' all-reduce, at stage 1 its range's all-gather beside "
-              "it, at stage 2 a reduce-scatter of each layer's gradient and the all-gather). The ranks share this "
-              "machine's memory: no link is limited here.", ""]
+              "it, at stage 2 a reduce-scatter of each layer's gradient and the all-gather, at stage 3 the "
+              "reduce-scatters and each layer's weights gathered before its forward and its backward instead of "
+              "the all-gather). The ranks share this machine's memory: no link is limited here.", ""]
     lines += common.table(["ranks", "parameters"] + [f"stage {z} step (ms)" for z in STAGES] +
                           [f"stage {z} / stage 0" for z in STAGES[1:]] +
                           [f"stage {z} sent a step (MiB)" for z in STAGES],
