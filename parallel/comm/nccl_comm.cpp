@@ -114,6 +114,8 @@ class NcclCommunicator final : public Communicator {
   void allgather(const void* in, void* out, int64_t count, CommType type) override;
   void allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
                   const std::vector<int64_t>& displs, CommType type) override;
+  RequestPtr iallgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                         const std::vector<int64_t>& displs, CommType type) override;
   void alltoall(const void* in, void* out, int64_t count, CommType type) override;
   void alltoallv(const void* in, const std::vector<int64_t>& send_counts, const std::vector<int64_t>& send_displs,
                  void* out, const std::vector<int64_t>& recv_counts, const std::vector<int64_t>& recv_displs,
@@ -156,6 +158,9 @@ class NcclCommunicator final : public Communicator {
   void enqueue_recv(const std::string& op, void* data, int64_t count, CommType type, int peer);
   void enqueue_allreduce(const std::string& op, void* data, int64_t count, CommType type);
   void finish(const std::string& op);  // blocking calls: wait until the stream has run everything issued
+  // The grouped sends and receives of an all-gather of uneven blocks, on the stream after the producer's work.
+  void enqueue_allgatherv(const char* op, const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                          const std::vector<int64_t>& displs, CommType type);
   Communicator* over(Communicator* host_child);
 
   Communicator& host_;
@@ -386,21 +391,32 @@ RequestPtr NcclCommunicator::ireduce_scatter_sum(const void* in, void* out, cons
 }
 
 // NCCL has no v-collectives: one grouped send/recv per peer (self included) is how NCCL expresses them.
-void NcclCommunicator::allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
-                                  const std::vector<int64_t>& displs, CommType type) {
-  check_per_rank_layout("allgatherv", size(), counts, displs);
-  counters_.record("allgatherv", comm_bytes(count, type));
-  check_device_pointer(in, comm_bytes(count, type), "allgatherv");
-  check_device_pointer(out, comm_bytes(std::reduce(counts.begin(), counts.end()), type), "allgatherv");
+void NcclCommunicator::enqueue_allgatherv(const char* op, const void* in, int64_t count, void* out,
+                                          const std::vector<int64_t>& counts, const std::vector<int64_t>& displs,
+                                          CommType type) {
+  check_per_rank_layout(op, size(), counts, displs);
+  counters_.record(op, comm_bytes(count, type));
+  check_device_pointer(in, comm_bytes(count, type), op);
+  check_device_pointer(out, comm_bytes(std::reduce(counts.begin(), counts.end()), type), op);
   const ncclDataType_t t = nccl_type(type);
-  grouped("allgatherv", [&] {
+  grouped(op, [&] {
     for (int r = 0; r < size(); ++r) {
-      check(ncclSend(in, static_cast<size_t>(count), t, r, comm_, stream_), "allgatherv");
-      check(ncclRecv(at(out, comm_bytes(displs[r], type)), static_cast<size_t>(counts[r]), t, r, comm_, stream_),
-            "allgatherv");
+      check(ncclSend(in, static_cast<size_t>(count), t, r, comm_, stream_), op);
+      check(ncclRecv(at(out, comm_bytes(displs[r], type)), static_cast<size_t>(counts[r]), t, r, comm_, stream_), op);
     }
   });
+}
+
+void NcclCommunicator::allgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                                  const std::vector<int64_t>& displs, CommType type) {
+  enqueue_allgatherv("allgatherv", in, count, out, counts, displs, type);
   finish("allgatherv");
+}
+
+RequestPtr NcclCommunicator::iallgatherv(const void* in, int64_t count, void* out, const std::vector<int64_t>& counts,
+                                         const std::vector<int64_t>& displs, CommType type) {
+  enqueue_allgatherv("iallgatherv", in, count, out, counts, displs, type);
+  return std::make_unique<NcclRequest>(*this, "iallgatherv");
 }
 
 void NcclCommunicator::alltoall(const void* in, void* out, int64_t count, CommType type) {

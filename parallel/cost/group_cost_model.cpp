@@ -35,11 +35,14 @@ GroupCostModel GroupCostModel::from_profile(const Profile& p) {
   const MemorySection& memory = require(p.memory, p, "memory", "written by `trident bench profile CONFIG --out FILE`");
   if (cluster.device_memory_gb <= 0)
     throw_config_error("{}: cluster.device_memory_gb: must be > 0 to plan (0 means unknown)", p.source);
-  const double usable = (cluster.device_memory_gb - memory.reserved_gb - memory.model_states_gb) * kGiB;
+  if (!memory.model_states_gb)
+    throw_config_error("{}: memory: no model_states_gb (`trident plan` computes it from the config's model, precision "
+                       "and parallel.zero; elsewhere give the GiB of model states a device holds)", p.source);
+  const double usable = (cluster.device_memory_gb - memory.reserved_gb - *memory.model_states_gb) * kGiB;
   const auto tokens = static_cast<int64_t>(std::floor(usable / memory.bytes_per_token));
   if (tokens < 1)
     throw_config_error("{}: memory: model_states_gb {} + reserved_gb {} leave no room for one token of {} bytes in "
-                       "cluster.device_memory_gb {}", p.source, memory.model_states_gb, memory.reserved_gb,
+                       "cluster.device_memory_gb {}", p.source, *memory.model_states_gb, memory.reserved_gb,
                        memory.bytes_per_token, cluster.device_memory_gb);
   return for_run(p, tokens);
 }

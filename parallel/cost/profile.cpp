@@ -155,7 +155,8 @@ LayersSection read_layers(const MapReader& r, const std::string& source) {
 }
 
 MemorySection read_memory(const MapReader& r) {
-  return {r.number("model_states_gb", 0, false), r.number("bytes_per_token", 0, true),
+  return {r.has("model_states_gb") ? std::optional(r.number("model_states_gb", 0, false)) : std::nullopt,
+          r.number("bytes_per_token", 0, true),
           r.has("reserved_gb") ? r.number("reserved_gb", 0, false) : 0.0};
 }
 
@@ -241,7 +242,7 @@ std::vector<std::pair<std::string, YAML::Node>> section_nodes(const Profile& p) 
   }
   if (p.memory) {
     YAML::Node n;
-    n["model_states_gb"] = number_text(p.memory->model_states_gb);
+    if (p.memory->model_states_gb) n["model_states_gb"] = number_text(*p.memory->model_states_gb);
     n["bytes_per_token"] = number_text(p.memory->bytes_per_token);
     n["reserved_gb"] = number_text(p.memory->reserved_gb);
     out.emplace_back("memory", n);

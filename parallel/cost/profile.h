@@ -55,7 +55,9 @@ struct LayersSection {
 };
 
 struct MemorySection {
-  double model_states_gb = 0;  // GiB per device: parameters, gradients, optimizer state
+  // GiB per device: parameters, gradients, optimizer state. Absent: computed from the config where a run is planned
+  // (`trident plan`'s FlexSP plan: the model, precision and parallel.zero).
+  std::optional<double> model_states_gb;
   double bytes_per_token = 0;  // activation bytes per token held on a device
   double reserved_gb = 0;      // GiB per device kept free (framework, fragmentation)
 };

@@ -19,6 +19,9 @@
 #include "parallel/flexsp/milp_solver.h"
 #include "parallel/flexsp/planner.h"
 #include "parallel/flexsp/strategy.h"
+#include "parallel/placement/recompute.h"
+#include "parallel/zero/config.h"
+#include "parallel/zero/shards.h"
 
 namespace trident {
 
@@ -97,6 +100,25 @@ void print_plan(const Timed& t, const std::string& title) {
   }
 }
 
+// The profile with its memory.model_states_gb, or (absent) with the states this config leaves a device of the
+// cluster: its model, precision, train.recompute and parallel.zero over the cluster's ranks (resident_state_bytes).
+// `how` says which.
+cost::Profile with_model_states(cost::Profile profile, const Config& config, std::string& how) {
+  if (!profile.memory || !profile.cluster || profile.memory->model_states_gb) {
+    how = "the profile's memory.model_states_gb";
+    return profile;
+  }
+  const cost::ClusterSection& cluster = *profile.cluster;
+  const int zero = zero_ranks(config, cluster.nodes * cluster.devices_per_node, cluster.devices_per_node);
+  const int64_t bytes = resident_state_bytes(config, precision_named(config.train.precision),
+                                             device_named(config.device.backend), zero);
+  profile.memory->model_states_gb = static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+  how = fmt::format("computed: {} parameters, {}, parallel.zero.stage {} over {} rank(s), train.recompute {}",
+                    model_layout(config.model).num_params, config.train.precision, zero_config(config).stage, zero,
+                    config.train.recompute);
+  return profile;
+}
+
 }  // namespace
 
 void print_flexsp_plan(const Config& config, const PlanRequest& request) {
@@ -107,8 +129,9 @@ void print_flexsp_plan(const Config& config, const PlanRequest& request) {
   const FlexspConfig& p = flexsp_config(config);
   const FlexInner inner = configured_flex_inner(config);
   check_flexsp(config.model, 1, inner);  // the model's side only: a described cluster is planned whatever its heads
-  const cost::GroupCostModel cost =
-      with_flex_exchange(cost::GroupCostModel::from_profile(cost::read_profile(cluster_file)), config, inner);
+  std::string states_how;
+  const cost::Profile profile = with_model_states(cost::read_profile(cluster_file), config, states_how);
+  const cost::GroupCostModel cost = with_flex_exchange(cost::GroupCostModel::from_profile(profile), config, inner);
   const flexsp::TooLong too_long = flexsp::parse_too_long(p.too_long);
   const int64_t cluster_max = cost.token_capacity(cost.max_degree());
   // Static SP: one degree sized for the longest sequence the config allows (or the whole cluster).
@@ -119,9 +142,10 @@ void print_flexsp_plan(const Config& config, const PlanRequest& request) {
 
   const std::vector<PlanBatch> batches = request.batches();  // data errors come first
   if (!request.json)
-    fmt::print("cluster {}: {} devices ({} per node), {} tokens per device; solver {}; {} inside groups; static SP "
-               "degree {}\n",
-               cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1), p.solver,
+    fmt::print("cluster {}: {} devices ({} per node), {} tokens per device (model states {:.3f} GiB a device, {}); "
+               "solver {}; {} inside groups; static SP degree {}\n",
+               cluster_file, cost.devices(), cost.devices_per_node(), cost.token_capacity(1),
+               profile.memory ? profile.memory->model_states_gb.value_or(0) : 0.0, states_how, p.solver,
                cost::exchange_name(cost.exchange().kind), static_degree);
   for (size_t b = 0; b < batches.size(); ++b) {
     const std::vector<int64_t>& raw = batches[b].lengths;

@@ -13,6 +13,11 @@ namespace trident {
 // The device bytes of a model (and whatever runs its passes) sized for a number of tokens, AdamW's state aside.
 using ModelBytes = std::function<int64_t(int64_t tokens)>;
 
+// The bytes of a rank's AdamW moments (every parameter's, or its range's: parallel.zero.stage 1 and up), and at stages
+// 2 and 3 of its shards and the windows they move through (ModelShards::memory_bytes; the model then holds no
+// gradients, and at stage 3 no weights).
+int64_t optimizer_state_bytes(const Config& config, int zero_ranks);
+
 // At most train.batch_tokens (no step holds more). A ConfigError naming device.memory_gb when not even one token fits.
 // `zero_ranks`: the ranks parallel.zero shards the optimizer state over (parallel/zero/shards.h; 1: none).
 int64_t token_capacity(const Config& config, const ModelBytes& model_bytes, int zero_ranks = 1);

@@ -108,6 +108,11 @@ std::unique_ptr<ModelPlacement> place_resident_model(const Config& config, Preci
   return std::make_unique<ResidentPlacement>(config, precision, device, zero_ranks, sharding);
 }
 
+int64_t resident_state_bytes(const Config& config, Precision precision, Device device, int zero_ranks) {
+  return bytes_as_recomputed(config, precision, device, sharded_states(config, zero_ranks))(0) +
+         optimizer_state_bytes(config, zero_ranks);
+}
+
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks) {
   return token_capacity(config, bytes_as_recomputed(config, precision, device, sharded_states(config, zero_ranks)),
                         zero_ranks);

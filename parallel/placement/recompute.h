@@ -17,6 +17,11 @@ namespace trident {
 std::unique_ptr<ModelPlacement> place_resident_model(const Config& config, Precision precision, Device device,
                                                      int zero_ranks, Sharding* sharding);
 
+// The device bytes of such a rank that do not grow with its tokens: the model's states as parallel.zero over
+// `zero_ranks` leaves them (weights, gradients, AdamW's moments, the sharded stages' windows) and what its activations
+// take at any length (`trident plan` computes FlexSP's memory.model_states_gb from them).
+int64_t resident_state_bytes(const Config& config, Precision precision, Device device, int zero_ranks);
+
 // The tokens a rank's activations hold with a resident model (no strategy family places it), as training sizes them:
 // with train.recompute's activations and the state parallel.zero leaves a rank (`trident plan`).
 int64_t resident_capacity(const Config& config, Precision precision, Device device, int zero_ranks);

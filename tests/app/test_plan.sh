@@ -171,23 +171,26 @@ stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
 # Memory is planned, not typed: on 4 ranks, parallel.zero.stage 1 leaves a rank the moments of its quarter of the
 # 108,288 parameters (27,072: 8 bytes each instead of all) and adds its all-gather (4 bytes each); stage 2 keeps the
 # quarter's gradient instead of the whole (and the windows it is reduced through: on 2 layers more than it frees) and
-# reduce-scatters the one pass's gradient instead of all-reducing it; train.recompute: full lowers the activations'
+# reduce-scatters the one pass's gradient instead of all-reducing it; stage 3 keeps the quarter's weights instead of
+# the whole (and the windows they are gathered into) and gathers them each pass instead of after the update (on 2
+# layers as many bytes, (2 L - 2) / L of the range, in 2 L gathers); train.recompute: full lowers the activations'
 # bytes; a stage the strategy cannot take is refused as in training.
 sed 's/devices_per_node: 1/devices_per_node: 4/' "$tmp/new.yaml" >"$tmp/four.yaml"
-for variant in stage0 stage1 stage2 recompute; do
+for variant in stage0 stage1 stage2 stage3 recompute; do
   case $variant in
     stage0) sets=() ;;
     stage1) sets=(--set parallel.zero.stage=1) ;;
     stage2) sets=(--set parallel.zero.stage=2) ;;
+    stage3) sets=(--set parallel.zero.stage=3) ;;
     recompute) sets=(--set train.recompute=full) ;;
   esac
   run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=dp --batches 1 --json \
     "${sets[@]}"
   cp "$tmp/out" "$tmp/plan_$variant.json"
 done
-/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,stage2,recompute}.json <<'PY' || fail "the plan does not account for the stage"
+/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,stage2,stage3,recompute}.json <<'PY' || fail "the plan does not account for the stage"
 import json, sys
-a, b, z, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:5])
+a, b, z, z3, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:6])
 assert a["peak_bytes"] - b["peak_bytes"] == 8 * (108288 - 27072), (a, b)
 assert b["comm_bytes"] - a["comm_bytes"] == 4 * 27072 and b["comm_s"] > a["comm_s"], (a, b)
 C, V, T = 64, 64, 64
@@ -195,8 +198,24 @@ layer, final_norm, embeddings, owned = 12 * C * C + 13 * C, 2 * C, V * C + T * C
 windows = owned + final_norm + embeddings + 2 * layer + final_norm + embeddings + 2 * min(layer, owned)
 assert b["peak_bytes"] - z["peak_bytes"] == 4 * 108288 - 4 * windows, (b, z)
 assert z["comm_bytes"] == b["comm_bytes"] and z["comm_s"] < b["comm_s"], (b, z)
+assert z["peak_bytes"] - z3["peak_bytes"] == 4 * 108288 - 4 * (owned + final_norm + embeddings + 2 * layer), (z, z3)
+assert z3["comm_bytes"] == z["comm_bytes"] and z3["comm_s"] > z["comm_s"], (z, z3)
 assert r["peak_bytes"] < a["peak_bytes"] and r["comm_bytes"] == a["comm_bytes"], (a, r)
 PY
+# FlexSP's plan computes the model states from the config where the profile gives none (the profile's value stays an
+# override): 4 bytes a parameter of weights and gradients and 8 of moments at stage 0 on every device; at stage 3
+# over the cluster's 64 devices the ranges and windows, so more tokens fit a device.
+grep -v "model_states_gb" "$cluster" >"$tmp/computed.yaml"
+for stage in 0 3; do
+  run 0 plan "$configs/plan.yaml" --cluster "$tmp/computed.yaml" --batches 1 --set parallel.zero.stage=$stage
+  cp "$tmp/out" "$tmp/flexsp_z$stage.txt"
+done
+grep -q "parallel.zero.stage 3 over 64 rank(s)" "$tmp/flexsp_z3.txt" || fail "the plan does not say how it computed the states"
+tokens() { sed -n 's/.* \([0-9]*\) tokens per device (model states.*/\1/p' "$1"; }
+[[ $(tokens "$tmp/flexsp_z0.txt") -lt $(tokens "$tmp/flexsp_z3.txt") ]] ||
+  fail "stage 3 leaves a device $(tokens "$tmp/flexsp_z3.txt") tokens, stage 0 $(tokens "$tmp/flexsp_z0.txt")"
+run 0 plan "$configs/plan.yaml" --cluster "$cluster" --batches 1 --set parallel.zero.stage=3
+stdout_has "model states 1.828 GiB a device, the profile's memory.model_states_gb"
 run 2 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=pipeline --set model.n_layer=4 \
   --set parallel.zero.stage=1
 stderr_line "trident: config error:" "parallel.zero.stage: 1 does not apply to pipeline"

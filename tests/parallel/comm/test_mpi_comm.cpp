@@ -78,7 +78,7 @@ TEST_CASE("broadcast from every root", "[comm][mpi]") {
   }
 }
 
-TEST_CASE("allgather, and allgatherv with uneven counts including zero", "[comm][mpi]") {
+TEST_CASE("allgather, and allgatherv and iallgatherv with uneven counts including zero", "[comm][mpi]") {
   Communicator& comm = world();
   const int n = comm.size(), me = comm.rank();
 
@@ -104,6 +104,14 @@ TEST_CASE("allgather, and allgatherv with uneven counts including zero", "[comm]
   for (int r = 0; r < n; ++r)
     for (int64_t i = 0; i < counts[r]; ++i) want[displs[r] + i] = r * 100 + i;
   CHECK(mismatch(gathered, [&](int64_t j) { return want[j]; }) == "");
+  // the non-blocking form, two in flight at once, each completed by its request
+  std::vector<int64_t> first(end, -7), second(end, -7);
+  RequestPtr a = comm.iallgatherv(mine.data(), counts[me], first.data(), counts, displs, CommType::i64);
+  RequestPtr b = comm.iallgatherv(mine.data(), counts[me], second.data(), counts, displs, CommType::i64);
+  b->wait();
+  a->wait();
+  CHECK(mismatch(first, [&](int64_t j) { return want[j]; }) == "");
+  CHECK(mismatch(second, [&](int64_t j) { return want[j]; }) == "");
 }
 
 TEST_CASE("ireduce_scatter sums uneven blocks including empty ones, each to its rank", "[comm][mpi]") {

@@ -87,7 +87,7 @@ TEST_CASE("nccl ireduce_scatter of uneven blocks, empty ones included, equals MP
   CHECK(device_out.to_host() == mpi);
 }
 
-TEST_CASE("nccl broadcast, allgather and allgatherv equal MPI's", "[nccl]") {
+TEST_CASE("nccl broadcast, allgather, allgatherv and iallgatherv equal MPI's", "[nccl]") {
   Communicator& mpi = world();
   Communicator& nccl = *g_nccl;
   const int n = mpi.size(), me = mpi.rank();
@@ -118,6 +118,10 @@ TEST_CASE("nccl broadcast, allgather and allgatherv equal MPI's", "[nccl]") {
   mpi.allgatherv(part.data(), 2 * me, gathered.data(), counts, displs, CommType::i32);
   nccl.allgatherv(part_device.data(), 2 * me, gathered_device.data(), counts, displs, CommType::i32);
   CHECK(gathered_device.to_host() == gathered);
+  DeviceVector<int32_t> again(std::vector<int32_t>(total, -1));
+  RequestPtr request = nccl.iallgatherv(part_device.data(), 2 * me, again.data(), counts, displs, CommType::i32);
+  request->wait();
+  CHECK(again.to_host() == gathered);
 }
 
 TEST_CASE("nccl alltoall and alltoallv equal MPI's", "[nccl]") {
