@@ -170,9 +170,9 @@ class Trainer {
   // Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
   double evaluate();
   // parallel.zero.stage 3 keeps no weights in the model: what the lead writes or samples is a model in host memory
-  // for batches of `max_tokens`, holding `weights` or (nullptr) the ranges the sharding group's ranks hold, gathered.
-  // Collective over the lead's sharding group at stage 3 with nullptr; nullopt below stage 3 and on ranks but the lead.
-  std::optional<GPT> host_model(int64_t max_tokens, const float* weights = nullptr);
+  // for batches of `max_tokens`, holding the ranges the sharding group's ranks hold, gathered. Collective over the
+  // lead's sharding group at stage 3; nullopt below stage 3 and on ranks but the lead.
+  std::optional<GPT> host_model(int64_t max_tokens);
   // After a step: a stop signal on any rank stops every rank after the same step, with a checkpoint to resume from;
   // so does a data file changed under the run (then the run ends in an error naming it). True: stop.
   bool end_step(int64_t step, const Counters& before, Watchdog& watchdog);
@@ -196,10 +196,10 @@ bool Trainer::start() {
   Sharding& sharding = *setup_.sharding;
   checkpoint_ = resume_point(config_, run_.path);
   std::optional<TrainerState> resumed;
-  if (checkpoint_ && sharding.shards_weights()) {  // every rank reads the whole weights, and keeps its range
-    GPT whole(config_.model, 1, state_.host_store, cpu_backend(), Precision::fp32, {.in_source = InSource::gradients});
-    resumed = load_checkpoint(*checkpoint_, whole, state_.optimizer);
-    sharding.set_weights(whole.params());
+  if (checkpoint_ && sharding.shards_weights()) {  // each rank reads its range of the weights
+    std::vector<float> mine;
+    resumed = load_checkpoint(*checkpoint_, model, state_.optimizer, &mine);
+    sharding.set_weights(mine.data());
   } else if (checkpoint_) {
     resumed = load_checkpoint(*checkpoint_, model, state_.optimizer);
   }
@@ -215,11 +215,10 @@ bool Trainer::start() {
     if (run_.lead) drop_metrics_from_step(run_.path / "metrics.jsonl", start_step_);
   } else {
     if (run_.lead) restart_metrics_aside(run_.path);
-    if (sharding.shards_weights()) {
-      const std::vector<float> initial = initial_weights(model.layout(), static_cast<uint64_t>(config_.run.seed));
-      sharding.set_weights(initial.data());
-      if (std::optional<GPT> whole = host_model(1, initial.data()))
-        save_model(run_.path / "model_init.safetensors", *whole);
+    if (sharding.shards_weights()) {  // each rank draws the sequence and keeps its range; the lead gathers them
+      sharding.set_weights(
+          initial_weights(model.layout(), static_cast<uint64_t>(config_.run.seed), sharding.owned()).data());
+      if (std::optional<GPT> whole = host_model(1)) save_model(run_.path / "model_init.safetensors", *whole);
     } else {
       model.init_weights(static_cast<uint64_t>(config_.run.seed));
       if (run_.lead) save_model(run_.path / "model_init.safetensors", model);
@@ -385,19 +384,15 @@ double Trainer::evaluate() {
   return loss / targets;
 }
 
-std::optional<GPT> Trainer::host_model(int64_t max_tokens, const float* weights) {
+std::optional<GPT> Trainer::host_model(int64_t max_tokens) {
   Sharding& sharding = *setup_.sharding;
   if (!sharding.shards_weights() || !sharding.holds_lead()) return std::nullopt;
-  std::vector<float> gathered;
-  if (!weights) {
-    gathered = sharding.weights_on_group_lead();
-    weights = gathered.data();
-  }
+  const std::vector<float> gathered = sharding.weights_on_group_lead();
   if (!run_.lead) return std::nullopt;
   std::optional<GPT> whole;
   whole.emplace(config_.model, max_tokens, state_.host_store, cpu_backend(), setup_.precision,
                 ModelMemory{.in_source = InSource::gradients});
-  std::copy_n(weights, whole->num_params(), whole->params());
+  std::copy_n(gathered.data(), whole->num_params(), whole->params());
   return whole;
 }
 

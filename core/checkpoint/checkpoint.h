@@ -121,10 +121,12 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::filesyste
                                                             const CheckpointWarning& warn);
 
 // Verifies `dir`, then loads the weights into `model` and the moments of the range `optimizer` owns (all, or a shard's:
-// parallel.zero.stage) and the step count into `optimizer`. A corrupt
-// checkpoint, or one written for another model shape, is a RuntimeError naming the problem or the tensor; after an
-// error the contents of `model` and `optimizer` are unspecified.
-TrainerState load_checkpoint(const std::filesystem::path& dir, GPT& model, AdamW& optimizer);
+// parallel.zero.stage) and the step count into `optimizer`; with `owned_weights` (a model that holds no weights:
+// parallel.zero.stage 3), the weights of that range into it, on the host, instead. A corrupt checkpoint, or one
+// written for another model shape, is a RuntimeError naming the problem or the tensor; after an error the contents of
+// `model` and `optimizer` are unspecified.
+TrainerState load_checkpoint(const std::filesystem::path& dir, GPT& model, AdamW& optimizer,
+                             std::vector<float>* owned_weights = nullptr);
 // The tensors of a checkpoint's strategy.safetensors (verified by load_checkpoint); none when it has no such file.
 StrategyTensors load_strategy_tensors(const std::filesystem::path& dir);
 

@@ -405,7 +405,7 @@ void check_same_model(const fs::path& dir, const std::string& config_yaml, const
 
 }  // namespace
 
-TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) {
+TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer, std::vector<float>* owned_weights) {
   const CheckpointCheck check = verify_checkpoint(dir);
   if (!check.ok()) throw_runtime_error("checkpoint '{}' is corrupt: {}", dir.string(), join_problems(check));
   const TrainerState state = read_trainer_state(dir);
@@ -413,7 +413,8 @@ TrainerState load_checkpoint(const fs::path& dir, GPT& model, AdamW& optimizer) 
   TRIDENT_CHECK(owned.offset + owned.numel <= model.num_params(), "optimizer owns [{}, {}) of {} parameters",
                 owned.offset, owned.offset + owned.numel, model.num_params());
   try {
-    load_model(dir / kModelFile, model);
+    if (owned_weights) *owned_weights = load_model_range(dir / kModelFile, model.layout(), owned);
+    else load_model(dir / kModelFile, model);
     // The files hold every parameter's moments (written at any rank count and stage, in one file or a file a range):
     // this optimizer takes its own range from those that overlap it.
     std::vector<OptimizerShard> files = state.optimizer_shards;

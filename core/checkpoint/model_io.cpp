@@ -28,23 +28,41 @@ std::string hint(const std::string& name) {
          "linear block had none, and this version does not train that block: core/model/README.md)";
 }
 
+// Every tensor of the layout, F32 and of its shape, and no other: a RuntimeError naming the first that is not.
+void check_model_file(const std::filesystem::path& path, const SafetensorsFile& file, const ModelLayout& layout) {
+  for (const ParamEntry& e : layout.params)
+    if (!file.contains(e.name))
+      throw_runtime_error("'{}' has no tensor '{}', which this model has{}", path.string(), e.name, hint(e.name));
+  for (const StTensor& t : file.tensors())
+    if (std::none_of(layout.params.begin(), layout.params.end(), [&](const ParamEntry& e) { return e.name == t.name; }))
+      throw_runtime_error("'{}' holds a tensor '{}' that this model does not have{}", path.string(), t.name,
+                          hint(t.name));
+  for (const ParamEntry& e : layout.params) file.get(e.name, StDType::F32, e.shape);
+}
+
 }  // namespace
 
 void load_model(const std::filesystem::path& path, GPT& model) {
+  TRIDENT_CHECK(model.holds_weights(), "a model whose weights its runner's source keeps loads a range of them");
   SafetensorsFile file(path);
-  for (const ParamEntry& e : model.layout().params)
-    if (!file.contains(e.name))
-      throw_runtime_error("'{}' has no tensor '{}', which this model has{}", path.string(), e.name, hint(e.name));
-  for (const StTensor& t : file.tensors()) {
-    const auto& params = model.layout().params;
-    if (std::none_of(params.begin(), params.end(), [&](const ParamEntry& e) { return e.name == t.name; }))
-      throw_runtime_error("'{}' holds a tensor '{}' that this model does not have{}", path.string(), t.name,
-                          hint(t.name));
-  }
+  check_model_file(path, file, model.layout());
   for (const ParamEntry& e : model.layout().params) {
     const StTensor& t = file.get(e.name, StDType::F32, e.shape);
     model.store_backend().upload(model.params() + e.offset, t.data, sizeof(float) * static_cast<std::size_t>(e.numel));
   }
+}
+
+std::vector<float> load_model_range(const std::filesystem::path& path, const ModelLayout& layout, FlatRange range) {
+  SafetensorsFile file(path);
+  check_model_file(path, file, layout);
+  std::vector<float> out(static_cast<std::size_t>(range.numel));
+  for (const ParamEntry& e : layout.params) {
+    const int64_t begin = std::max(e.offset, range.offset), end = std::min(e.offset + e.numel, range.offset + range.numel);
+    if (begin >= end) continue;
+    const auto* data = static_cast<const float*>(file.get(e.name, StDType::F32, e.shape).data);
+    std::copy(data + (begin - e.offset), data + (end - e.offset), out.begin() + (begin - range.offset));
+  }
+  return out;
 }
 
 }  // namespace trident

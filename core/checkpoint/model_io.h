@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/model/gpt.h"
 
@@ -15,5 +16,8 @@ void save_model(const std::filesystem::path& path, const GPT& model,
 
 // Loads every tensor of the layout; a missing, extra or mis-shaped tensor is a RuntimeError naming it.
 void load_model(const std::filesystem::path& path, GPT& model);
+// The same file's weights of one range of the flat layout only (checked as load_model checks the whole), on the host:
+// what a rank keeps of them at parallel.zero.stage 3.
+std::vector<float> load_model_range(const std::filesystem::path& path, const ModelLayout& layout, FlatRange range);
 
 }  // namespace trident

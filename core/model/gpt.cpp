@@ -93,16 +93,20 @@ ParamWindow GPT::resident_weights() {
           .grads = grads()};
 }
 
-std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed) {
+std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed, std::optional<FlatRange> range) {
+  const FlatRange kept = range.value_or(FlatRange{0, layout.num_params});
   std::mt19937_64 rng(seed);
-  std::vector<float> p(static_cast<std::size_t>(layout.num_params));
+  std::vector<float> p(static_cast<std::size_t>(kept.numel));
+  auto keep = [&](int64_t offset, float value) {
+    if (offset >= kept.offset && offset < kept.offset + kept.numel) p[static_cast<std::size_t>(offset - kept.offset)] = value;
+  };
   for (const ParamEntry& e : layout.params) {
     if (e.init_std == 0.0f) {
-      std::fill(p.begin() + e.offset, p.begin() + e.offset + e.numel, e.init_value);
+      for (int64_t i = 0; i < e.numel; ++i) keep(e.offset + i, e.init_value);
       continue;
     }
     std::normal_distribution<float> dist(0.0f, e.init_std);
-    for (int64_t i = 0; i < e.numel; ++i) p[e.offset + i] = dist(rng);
+    for (int64_t i = 0; i < e.numel; ++i) keep(e.offset + i, dist(rng));
   }
   return p;
 }

@@ -4,6 +4,7 @@
 // forward and backward side by side in gpt.cpp. Memory comes from the device budget (Allocator).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,9 @@ struct ModelMemory {
 };
 
 // GPT-2's initial weights of `layout` (core/model/README.md), drawn on the host in `seed`: the same on any backend,
-// rank count or sharding.
-std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed);
+// rank count or sharding. With `range`, those of that range of the flat layout only (every value before it is still
+// drawn: one sequence of draws).
+std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed, std::optional<FlatRange> range = {});
 
 class GPT {
  public:

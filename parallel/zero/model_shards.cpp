@@ -151,10 +151,10 @@ void ModelShards::ready_layer(int l) {
   round(layer_weights_[slot], layers16_[slot], buckets_[static_cast<std::size_t>(layers_ - l)].second);
 }
 
-void ModelShards::set_weights(const float* host_whole) {
+void ModelShards::set_weights(const float* host_owned) {
   TRIDENT_CHECK(weights_sharded_, "the weights are not sharded");
   if (owned().numel > 0)
-    model_.backend().upload(weights(), host_whole + owned().offset, sizeof(float) * static_cast<std::size_t>(owned().numel));
+    model_.backend().upload(weights(), host_owned, sizeof(float) * static_cast<std::size_t>(owned().numel));
 }
 
 std::vector<float> ModelShards::weights_to_host() {

@@ -56,9 +56,9 @@ class ModelShards final : public LayerSource {
   float* grads() { return shard_.data<float>(); }
   const float* grads() const { return shard_.data<float>(); }
   // Stage 3: the weights of owned(), in the backend's memory (weights()[i] is parameter owned().offset + i), which
-  // the optimizer updates; set from, and read back into, a whole flat buffer on the host.
+  // the optimizer updates; set from, and read back into, owned().numel floats on the host.
   float* weights() { return weight_shard_.data<float>(); }
-  void set_weights(const float* host_whole);
+  void set_weights(const float* host_owned);
   std::vector<float> weights_to_host();
 
   // A step's (or an evaluation's: `train` false) passes begin; `passes`: the most any rank of the group runs in it.

@@ -35,9 +35,9 @@ float* Sharding::owned_weights(GPT& model) {
   return shards_->weights();
 }
 
-void Sharding::set_weights(const float* host_whole) {
+void Sharding::set_weights(const float* host_owned) {
   TRIDENT_CHECK(shards_weights() && shards_ != nullptr, "parallel.zero.stage 3 without the source of the weights");
-  shards_->set_weights(host_whole);
+  shards_->set_weights(host_owned);
 }
 
 // Each rank's range to the group's rank 0 over the host communicator, one after another: no rank but rank 0 holds

@@ -70,8 +70,8 @@ class Sharding {
   // the group. The gradients are spent by then and serve as the send buffer (a rank's range is copied there first:
   // a collective's send and receive buffers may not overlap). Collective over the group; nothing at stage 3.
   void gather_parameters(GPT& model);
-  // Stage 3: this rank's range of a whole flat buffer of weights on the host (every rank's the same) into its shard.
-  void set_weights(const float* host_whole);
+  // Stage 3: the weights of owned() (owned().numel floats on the host) into this rank's shard.
+  void set_weights(const float* host_owned);
   // Stage 3: the whole weights, from the shards of the group, on its rank 0's host (empty on the others): for what
   // the lead writes or samples. Collective over the group.
   std::vector<float> weights_on_group_lead();

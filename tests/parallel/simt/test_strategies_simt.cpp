@@ -254,7 +254,7 @@ TEST_CASE("stages 2 and 3 on the CUDA backend over NCCL: each rank's range of th
     ModelShards source(model, device, sharding.device_group(), sharding.ranges(), nullptr, stage == 3);
     SubModelRunner runner(model, resident_swapping(c.model, "none", kept), device);
     runner.set_source(&source);
-    if (stage == 3) source.set_weights(initial_weights(model.layout(), 5).data());
+    if (stage == 3) source.set_weights(initial_weights(model.layout(), 5, source.owned()).data());
     else model.init_weights(5);
     StaticSequenceParallel strategy({.groups = *g_groups, .backend = *g_cuda, .config = c, .capacity_tokens = 256,
                                      .shards = &source},

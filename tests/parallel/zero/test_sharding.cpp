@@ -19,6 +19,7 @@
 
 #include "app/train/step.h"
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_io.h"
 #include "parallel/lasp/config.h"
 #include "parallel/static_sp/static_sp.h"
 #include "core/model/recompute.h"
@@ -123,8 +124,7 @@ struct ShardedModel {
         sharding_(sharding) {
     runner.set_source(&source);
     sharding.use_shards(&source);
-    const std::vector<float> initial = initial_weights(model.layout(), seed);
-    if (sharding.shards_weights()) sharding.set_weights(initial.data());
+    if (sharding.shards_weights()) sharding.set_weights(initial_weights(model.layout(), seed, sharding.owned()).data());
     else model.init_weights(seed);
   }
   ~ShardedModel() { sharding_.use_shards(nullptr); }
@@ -315,4 +315,28 @@ TEST_CASE("stage 2's model keeps no gradient buffer, stage 3's no weights either
     CHECK(static_cast<int64_t>(allocator.in_use() - before) ==
           ModelShards::memory_bytes(c.model, P, kept == InSource::states, precision));
   }
+}
+
+TEST_CASE("stage 3 draws and reads its range of the weights alone: the whole's slice, every tensor still checked",
+          "[zero]") {
+  const Config c = tiny_strategy_config("hybrid", 64);
+  GPT model(c.model, 16, test_allocator());
+  model.init_weights(9);
+  const std::vector<float> whole = initial_weights(model.layout(), 9);
+  CHECK(same_bits(whole.data(), model.params(), model.num_params()));
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / fmt::format("trident_zero_range_{}.safetensors", ::getpid());
+  save_model(file, model);
+  for (const FlatRange& r : shard_ranges(model.num_params(), 3)) {
+    INFO("range [" << r.offset << ", " << r.offset + r.numel << ")");
+    const std::vector<float> drawn = initial_weights(model.layout(), 9, r);
+    CHECK(static_cast<int64_t>(drawn.size()) == r.numel);
+    CHECK(same_bits(whole.data() + r.offset, drawn.data(), r.numel));
+    const std::vector<float> read = load_model_range(file, model.layout(), r);
+    CHECK(same_bits(whole.data() + r.offset, read.data(), r.numel));
+  }
+  Config other = c;
+  other.model.n_layer += 1;  // a file of another shape is refused, whatever the range
+  CHECK_THROWS_WITH(load_model_range(file, model_layout(other.model), {0, 16}), Catch::Contains("has no tensor"));
+  std::filesystem::remove(file);
 }
