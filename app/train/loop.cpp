@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -169,9 +170,12 @@ class Trainer {
                                      const Selector::Choice& choice, const Counters& before) const;
   // Each evaluation batch runs on the strategy the selector picks for it, as a training batch would.
   double evaluate();
-  // parallel.zero.stage 3 keeps no weights in the model: what the lead writes or samples is a model in host memory
-  // for batches of `max_tokens`, holding the ranges the sharding group's ranks hold, gathered. Collective over the
-  // lead's sharding group at stage 3; nullopt below stage 3 and on ranks but the lead.
+  // parallel.zero.stage 3 keeps no weights in the model: the weights file `path` is written by the lead's sharding
+  // group, each rank its range (Sharding::write_weights; collective over that group). False below stage 3 (the lead
+  // writes the model's) and on the other groups' ranks.
+  bool write_weight_ranges(const fs::path& path, const std::map<std::string, std::string>& metadata);
+  // And the lead's sample runs on a model in host memory for batches of `max_tokens`, holding the ranges gathered.
+  // Collective over the lead's sharding group at stage 3; nullopt below stage 3 and on ranks but the lead.
   std::optional<GPT> host_model(int64_t max_tokens);
   // After a step: a stop signal on any rank stops every rank after the same step, with a checkpoint to resume from;
   // so does a data file changed under the run (then the run ends in an error naming it). True: stop.
@@ -218,7 +222,7 @@ bool Trainer::start() {
     if (sharding.shards_weights()) {  // each rank draws the sequence and keeps its range; the lead gathers them
       sharding.set_weights(
           initial_weights(model.layout(), static_cast<uint64_t>(config_.run.seed), sharding.owned()).data());
-      if (std::optional<GPT> whole = host_model(1)) save_model(run_.path / "model_init.safetensors", *whole);
+      write_weight_ranges(run_.path / "model_init.safetensors", {});
     } else {
       model.init_weights(static_cast<uint64_t>(config_.run.seed));
       if (run_.lead) save_model(run_.path / "model_init.safetensors", model);
@@ -303,13 +307,14 @@ void Trainer::switch_to(Strategy* next) {
 void Trainer::save(int64_t steps_done) {
   for (const auto& s : selector_->strategies()) s->settle(state_.model, state_.optimizer);  // nothing in flight lost
   const std::vector<OptimizerShard> shards = save_optimizer_shards(steps_done);
-  const std::optional<GPT> gathered = host_model(1);
+  const bool weights_written = write_weight_ranges(checkpoint_build_dir(run_.path, steps_done) / "model.safetensors",
+                                                   {{"trident_step", std::to_string(steps_done)}});
   if (run_.lead) {
     StrategyTensors kept;
     for (const auto& s : selector_->strategies()) kept.merge(s->checkpoint_tensors());
-    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, gathered ? *gathered : state_.model, state_.optimizer, config_,
+    SavedCheckpoint saved = save_checkpoint(run_.path, steps_done, state_.model, state_.optimizer, config_,
                                             setup_.ranks.size(), config_.checkpoint.keep, selector_->state(), kept,
-                                            shards);
+                                            shards, weights_written);
     for (const std::string& warning : saved.warnings) spdlog::warn("{}", warning);
     spdlog::info("checkpoint {} written", saved.dir.string());
   }
@@ -384,6 +389,13 @@ double Trainer::evaluate() {
   return loss / targets;
 }
 
+bool Trainer::write_weight_ranges(const fs::path& path, const std::map<std::string, std::string>& metadata) {
+  Sharding& sharding = *setup_.sharding;
+  if (!sharding.shards_weights() || !sharding.holds_lead()) return false;
+  sharding.write_weights(path, state_.model.layout(), metadata);
+  return true;
+}
+
 std::optional<GPT> Trainer::host_model(int64_t max_tokens) {
   Sharding& sharding = *setup_.sharding;
   if (!sharding.shards_weights() || !sharding.holds_lead()) return std::nullopt;
@@ -427,12 +439,14 @@ void Trainer::finish() {
   }
 #endif
   for (const auto& strategy : selector_->strategies()) strategy->settle(state_.model, state_.optimizer);
-  std::optional<GPT> gathered = host_model(config_.model.max_seq_len);
-  if (!run_.lead) return;
   const fs::path final_weights = run_.path / "model_final.safetensors";
-  save_model(final_weights, gathered ? *gathered : state_.model, {{"trident_step", std::to_string(config_.train.steps)}});
-  spdlog::info("final weights written to {}", final_weights.string());
-  if (config_.sample.tokens <= 0 || config_.data.kind != "text") return;
+  const std::map<std::string, std::string> metadata = {{"trident_step", std::to_string(config_.train.steps)}};
+  if (!write_weight_ranges(final_weights, metadata) && run_.lead) save_model(final_weights, state_.model, metadata);
+  if (run_.lead) spdlog::info("final weights written to {}", final_weights.string());
+  const bool sampling = config_.sample.tokens > 0 && config_.data.kind == "text";
+  std::optional<GPT> gathered;
+  if (sampling) gathered = host_model(config_.model.max_seq_len);
+  if (!run_.lead || !sampling) return;
   // rank 0 samples alone, with the local kernels: its batches carry no group
   std::vector<int32_t> prompt;
   for (unsigned char c : config_.sample.prompt) prompt.push_back(c);

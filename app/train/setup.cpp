@@ -125,7 +125,9 @@ void RunSetup::log_memory(const GPT& model, const Allocator& device, const Alloc
   if (sharding->sharded())
     spdlog::info("parallel.zero.stage: {}: this rank holds AdamW's moments{} of parameters [{}, {}) of {}, sharded "
                  "over {} ranks ({})", sharding->stage(),
-                 sharding->shards_weights() ? ", the gradient and the weights" : sharding->shards_gradients() ? " and the gradient" : "",
+                 sharding->shards_weights()     ? ", the gradient and the weights"
+                 : sharding->shards_gradients() ? " and the gradient"
+                                                : "",
                  sharding->owned().offset,
                  sharding->owned().offset + sharding->owned().numel, model.num_params(), zero_ranks,
                  zero_config(config).group);

@@ -85,11 +85,13 @@ struct SavedCheckpoint {
 // after writing model.safetensors, so a test can kill the process in the middle of a save.
 // `strategy`: the tensors of strategy.safetensors (none: no file). `shards`: the sharded optimizer's ranges, which
 // their ranks wrote into begin_checkpoint's directory (write_optimizer_shard), in order, covering every parameter;
-// then no optimizer.safetensors is written and `optimizer` gives nothing but its step count.
+// then no optimizer.safetensors is written and `optimizer` gives nothing but its step count. `model_written`: the
+// ranks wrote model.safetensors into that directory by ranges (begin_model_file, parallel.zero.stage 3), and `model`
+// gives nothing but its shape.
 SavedCheckpoint save_checkpoint(const std::filesystem::path& run_dir, int64_t step, const GPT& model,
                                 const AdamW& optimizer, const Config& config, int world_size, int64_t keep,
                                 const nlohmann::json& selector = nullptr, const StrategyTensors& strategy = {},
-                                const std::vector<OptimizerShard>& shards = {});
+                                const std::vector<OptimizerShard>& shards = {}, bool model_written = false);
 
 // The directory the checkpoint of `step` is built in, RUN_DIR/checkpoints/step_XXXXXXXX.tmp/, made empty (what an
 // interrupted save left there is removed): on the rank that owns checkpoints/, before the ranks of a sharded optimizer

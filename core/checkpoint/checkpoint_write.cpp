@@ -101,8 +101,8 @@ void write_moments(const fs::path& path, const AdamW& optimizer, const FlatRange
 // shards already there when given), each written to NAME.tmp, fsynced and renamed (write_file_atomically).
 void write_files(const fs::path& dir, int64_t step, const GPT& model, const AdamW& optimizer, const Config& config,
                  int world_size, const nlohmann::json& selector, const StrategyTensors& strategy,
-                 const std::vector<OptimizerShard>& shards) {
-  save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
+                 const std::vector<OptimizerShard>& shards, bool model_written) {
+  if (!model_written) save_model(dir / "model.safetensors", model, {{"trident_step", std::to_string(step)}});
   test_delay("TRIDENT_TEST_CHECKPOINT_DELAY_MS");
   write_file_atomically(dir / "config.json", hf_config(config.model).dump(2) + "\n");
   std::vector<std::string> names = {"model.safetensors", "config.json"};
@@ -182,7 +182,9 @@ OptimizerShard write_optimizer_shard(const fs::path& dir, int index, int count, 
 
 SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT& model, const AdamW& optimizer,
                                 const Config& config, int world_size, int64_t keep, const nlohmann::json& selector,
-                                const StrategyTensors& strategy, const std::vector<OptimizerShard>& shards) {
+                                const StrategyTensors& strategy, const std::vector<OptimizerShard>& shards,
+                                bool model_written) {
+  TRIDENT_CHECK(!model_written || !shards.empty(), "model.safetensors written by ranges beside a whole optimizer");
   TRIDENT_CHECK(step >= 0 && keep >= 1 && world_size >= 1, "step {}, keep {}, world_size {}", step, keep, world_size);
   int64_t covered = 0;
   for (const OptimizerShard& s : shards) {
@@ -199,7 +201,7 @@ SavedCheckpoint save_checkpoint(const fs::path& run_dir, int64_t step, const GPT
   const fs::path tmp_dir = shards.empty() ? begin_checkpoint(run_dir, step) : checkpoint_build_dir(run_dir, step);
   std::error_code ec;
   try {
-    write_files(tmp_dir, step, model, optimizer, config, world_size, selector, strategy, shards);
+    write_files(tmp_dir, step, model, optimizer, config, world_size, selector, strategy, shards, model_written);
   } catch (...) {
     fs::remove_all(tmp_dir, ec);  // e.g. a full disk: give the space back
     throw;

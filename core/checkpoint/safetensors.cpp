@@ -54,8 +54,8 @@ const char* st_dtype_name(StDType dtype) {
   return "?";
 }
 
-void write_safetensors(const std::filesystem::path& path, const std::vector<StTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header(const std::filesystem::path& path, const std::vector<StTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
@@ -69,27 +69,42 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<StTe
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // pad so the data section starts 8-byte aligned
-  uint64_t header_size = json.size();
-  char size_le[8];
-  for (int i = 0; i < 8; ++i) size_le[i] = static_cast<char>((header_size >> (8 * i)) & 0xff);
+  const uint64_t header_size = json.size();
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((header_size >> (8 * i)) & 0xff);
+  return out + json;
+}
 
-  std::vector<std::span<const char>> pieces = {{size_le, 8}, {json.data(), json.size()}};
+void write_safetensors(const std::filesystem::path& path, const std::vector<StTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string header = safetensors_header(path, tensors, metadata);
+  std::vector<std::span<const char>> pieces = {{header.data(), header.size()}};
   for (const StTensor& t : tensors)
     pieces.emplace_back(static_cast<const char*>(t.data), element_count(t.shape) * st_dtype_size(t.dtype));
   write_file_atomically(path, pieces);
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path) {
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, Contents contents) : path_(path) {
   const std::string where = "safetensors '" + path.string() + "'";
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_runtime_error("{}: cannot open: {}", where, std::strerror(errno));
-  bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw_runtime_error("{}: cannot stat: {}", where, ec.message());
+  if (contents == Contents::all) bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  else bytes_.resize(std::min<uint64_t>(8, file_size));
+  if (contents == Contents::header) in.read(bytes_.data(), static_cast<std::streamsize>(bytes_.size()));
   if (bytes_.size() < 8) throw_runtime_error("{}: truncated ({} bytes; no header length)", where, bytes_.size());
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= static_cast<uint64_t>(static_cast<unsigned char>(bytes_[i])) << (8 * i);
-  if (header_size > bytes_.size() - 8)
-    throw_runtime_error("{}: header length {} runs past the end of the {}-byte file", where, header_size,
-                        bytes_.size());
+  if (header_size > file_size - 8)
+    throw_runtime_error("{}: header length {} runs past the end of the {}-byte file", where, header_size, file_size);
+  if (contents == Contents::header) {
+    bytes_.resize(8 + header_size);
+    if (!in.read(bytes_.data() + 8, static_cast<std::streamsize>(header_size)))
+      throw_runtime_error("{}: cannot read its {}-byte header", where, header_size);
+  }
+  data_start_ = 8 + header_size;
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes_.begin() + 8, bytes_.begin() + 8 + static_cast<std::ptrdiff_t>(header_size));
@@ -98,8 +113,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
   }
   if (!header.is_object()) throw_runtime_error("{}: header is not a JSON object", where);
 
-  const char* data = bytes_.data() + 8 + header_size;
-  const uint64_t data_size = bytes_.size() - 8 - header_size;
+  const char* data = contents == Contents::all ? bytes_.data() + 8 + header_size : nullptr;
+  const uint64_t data_size = file_size - 8 - header_size;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& name = it.key();
@@ -132,7 +147,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
         throw_runtime_error("{}: tensor '{}' of shape [{}] {} needs {} bytes but its data_offsets span {}", where,
                             name, fmt::join(t.shape, ", "), dtype, element_count(t.shape) * st_dtype_size(t.dtype),
                             offsets[1] - offsets[0]);
-      t.data = data + offsets[0];
+      t.data = data ? data + offsets[0] : nullptr;
+      t.offset = offsets[0];
       ranges.emplace_back(offsets[0], offsets[1]);
       tensors_.push_back(std::move(t));
     } catch (const nlohmann::json::exception& e) {
@@ -146,6 +162,17 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     end = stop;
   }
   if (end != data_size) throw_runtime_error("{}: {} trailing bytes after the last tensor", where, data_size - end);
+}
+
+void SafetensorsFile::read(const StTensor& t, uint64_t from, uint64_t bytes, void* out) const {
+  const uint64_t size = element_count(t.shape) * st_dtype_size(t.dtype);
+  if (from > size || bytes > size - from)
+    throw_runtime_error("safetensors '{}': bytes [{}, {}) of tensor '{}' lie outside its {}", path_.string(), from,
+                        from + bytes, t.name, size);
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + t.offset + from));
+  if (!in || !in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes)))
+    throw_runtime_error("safetensors '{}': cannot read tensor '{}': {}", path_.string(), t.name, std::strerror(errno));
 }
 
 bool SafetensorsFile::contains(const std::string& name) const {

@@ -98,7 +98,8 @@ std::vector<float> initial_weights(const ModelLayout& layout, uint64_t seed, std
   std::mt19937_64 rng(seed);
   std::vector<float> p(static_cast<std::size_t>(kept.numel));
   auto keep = [&](int64_t offset, float value) {
-    if (offset >= kept.offset && offset < kept.offset + kept.numel) p[static_cast<std::size_t>(offset - kept.offset)] = value;
+    if (offset >= kept.offset && offset < kept.offset + kept.numel)
+      p[static_cast<std::size_t>(offset - kept.offset)] = value;
   };
   for (const ParamEntry& e : layout.params) {
     if (e.init_std == 0.0f) {

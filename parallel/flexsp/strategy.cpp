@@ -158,7 +158,8 @@ FlexSequenceParallel::FlexSequenceParallel(const StrategyEnv& env, FlexInner inn
     throw_config_error("parallel.zero.stage: {} reduce-scatters the gradients{} during FlexSP's passes, which "
                        "device.comm: nccl cannot order against the groups' exchanges; use device.comm: host or "
                        "parallel.zero.stage: 1",
-                       env.shards->shards_weights() ? 3 : 2, env.shards->shards_weights() ? " and gathers the weights" : "");
+                       env.shards->shards_weights() ? 3 : 2,
+                       env.shards->shards_weights() ? " and gathers the weights" : "");
   cost_ = flexsp_cost_model(*env.profile, env.config, capacity_, inner_);
   const LaspVariant variant = cost_.exchange().kind == cost::GroupExchange::Kind::lasp_allgather
                                   ? LaspVariant::lasp2

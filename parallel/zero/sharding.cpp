@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint/model_io.h"
+#include "core/common/atomic_file.h"
 #include "kernels/common/error.h"
 #include "parallel/zero/config.h"
 
@@ -65,6 +67,27 @@ double Sharding::squared_grad_norm(GPT& model) {
   double sum = model.store_backend().squared_norm(owned_grads(model), owned().numel);
   if (sharded()) group_.host->allreduce_sum(&sum, 1, CommType::f64);
   return sum;
+}
+
+void Sharding::write_weights(const std::filesystem::path& path, const ModelLayout& layout,
+                             const std::map<std::string, std::string>& metadata) {
+  TRIDENT_CHECK(shards_weights() && shards_ != nullptr, "parallel.zero.stage 3 without the source of the weights");
+  Communicator& group = *group_.host;
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  on_all_or_none(group, fmt::format("begin '{}'", tmp.string()), [&] {
+    if (rank_ == 0) begin_model_file(tmp, layout, metadata);
+  });
+  on_all_or_none(group, fmt::format("write their range of the weights into '{}'", tmp.string()), [&] {
+    const std::vector<float> mine = shards_->weights_to_host();
+    write_model_range(tmp, owned(), mine.data());
+  });
+  on_all_or_none(group, fmt::format("rename '{}' into place", tmp.string()), [&] {
+    if (rank_ != 0) return;
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw_runtime_error("cannot rename '{}' to '{}': {}", tmp.string(), path.string(), ec.message());
+    fsync_directory(path.parent_path());
+  });
 }
 
 void Sharding::gather_parameters(GPT& model) {

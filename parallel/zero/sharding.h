@@ -18,7 +18,9 @@
 // that rank.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/checkpoint/checkpoint.h"
@@ -72,9 +74,15 @@ class Sharding {
   void gather_parameters(GPT& model);
   // Stage 3: the weights of owned() (owned().numel floats on the host) into this rank's shard.
   void set_weights(const float* host_owned);
-  // Stage 3: the whole weights, from the shards of the group, on its rank 0's host (empty on the others): for what
-  // the lead writes or samples. Collective over the group.
+  // Stage 3: the whole weights, from the shards of the group, on its rank 0's host (empty on the others): for the
+  // lead's sample. Collective over the group.
   std::vector<float> weights_on_group_lead();
+  // Stage 3: the weights of `layout` into the model file `path` (core/checkpoint/model_io.h's ranged write, `metadata`
+  // in its header), each rank writing its own range, none more: the group's rank 0 writes the header into PATH.tmp,
+  // every rank its range, and once all have, rank 0 renames it to `path`. A RuntimeError on every rank when any
+  // failed. Collective over the group; the ranks must see one file system.
+  void write_weights(const std::filesystem::path& path, const ModelLayout& layout,
+                     const std::map<std::string, std::string>& metadata);
   // For the checkpoint of `step` in `run_dir`: each rank of the group (whose rank 0 is the run's lead: holds_lead)
   // writes the moments of its own range, a file a range (write_sharded_optimizer below). The shards, in order.
   // Collective over the group.

@@ -144,18 +144,27 @@ mpi 2 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${stage2[@]}" --set 
 same_run "$tmp/z2_dp2_z2" "$tmp/z2_dp2_again"
 grep -q "holds AdamW's moments and the gradient of parameters \[0, 204128) of 408256, sharded over 2 ranks" \
   "$tmp/z2_dp2_z2/trident.log" || fail "the log does not say stage 2 keeps the range's gradient"
-# rank 0's peak: 8 bytes of moments and 4 of gradient for each parameter outside its range, less the windows (the
-# final norm's and the embeddings' gradients, two layers', and the parts of them a reduction brings this rank)
-"$python" - "$tmp/z2_dp2/metrics.jsonl" "$tmp/z2_dp2_z2/metrics.jsonl" <<'PY' || fail "stage 2 does not free the gradients"
+# peak_drop STAGE0 STAGED STAGE: rank 0's peak on the 8-layer model over 2 ranks at STAGE (2 or 3) is stage 0's less
+# 8 bytes of moments and 4 of gradient for each parameter outside its range, less the gradients' windows (the final
+# norm's and the embeddings', two layers', and the parts of them a reduction brings this rank); at stage 3 also less 4
+# bytes of weights for each parameter outside its range, less the weights' windows (the final norm's, the
+# embeddings', two layers').
+peak_drop() {
+  "$python" - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY' || fail "stage $3 does not free what it should"
 import json, sys
 C, V, T, L = 64, 65, 64, 8
 layer, final_norm, embeddings = 12 * C * C + 13 * C, 2 * C, V * C + T * C
 P = L * layer + final_norm + embeddings
 owned = (P // 16 + 1) // 2 * 16  # rank 0's 16-float units of 2 ranks
 windows = owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) + 2 * min(layer, owned)
+drop = 8 * (P - owned) + 4 * P - 4 * windows
+if sys.argv[3] == "3":
+    drop += 4 * P - 4 * (owned + final_norm + embeddings + 2 * layer)
 a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
-assert all(x - y == 8 * (P - owned) + 4 * P - 4 * windows for x, y in zip(a, b)), (a, b, P, owned)
+assert all(x - y == drop for x, y in zip(a, b)), (a, b, P, owned)
 PY
+}
+peak_drop "$tmp/z2_dp2" "$tmp/z2_dp2_z2" 2
 for layout in "${layouts[@]:0:3}"; do
   name=${layout%% *}
   read -ra args <<<"${layout#* }"
@@ -219,19 +228,7 @@ mpi 2 0 train "$tiny" "${base[@]}" "${deep[@]}" "${mb[@]}" "${evals[@]}" "${stag
 same_run "$tmp/z3_dp2_z3" "$tmp/z3_again"
 grep -q "holds AdamW's moments, the gradient and the weights of parameters \[0, 204128) of 408256, sharded over 2" \
   "$tmp/z3_dp2_z3/trident.log" || fail "the log does not say stage 3 keeps the range's weights"
-# rank 0's peak: stage 2's savings, and 4 bytes of weights for each parameter outside its range, less the weights'
-# windows (the final norm's and the embeddings', two layers')
-"$python" - "$tmp/z3_dp2/metrics.jsonl" "$tmp/z3_dp2_z3/metrics.jsonl" <<'PY' || fail "stage 3 does not free the weights"
-import json, sys
-C, V, T, L = 64, 65, 64, 8
-layer, final_norm, embeddings = 12 * C * C + 13 * C, 2 * C, V * C + T * C
-P = L * layer + final_norm + embeddings
-owned = (P // 16 + 1) // 2 * 16
-windows = owned + final_norm + embeddings + 2 * layer + min(final_norm, owned) + min(embeddings, owned) + 2 * min(layer, owned)
-weights = owned + final_norm + embeddings + 2 * layer
-a, b = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[1:3])
-assert all(x - y == 8 * (P - owned) + 4 * P - 4 * windows + 4 * P - 4 * weights for x, y in zip(a, b)), (a, b, P, owned)
-PY
+peak_drop "$tmp/z3_dp2" "$tmp/z3_dp2_z3" 3
 for layout in "${layouts[@]:0:3}"; do
   name=${layout%% *}
   read -ra args <<<"${layout#* }"
@@ -260,6 +257,17 @@ mkdir -p "$tmp/z3_chain/checkpoints"
 cp -r "$tmp/resumed_z3_on_2/checkpoints/step_00000006" "$tmp/z3_chain/checkpoints/"
 mpi 1 0 train "$tiny" "${base[@]}" "${ckpt[@]}" --set train.steps=8 --set run.dir="$tmp/z3_chain"
 grep -q "resuming from .*step_00000006" "$tmp/z3_chain/trident.log" || fail "the chain did not resume at step 6"
+# killed while writing its second checkpoint (every rank, SIGKILL), the run resumes from its first and trains the
+# straight run's losses and final weights bit for bit
+(TRIDENT_TEST_CHECKPOINT_DELAY_MS=2000 timeout 120 mpirun -np 4 "$trident" train "$tiny" "${base[@]}" "${ckpt[@]}" \
+   "${stage3[@]}" --set run.dir="$tmp/killed3" >"$tmp/out" 2>"$tmp/err") &
+for _ in $(seq 1 300); do [[ -d $tmp/killed3/checkpoints/step_00000006.tmp ]] && break; sleep 0.1; done
+[[ -d $tmp/killed3/checkpoints/step_00000006.tmp ]] || fail "the slowed second checkpoint never started"
+pkill -KILL -f "run.dir=$tmp/killed3"
+wait
+mpi 4 0 train "$tiny" "${base[@]}" "${ckpt[@]}" "${stage3[@]}" --set run.dir="$tmp/killed3"
+grep -q "resuming from .*step_00000003" "$tmp/killed3/trident.log" || fail "the killed run did not resume at step 3"
+same_run "$tmp/ck3" "$tmp/killed3"
 # a text run samples from the gathered weights what stage 0 samples
 printf 'the cat sat on the mat\n\nand the dog sat on a mat\n\n%.0s' {1..200} >"$tmp/text.txt"
 text=(--set data.kind=text --set data.path="$tmp/text.txt" --set model.vocab_size=256 --set sample.tokens=24

@@ -55,6 +55,23 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes, bytes and metadat
   CHECK(f.get("empty").shape == std::vector<int64_t>{0, 4});
   CHECK_THROWS_WITH(f.get("nope"), Catch::Contains("no tensor named 'nope'"));
   CHECK_THROWS_WITH(f.get("half", StDType::F32, {3}), Catch::Contains("is BF16[3], expected F32[3]"));
+  // the header alone: the same tensors and metadata, no data held, parts of a tensor read from the file
+  SafetensorsFile h(dir / "w.safetensors", SafetensorsFile::Contents::header);
+  REQUIRE(h.tensors().size() == 4);
+  CHECK(h.metadata() == f.metadata());
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(h.tensors()[i].name == f.tensors()[i].name);
+    CHECK(h.tensors()[i].shape == f.tensors()[i].shape);
+    CHECK(h.tensors()[i].offset == f.tensors()[i].offset);
+    CHECK(h.tensors()[i].data == nullptr);
+  }
+  std::vector<float> part(3);
+  h.read(h.get("transformer.wte.weight"), 2 * sizeof(float), 3 * sizeof(float), part.data());
+  CHECK(part == std::vector<float>(a.begin() + 2, a.begin() + 5));
+  uint16_t last = 0;
+  h.read(h.get("half"), 4, 2, &last);  // after the unaligned tensor's start
+  CHECK(last == 3);
+  CHECK_THROWS_WITH(h.read(h.get("half"), 4, 4, &last), Catch::Contains("lie outside its 6"));
   fs::remove_all(dir);
 }
 
@@ -89,15 +106,16 @@ TEST_CASE("corrupt safetensors files are clear errors", "[core][safetensors]") {
        8, 0, "overlaps or leaves a gap"},
       {R"({"__metadata__":{"k":1}})", 0, 0, "is not a string"},
   };
-  for (const Case& c : cases) {
-    fs::path p = raw_file(dir, c.header, c.data_bytes, c.claimed);
-    INFO(c.header);
-    CHECK_THROWS_WITH(SafetensorsFile(p), Catch::Contains(c.message) && Catch::Contains("raw.safetensors"));
-  }
-  {
+  for (const auto contents : {SafetensorsFile::Contents::all, SafetensorsFile::Contents::header}) {
+    INFO((contents == SafetensorsFile::Contents::all ? "whole file" : "header only"));
+    for (const Case& c : cases) {
+      fs::path p = raw_file(dir, c.header, c.data_bytes, c.claimed);
+      INFO(c.header);
+      CHECK_THROWS_WITH(SafetensorsFile(p, contents), Catch::Contains(c.message) && Catch::Contains("raw.safetensors"));
+    }
     std::ofstream(dir / "short.safetensors") << "abc";
-    CHECK_THROWS_WITH(SafetensorsFile(dir / "short.safetensors"), Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(SafetensorsFile(dir / "short.safetensors", contents), Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(SafetensorsFile(dir / "missing.safetensors", contents), Catch::Contains("cannot open"));
   }
-  CHECK_THROWS_WITH(SafetensorsFile(dir / "missing.safetensors"), Catch::Contains("cannot open"));
   fs::remove_all(dir);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -317,8 +318,8 @@ TEST_CASE("stage 2's model keeps no gradient buffer, stage 3's no weights either
   }
 }
 
-TEST_CASE("stage 3 draws and reads its range of the weights alone: the whole's slice, every tensor still checked",
-          "[zero]") {
+TEST_CASE("stage 3 draws, reads and writes its range of the weights alone: the whole's slice, every tensor still "
+          "checked, the file written by ranges byte for byte save_model's", "[zero]") {
   const Config c = tiny_strategy_config("hybrid", 64);
   GPT model(c.model, 16, test_allocator());
   model.init_weights(9);
@@ -338,5 +339,18 @@ TEST_CASE("stage 3 draws and reads its range of the weights alone: the whole's s
   Config other = c;
   other.model.n_layer += 1;  // a file of another shape is refused, whatever the range
   CHECK_THROWS_WITH(load_model_range(file, model_layout(other.model), {0, 16}), Catch::Contains("has no tensor"));
+  // the same file written by ranges, the last range first
+  const std::filesystem::path ranged = file.string() + ".ranged";
+  begin_model_file(ranged, model.layout());
+  const std::vector<FlatRange> ranges = shard_ranges(model.num_params(), 3);
+  for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) write_model_range(ranged, *r, whole.data() + r->offset);
+  auto bytes = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  CHECK(bytes(ranged) == bytes(file));
+  CHECK_THROWS_WITH(write_model_range(ranged.string() + ".missing", ranges[0], whole.data()),
+                    Catch::Contains("cannot open"));
   std::filesystem::remove(file);
+  std::filesystem::remove(ranged);
 }
