@@ -77,7 +77,8 @@ int sharding_ranks(const Config& config, Communicator& ranks) {
 }
 
 // Where the model is: the placement a strategy family makes (ATOM's swapped model, a pipeline stage), else a resident
-// model recomputing its activations (train.recompute) or keeping a range of its gradients (parallel.zero.stage 2),
+// model recomputing its activations (train.recompute) or whose gradients (and weights) a source keeps by range
+// (parallel.zero.stage 2 and 3),
 // else none: resident, every activation kept.
 std::unique_ptr<ModelPlacement> placed_model(const Config& config, Precision precision, Device device,
                                              Communicator& ranks, int zero_ranks, Sharding& sharding) {

@@ -29,7 +29,7 @@ struct RunSetup {
   RunGroups groups;
   Precision precision;
   std::unique_ptr<Sharding> sharding;      // which range of the optimizer state (and gradients) this rank holds
-  // where the model is: a strategy family's, train.recompute's or parallel.zero.stage 2's, or none
+  // where the model is: a strategy family's, train.recompute's or parallel.zero.stage 2's and 3's, or none
   std::unique_ptr<ModelPlacement> placement;
   int64_t capacity;                          // tokens one rank's activations hold
   std::optional<cost::Profile> profile;    // parallel.select.profile, read and checked

@@ -26,8 +26,9 @@ struct StepStats {
 
 // Applies no update when the loss or the gradient norm is not finite (the caller decides to stop or skip); every
 // rank reaches the same decision, since all see the same reduced values. With `sharding` (parallel.zero), `optimizer`
-// owns this rank's range and the updated parameters are all-gathered after the update; at stage 2 the gradient of
-// that range is the sharding's and the norm sums the ranges'. Collective over all ranks.
+// owns this rank's range and the updated parameters are all-gathered after the update; at stages 2 and 3 the gradient
+// of that range is the sharding's and the norm sums the ranges', and at stage 3 so are its weights (updated in place,
+// nothing gathered). Collective over all ranks.
 StepStats train_step(GPT& model, AdamW& optimizer, Strategy& strategy, const Batch& batch, double lr,
                      const TrainConfig& config, Sharding* sharding = nullptr);
 

@@ -37,7 +37,7 @@ struct RunShape {
   int64_t bytes_per_value = 4;  // activations as they travel: 4 (fp32) or 2 (bf16)
   int64_t zero_ranks = 1;       // the ranks parallel.zero shards the optimizer state over (1: none)
   int64_t owned_params = 0;     // the parameters of the longest range one of them updates (0: num_params)
-  bool gradient_shards = false; // parallel.zero.stage 2: gradients reduce-scattered each pass, a range a rank
+  bool gradient_shards = false; // parallel.zero.stage 2 and 3: gradients reduce-scattered each pass, a range a rank
   bool weight_shards = false;    // parallel.zero.stage 3: and the weights gathered layer by layer each pass
   int64_t gradient_shard_bytes = 0;  // then: the bytes of a rank's shards and the windows they move through
 };
@@ -77,8 +77,8 @@ class StepCostModel {
   double gradient_bytes() const { return run_.world > 1 ? 4.0 * static_cast<double>(run_.num_params) : 0; }
   double gradient_allreduce_s() const { return allreduce_s(gradient_bytes()); }
   // The same as the layout sums them over a step of `passes` training passes (the most a rank runs): the all-reduce,
-  // or at parallel.zero.stage 2 a reduce-scatter over the sharding group each pass (and the range's all-reduce across
-  // the groups once).
+  // or at parallel.zero.stage 2 and 3 a reduce-scatter over the sharding group each pass (and the range's all-reduce
+  // across the groups once).
   double gradient_reduction_bytes(int64_t passes) const;
   double gradient_reduction_s(int64_t passes) const;
   // Device bytes a rank's sharded states take beyond its model's: its shards and windows at stages 2 and 3, else

@@ -27,9 +27,10 @@ class DataParallel {
   Communicator& comm() { return comm_; }
   Communicator& gradient_comm() { return gradients_; }
 
-  // Before a step's first pass: `passes` is the most training passes any rank runs in the step (stage 2 reduces each
-  // pass, and a rank that runs fewer makes the others' reductions with zeros); `train` false: an evaluation's
-  // forward passes (stage 3 gathers the weights in each, and a rank that runs fewer makes the others' gathers).
+  // Before a step's first pass: `passes` is the most training passes any rank runs in the step (stages 2 and 3
+  // reduce each pass, and a rank that runs fewer makes the others' reductions with zeros); `train` false: an
+  // evaluation's forward passes (stage 3 gathers the weights in each, and a rank that runs fewer makes the others'
+  // gathers).
   void begin(int passes, bool train = true);
   // A pass of the step this rank does not run, where the others run it (ModelShards::skip_pass); nothing without
   // a source.

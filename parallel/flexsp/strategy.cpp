@@ -284,7 +284,7 @@ cost::StepEstimate FlexSequenceParallel::estimate(const Batch& batch, const cost
   const flexsp::BatchPlan& p = plan(batch, true).choice.plan;
   cost::StepEstimate e;
   e.compute_s = p.time_s;  // the groups' compute and their all-to-alls, as the planner's cost model has them
-  const auto passes = static_cast<int64_t>(p.micro_batches.size());  // stage 2 reduces as many on every rank
+  const auto passes = static_cast<int64_t>(p.micro_batches.size());  // stages 2 and 3 run as many on every rank
   e.comm_s = cost.gradient_reduction_s(passes) + cost.sharding_s(passes);
   e.seconds = e.compute_s + e.comm_s;
   int64_t per_rank = 0;

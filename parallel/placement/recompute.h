@@ -2,8 +2,8 @@
 // A model no strategy family places, when it is not simply resident: train.recompute (core/model/recompute.h) sizes its
 // activations for the tokens device.memory_gb holds as they are kept (selective: without the norms' and GELU's
 // outputs; full: one layer's saved arrays and the layers' inputs, with the runner that recomputes), and
-// parallel.zero.stage 2 runs its layers one at a time over the source that keeps this rank's range of the gradients
-// (parallel/zero/model_shards.h).
+// parallel.zero.stage 2 (3) runs its layers one at a time over the source that keeps this rank's range of the
+// gradients (and weights) (parallel/zero/model_shards.h).
 #include <memory>
 
 #include "core/config/config.h"
@@ -13,7 +13,7 @@
 namespace trident {
 
 // nullptr for train.recompute: none below stage 2. `zero_ranks`: the ranks parallel.zero shards over; `sharding`:
-// this rank's (attach hands it the gradients' source at stage 2; it must outlive what attach returns).
+// this rank's (attach hands it the source at stages 2 and 3; it must outlive what attach returns).
 std::unique_ptr<ModelPlacement> place_resident_model(const Config& config, Precision precision, Device device,
                                                      int zero_ranks, Sharding* sharding);
 

@@ -1,7 +1,7 @@
 #pragma once
 // parallel.zero.*: where AdamW's state and the gradients live (parallel/zero/): every rank holding all of them
 // (stage 0), each rank the moments of its own range of the flat parameters (stage 1), and its range's gradient alone
-// (stage 2). Declared, documented and registered in config.cpp
+// (stage 2), and its range's weights alone (stage 3). Declared, documented and registered in config.cpp
 // beside it; configs/README.md lists the keys.
 #include <cstdint>
 #include <string>

@@ -38,7 +38,7 @@ class Sharding {
   explicit Sharding(int64_t num_params);
   // Stage `stage` over the group `group` (its device communicator for the backend's buffers, its host one for host
   // buffers), of a buffer of `num_params` floats.
-  // `across`: at stage 2 over a group smaller than the world (parallel.zero.group: node), the ranks that own the same
+  // `across`: at stages 2 and 3 over a group smaller than the world (parallel.zero.group: node), the ranks that own the same
   // range in the other groups, over which the step's gradient of the range is summed last.
   Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across = nullptr);
 
@@ -57,11 +57,11 @@ class Sharding {
   bool shards_gradients() const { return stage_ >= 2 && group_.device != nullptr; }
   // And of the weights (stage 3): the model holds none.
   bool shards_weights() const { return stage_ >= 3 && group_.device != nullptr; }
-  // The device communicators of the group and across the groups (nullptr: none), for the source of stage 2.
+  // The device communicators of the group and across the groups (nullptr: none), for the source of stages 2 and 3.
   Communicator& device_group() const { return *group_.device; }
   Communicator* across() const { return across_; }
   // The step's gradient of owned(), the whole gradient summed over the ranks: in the model's buffer at stage 1, in
-  // the source's shard at stage 2.
+  // the source's shard at stages 2 and 3.
   float* owned_grads(GPT& model);
   // The weights of owned(), which the optimizer updates: in the model's buffer, or the source's shard at stage 3.
   float* owned_weights(GPT& model);
