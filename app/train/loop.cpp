@@ -266,6 +266,7 @@ bool Trainer::train() {
   ProgressLine progress(steps, run_.lead);
   Watchdog watchdog(setup_.ranks, independent_ ? 0 : config_.run.watchdog_s);  // peers stepping alone wait for none
   if (start_step_ < steps) selector_->prepare(data_.train.batch(start_step_));  // planned before training
+  if (ModelShards* shards = setup_.sharding->model_shards()) shards->take_wait_seconds();  // the calibration's
   for (int64_t step = start_step_; step < steps; ++step) {
     const Counters before{Clock::now(), setup_.groups.bytes_sent(), setup_.groups.alltoall_seconds()};
     const Batch batch = data_.train.batch(step);
@@ -282,6 +283,8 @@ bool Trainer::train() {
     selector_->observe(choice, seconds);
     check_finite(step, stats);
     nlohmann::ordered_json record = step_record(step, lr, stats, seconds, choice, before);
+    if (ModelShards* shards = setup_.sharding->model_shards())
+      record["zero_wait_ms"] = shards->take_wait_seconds() * 1e3;  // the step's; an evaluation's are dropped below
     if (data_.eval && ((step + 1) % config_.train.eval_every == 0 || step + 1 == steps)) {
       record["eval_loss"] = evaluate();
       spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, record["eval_loss"].get<double>());
@@ -386,6 +389,7 @@ double Trainer::evaluate() {
     loss += sums.loss_sum;
     targets += sums.targets;
   }
+  if (ModelShards* shards = setup_.sharding->model_shards()) shards->take_wait_seconds();  // no step's
   return loss / targets;
 }
 

@@ -1,6 +1,7 @@
 #include "parallel/zero/model_shards.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/common/error.h"
 
@@ -104,10 +105,22 @@ void ModelShards::reduce(std::size_t bucket) {
                                          CommType::f32);
 }
 
+void ModelShards::wait(Request& request) {
+  const auto start = std::chrono::steady_clock::now();
+  request.wait();
+  waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double ModelShards::take_wait_seconds() {
+  const double waited = waited_s_;
+  waited_s_ = 0;
+  return waited;
+}
+
 void ModelShards::settle(int slot) {
   Pending& p = pending_[slot];
   if (!p.request) return;
-  p.request->wait();
+  wait(*p.request);
   p.request.reset();
   if (p.numel > 0)
     model_.backend().add_rows(grads() + p.shard_at, p.numel, received_[slot].data<float>(), p.numel, 1, p.numel);
@@ -146,7 +159,7 @@ void ModelShards::ready_layer(int l) {
   const int slot = l % 2;
   fetch_layer(l);
   if (!gathering_[slot]) return;
-  gathering_[slot]->wait();
+  wait(*gathering_[slot]);
   gathering_[slot].reset();
   round(layer_weights_[slot], layers16_[slot], buckets_[static_cast<std::size_t>(layers_ - l)].second);
 }
@@ -222,8 +235,8 @@ LayerSource::Outer ModelShards::begin_pass(bool train, int) {
     held_[0] = held_[1] = -1;
     RequestPtr final_norm = gather(0, final_norm_weights_.data<float>());
     RequestPtr embeddings = gather(buckets_.size() - 1, embedding_weights_.data<float>());
-    final_norm->wait();
-    embeddings->wait();
+    wait(*final_norm);
+    wait(*embeddings);
     round(final_norm_weights_, final_norm16_, buckets_.front().second);
     round(embedding_weights_, embeddings16_, buckets_.back().second);
   }

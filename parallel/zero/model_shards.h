@@ -61,6 +61,10 @@ class ModelShards final : public LayerSource {
   void set_weights(const float* host_owned);
   std::vector<float> weights_to_host();
 
+  // Seconds this rank waited, since the last call, for the gathers and reductions the compute did not hide (their
+  // requests' waits): the part of the stage's communication on the step's path.
+  double take_wait_seconds();
+
   // A step's (or an evaluation's: `train` false) passes begin; `passes`: the most any rank of the group runs in it.
   void begin_step(int passes, bool train = true);
   // A pass of the step this rank does not run, in its place: its collectives, nothing computed (zero gradients). Where
@@ -102,6 +106,8 @@ class ModelShards final : public LayerSource {
   void ready_layer(int l);
   // Stage 3: the bf16 copy of `numel` gathered weights, for the matmuls (train.precision: bf16).
   void round(const Tensor& from, Tensor& to, int64_t numel);
+  // request->wait(), its seconds added to waited_s_.
+  void wait(Request& request);
 
   GPT& model_;
   Communicator& group_;
@@ -123,6 +129,7 @@ class ModelShards final : public LayerSource {
   bool in_step_ = false, step_train_ = true;
   int step_passes_ = 0, passes_run_ = 0;
   bool train_pass_ = false;
+  double waited_s_ = 0;
 
   // stage 3
   bool weights_sharded_ = false;

@@ -2,9 +2,9 @@
 # parallel.zero's stages over a limited link: data parallelism's step time at stages 0, 1, 2 and 3 on the emulated
 # cluster (2 nodes x 2 ranks; --inter-bw between the nodes, or --like TESTBED's two levels), configs/quickstart.yaml's
 # model on synthetic documents, in interleaved rounds. Prints (and writes to OUT/zero.md) a markdown table: each
-# stage's median step time over the rounds (the range of the runs' medians), its ratio to stage 0's, and the bytes
-# rank 0 hands its communicators a step; with the stages' ratios beside the bytes, what the compute hides shows in a
-# stage that moves more bytes than stage 0 yet takes no longer. About 2 minutes a round on 2 cores; needs root (else
+# stage's median step time over the rounds (the range of the runs' medians), its ratio to stage 0's, the bytes rank 0
+# hands its communicators a step, and at stages 2 and 3 the time a step waited for the stage's collectives
+# (`zero_wait_ms`: what the compute did not hide). About 2 minutes a round on 2 cores; needs root (else
 # the 4 ranks run here with no link limit, and the report says so).
 # Usage: bash scripts/bench/zero.sh [--steps 8] [--inter-bw 200mbit | --like TESTBED] [--rounds 3] [--out DIR]
 #        [--set key=value ...]
@@ -53,19 +53,24 @@ def rows(stage, k):
     return [json.loads(l) for l in open(out / f"z{stage}.{k}" / "metrics.jsonl")][1:]  # the first step allocates
 step = {z: [statistics.median(r["step_ms"] for r in rows(z, k)) for k in range(1, rounds + 1)] for z in range(4)}
 sent = {z: statistics.median(r["comm_bytes"] for r in rows(z, 1)) for z in range(4)}
+waited = {z: [statistics.median(r["zero_wait_ms"] for r in rows(z, k)) for k in range(1, rounds + 1)]
+          for z in (2, 3)}
 base = statistics.median(step[0])
 print(f"# parallel.zero.stage 0-3 under data parallelism, 2 nodes x 2 ranks ({links})\n")
 print(f"`configs/quickstart.yaml`'s model on synthetic documents, {steps} steps a run (the first left out), stages "
       f"0 to 3 in turn, {rounds} round(s): the median step time (the range of the runs' medians), its ratio to "
       "stage 0's, and the bytes rank 0 hands its communicators a step (stage 0's all-reduce; at stage 1 the "
       "parameters' all-gather beside it; at stage 2 the reduce-scatters of each pass and the all-gather; at stage 3 "
-      "the reduce-scatters and each pass's gathers of the layers' weights).\n")
-print("| stage | step (ms), median (range) | / stage 0 | sent a step (MiB) | / stage 0 |")
-print("|---|---|---|---|---|")
+      "the reduce-scatters and each pass's gathers of the layers' weights), and the time rank 0 waited in a step for "
+      "the stage's collectives to complete (`zero_wait_ms`, the medians' median and range: the part the compute did "
+      "not hide).\n")
+print("| stage | step (ms), median (range) | / stage 0 | sent a step (MiB) | / stage 0 | waited a step (ms) |")
+print("|---|---|---|---|---|---|")
 for z in range(4):
     m = statistics.median(step[z])
+    w = f"{statistics.median(waited[z]):,.0f} ({min(waited[z]):,.0f}-{max(waited[z]):,.0f})" if z in waited else ""
     print(f"| {z} | {m:,.0f} ({min(step[z]):,.0f}-{max(step[z]):,.0f}) | {m / base:.2f}x | {sent[z] / 2**20:,.2f} | "
-          f"{sent[z] / sent[0]:.2f}x |")
+          f"{sent[z] / sent[0]:.2f}x | {w} |")
 PY
 bench_like_report "$out/zero.md"
 bench_stamp "$out/zero.md"

@@ -229,6 +229,13 @@ same_run "$tmp/z3_dp2_z3" "$tmp/z3_again"
 grep -q "holds AdamW's moments, the gradient and the weights of parameters \[0, 204128) of 408256, sharded over 2" \
   "$tmp/z3_dp2_z3/trident.log" || fail "the log does not say stage 3 keeps the range's weights"
 peak_drop "$tmp/z3_dp2" "$tmp/z3_dp2_z3" 3
+# each step records the time rank 0 waited for the stage's collectives (none below stage 2)
+"$python" - "$tmp/z3_dp2/metrics.jsonl" "$tmp/z3_dp2_z3/metrics.jsonl" <<'PY' || fail "zero_wait_ms is not the step's"
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert all("zero_wait_ms" not in r for r in a), a
+assert all(0 <= r["zero_wait_ms"] <= r["step_ms"] for r in b), b
+PY
 for layout in "${layouts[@]:0:3}"; do
   name=${layout%% *}
   read -ra args <<<"${layout#* }"
