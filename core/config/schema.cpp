@@ -69,10 +69,11 @@ const std::vector<Key>& common_keys() {
        "max global gradient norm; 0 disables clipping"},
       {"train.precision", StringField{member(&C::train, &TrainConfig::precision), {"fp32", "bf16"}},
        "compute precision (bf16 keeps fp32 master weights)"},
-      {"train.recompute", StringField{member(&C::train, &TrainConfig::recompute), {"none", "selective", "full"}},
+      {"train.recompute",
+       StringField{member(&C::train, &TrainConfig::recompute), {"none", "selective", "full", "auto"}},
        "activation recomputation: none (every layer keeps its saved arrays), selective (the norms' and GELU's outputs "
-       "are recomputed in the backward) or full (each layer keeps its input and recomputes its forward before its "
-       "backward)"},
+       "are recomputed in the backward), full (each layer keeps its input and recomputes its forward before its "
+       "backward) or auto (the memory of full, each pass recomputing only as many layers as its tokens need)"},
       {"train.eval_every", IntField{member(&C::train, &TrainConfig::eval_every), 0},
        "steps between evaluations on held-out data; 0 disables"},
       {"train.eval_batches", IntField{member(&C::train, &TrainConfig::eval_batches), 1},

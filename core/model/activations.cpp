@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/common/error.h"
+
 namespace trident {
 
 namespace {
@@ -36,7 +38,7 @@ void for_each_saved_array(LayerActivations<T>& l, const ModelConfig& m, bool lin
 // Hands out the arrays of `a` from `base` (nullptr: only counts) and returns the bytes they take. Every array starts
 // on a 256-byte boundary (what device kernels' vector loads and cuBLAS prefer), whatever the element type before it.
 template <class T>
-int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, bool selective, char* base) {
+int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, bool selective, int64_t spare, char* base) {
   const int64_t N = max_tokens, C = m.n_embd, V = m.vocab_size;
   int64_t used = 0;
   auto take = [&]<class E>(E*, int64_t n) {
@@ -72,24 +74,34 @@ int64_t carve(Activations<T>& a, const ModelConfig& m, int64_t max_tokens, bool 
   a.logits = act(std::min(N, kHeadChunk) * V);
   a.losses = stat(N);
   a.loss_weight = stat(N);
+  a.spare = spare > 0 ? act(spare) : nullptr;
   return used;
 }
 
 }  // namespace
 
 template <class T>
-int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens, bool selective) {
+int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens, bool selective, int64_t spare) {
   Activations<T> counted;
-  return (carve(counted, config, max_tokens, selective, nullptr) + 3) / 4 * 4;  // whole fp32 elements, as allocated
+  return (carve(counted, config, max_tokens, selective, spare, nullptr) + 3) / 4 * 4;  // whole fp32 elements
 }
 
 template <class T>
 Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator,
-                                    bool selective) {
+                                    bool selective, int64_t spare) {
   Activations<T> a;
-  a.storage = Tensor::empty(allocator, {activation_bytes<T>(config, max_tokens, selective) / 4});
-  carve(a, config, max_tokens, selective, static_cast<char*>(a.storage.raw()));
+  a.storage = Tensor::empty(allocator, {activation_bytes<T>(config, max_tokens, selective, spare) / 4});
+  carve(a, config, max_tokens, selective, spare, static_cast<char*>(a.storage.raw()));
   return a;
+}
+
+template <class T>
+void recarve_activations(Activations<T>& a, const ModelConfig& config, int64_t max_tokens, bool selective,
+                         int64_t spare) {
+  const int64_t bytes = activation_bytes<T>(config, max_tokens, selective, spare);
+  TRIDENT_CHECK(bytes <= static_cast<int64_t>(a.storage.nbytes()), "activations of {} layer(s) for {} tokens take {} "
+                "bytes, more than the {} allocated", config.n_layer, max_tokens, bytes, a.storage.nbytes());
+  carve(a, config, max_tokens, selective, spare, static_cast<char*>(a.storage.raw()));
 }
 
 template <class T>
@@ -112,10 +124,12 @@ int64_t saved_bytes_per_token(const ModelConfig& config) {
   return bytes;
 }
 
-template Activations<float> allocate_activations<float>(const ModelConfig&, int64_t, Allocator&, bool);
-template Activations<bf16> allocate_activations<bf16>(const ModelConfig&, int64_t, Allocator&, bool);
-template int64_t activation_bytes<float>(const ModelConfig&, int64_t, bool);
-template int64_t activation_bytes<bf16>(const ModelConfig&, int64_t, bool);
+template Activations<float> allocate_activations<float>(const ModelConfig&, int64_t, Allocator&, bool, int64_t);
+template Activations<bf16> allocate_activations<bf16>(const ModelConfig&, int64_t, Allocator&, bool, int64_t);
+template int64_t activation_bytes<float>(const ModelConfig&, int64_t, bool, int64_t);
+template int64_t activation_bytes<bf16>(const ModelConfig&, int64_t, bool, int64_t);
+template void recarve_activations<float>(Activations<float>&, const ModelConfig&, int64_t, bool, int64_t);
+template void recarve_activations<bf16>(Activations<bf16>&, const ModelConfig&, int64_t, bool, int64_t);
 template std::vector<SavedArray> saved_arrays<float>(const LayerActivations<float>&, const ModelConfig&, int64_t);
 template std::vector<SavedArray> saved_arrays<bf16>(const LayerActivations<bf16>&, const ModelConfig&, int64_t);
 template int64_t saved_bytes_per_token<float>(const ModelConfig&);

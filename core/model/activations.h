@@ -48,6 +48,9 @@ struct Activations {
   T* logits;         // (kHeadChunk, V)
   float* losses;     // (N)
   float* loss_weight;// (N)
+  // A runner's own values in the same storage (the spare of allocate_activations; train.recompute: auto: its layers'
+  // checkpoints), nullptr without.
+  T* spare;
   Tensor storage;
 };
 
@@ -68,11 +71,18 @@ int64_t saved_bytes_per_token(const ModelConfig& config);
 
 // `selective` (train.recompute: selective): the layers' norm and GELU outputs (ln1, ln2, gelu) share one slot, which
 // each layer's forward writes and its backward writes again before reading it; the rest stays a layer's own.
+// `spare`: values of type T after everything else (Activations::spare).
 template <class T>
 Activations<T> allocate_activations(const ModelConfig& config, int64_t max_tokens, Allocator& allocator,
-                                    bool selective = false);
+                                    bool selective = false, int64_t spare = 0);
 // The bytes allocate_activations takes from its allocator.
 template <class T>
-int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens, bool selective = false);
+int64_t activation_bytes(const ModelConfig& config, int64_t max_tokens, bool selective = false, int64_t spare = 0);
+// Carves `a`'s arrays again, for `config.n_layer` layers and batches of `max_tokens` tokens, out of the storage it
+// already has (which must hold activation_bytes of them): a runner that changes per pass how many layers keep their
+// arrays (train.recompute: auto).
+template <class T>
+void recarve_activations(Activations<T>& a, const ModelConfig& config, int64_t max_tokens, bool selective,
+                         int64_t spare);
 
 }  // namespace trident

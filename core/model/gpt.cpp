@@ -55,9 +55,11 @@ GPT::GPT(const ModelConfig& config, int64_t max_tokens, Allocator& allocator, Ba
   if (precision == Precision::bf16) {
     if (!memory.weights_on_host && params_.defined())
       weights16_ = Tensor::empty(allocator, {layout_.num_params}, DType::bf16);
-    acts16_ = allocate_activations<bf16>(shape, max_tokens, allocator, memory.selective_recompute);
+    acts16_ =
+        allocate_activations<bf16>(shape, max_tokens, allocator, memory.selective_recompute, memory.spare_values);
   } else {
-    acts32_ = allocate_activations<float>(shape, max_tokens, allocator, memory.selective_recompute);
+    acts32_ =
+        allocate_activations<float>(shape, max_tokens, allocator, memory.selective_recompute, memory.spare_values);
   }
   if (backend.device() != Device::cpu)
     index_buffer_ = Tensor::empty(allocator, {index_values(max_tokens, memory)});
@@ -75,8 +77,9 @@ int64_t GPT::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precisi
   // weights, gradients and their bf16 copy, unless on the host or in the source
   const int64_t weights = memory.in_source == InSource::states ? 0 : (precision == Precision::bf16 ? 6 : 4) * P;
   int64_t bytes = memory.weights_on_host ? 0 : weights + (memory.in_source == InSource::nothing ? 4 * P : 0);
-  bytes += precision == Precision::bf16 ? activation_bytes<bf16>(shape, max_tokens, memory.selective_recompute)
-                                        : activation_bytes<float>(shape, max_tokens, memory.selective_recompute);
+  bytes += precision == Precision::bf16
+               ? activation_bytes<bf16>(shape, max_tokens, memory.selective_recompute, memory.spare_values)
+               : activation_bytes<float>(shape, max_tokens, memory.selective_recompute, memory.spare_values);
   if (device != Device::cpu) bytes += 4 * index_values(max_tokens, memory);
   bytes += 4 * config.n_head * config.linear_layers();  // the decay slopes
   return bytes;

@@ -43,6 +43,8 @@ struct ModelMemory {
   // train.recompute: selective: the layers keep no norm or GELU outputs of their own (one slot for all of them), and
   // each layer's backward computes them again from what it kept.
   bool selective_recompute = false;
+  // Values of the activations' type allocated after them, for the runner (Activations::spare).
+  int64_t spare_values = 0;
   // What the runner's source keeps instead of the model: then grads() (and with the weights, params()) is nullptr.
   InSource in_source = InSource::nothing;
 };

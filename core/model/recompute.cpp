@@ -10,7 +10,7 @@ namespace {
 
 // Whether the layers run through a runner: full recomputation, or states kept by the source.
 bool runs_layers(const std::string& recompute, InSource in_source) {
-  return recompute == "full" || in_source != InSource::nothing;
+  return recompute == "full" || recompute == "auto" || in_source != InSource::nothing;
 }
 
 }  // namespace
@@ -19,10 +19,11 @@ Swapping resident_swapping(const ModelConfig& config, const std::string& recompu
   Swapping s;
   s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
   std::iota(s.sub_model_starts.begin(), s.sub_model_starts.end(), 0);
-  s.recomputed = recompute == "full" ? static_cast<int>(config.n_layer) - 1 : 0;
+  s.recomputed = recompute == "full" || recompute == "auto" ? static_cast<int>(config.n_layer) - 1 : 0;
   s.resident = true;
   s.selective_recompute = recompute == "selective";
   s.in_source = in_source;
+  s.recompute_as_needed = recompute == "auto";
   return s;
 }
 
@@ -67,8 +68,8 @@ int64_t ResidentLayers::copy_activations(std::string label, std::vector<Copy>, b
 
 void ResidentLayers::wait_copies(int64_t) {}
 
-RecomputedModel::RecomputedModel(GPT& model, Allocator& device)
-    : source_(model), runner_(model, resident_swapping(model.config(), "full", InSource::nothing), device) {
+RecomputedModel::RecomputedModel(GPT& model, Allocator& device, const std::string& recompute)
+    : source_(model), runner_(model, resident_swapping(model.config(), recompute, InSource::nothing), device) {
   runner_.set_source(&source_);
 }
 

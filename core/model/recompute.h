@@ -8,6 +8,9 @@
 // inputs instead of L layers' saved arrays, at the price of a second forward of L - 1 layers. The gradients are the
 // model's own pass's, bit for bit: the recomputed forward is the same arithmetic on the same inputs (a
 // sequence-parallel layer repeats its messages too).
+// train.recompute: auto sizes the activations as full does, and each pass recomputes only the fewest first layers its
+// tokens need to fit them (Swapping::recompute_as_needed): a pass that fits with every layer's arrays recomputes
+// nothing, a pass of the longest tokens all but the last layer, the same gradients whichever.
 //
 // The sub-models' weights are the model's own buffers (ResidentLayers below), which hand each range of gradients to
 // the model's grad-ready hook as it becomes final, in the order the model's own pass does: data parallelism still
@@ -21,7 +24,7 @@
 
 namespace trident {
 
-// How a resident model is built as train.recompute (`recompute`: none | selective | full) keeps its activations;
+// How a resident model is built as train.recompute (`recompute`: none | selective | full | auto) keeps its activations;
 // `in_source`: what the source of a runner keeps instead of the model (parallel.zero.stage: 2 and 3), which then runs
 // its layers as one-layer sub-models whatever `recompute` says.
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute,
@@ -30,7 +33,8 @@ ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens,
 // (full: one layer's saved arrays and the inputs of the L - 1 recomputed layers, the runner's included).
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                               const std::string& recompute, InSource in_source = InSource::nothing);
-// The runner's sub-models of such a model: one a layer, every one but the last recomputed with `full`.
+// The runner's sub-models of such a model: one a layer, every one but the last recomputed with `full` (as needed with
+// `auto`).
 Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source);
 
 // The LayerSource of a resident model: every sub-model's window is the model's whole flat buffer (nothing moves).
@@ -51,11 +55,12 @@ class ResidentLayers final : public LayerSource {
   ParamWindow window_;  // the pass's: resident_weights(), taken once a pass (it rounds bf16's copy)
 };
 
-// Full recomputation's runner and its source, set on `model` (built with resident_model_memory's "full") while this
-// lives.
+// Recomputation's runner (`recompute`: full or auto) and its source, set on `model` (built with
+// resident_model_memory's `recompute`) while this lives.
 class RecomputedModel {
  public:
-  RecomputedModel(GPT& model, Allocator& device);
+  RecomputedModel(GPT& model, Allocator& device, const std::string& recompute = "full");
+  const SubModelRunner& runner() const { return runner_; }
 
  private:
   ResidentLayers source_;

@@ -76,14 +76,20 @@ ModelMemory SubModelRunner::model_memory(const ModelConfig& config, int64_t max_
           .activation_layers = workspace_layers(config, swapping),
           .index_values = sub_model_major(max_tokens, swapping) ? 5 * swapping.round_tokens + 1 : 0,
           .selective_recompute = swapping.selective_recompute,
+          .spare_values = swapping.recompute_as_needed
+                              ? checkpoint_values(config, transient_sub_models(swapping), max_tokens)
+                              : 0,
           .in_source = swapping.in_source};
 }
 
 int64_t SubModelRunner::memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
                                     const Swapping& swapping) {
-  const int64_t boundary_bytes = checkpoint_values(config, transient_sub_models(swapping),
-                                                   stash_tokens(max_tokens, swapping)) *
-                                 activation_value_bytes(precision);
+  // in the model's activations with recompute_as_needed
+  const int64_t boundary_bytes = swapping.recompute_as_needed
+                                     ? 0
+                                     : checkpoint_values(config, transient_sub_models(swapping),
+                                                         stash_tokens(max_tokens, swapping)) *
+                                           activation_value_bytes(precision);
   return GPT::memory_bytes(config, max_tokens, precision, device, model_memory(config, max_tokens, swapping)) +
          (boundary_bytes + 3) / 4 * 4;  // whole fp32 elements, as allocated
 }
@@ -91,6 +97,22 @@ int64_t SubModelRunner::memory_bytes(const ModelConfig& config, int64_t max_toke
 int64_t SubModelRunner::offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
                                      const Swapping& swapping) {
   return moving_layers(swapping, max_tokens) * host_layer_bytes(config, stash_tokens(max_tokens, swapping), precision);
+}
+
+int SubModelRunner::layers_recomputed(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                                      int64_t pass_tokens) {
+  auto bytes = [&](int64_t recomputed, int64_t tokens) {
+    ModelConfig kept = config;
+    kept.n_layer = config.n_layer - recomputed;
+    const int64_t checkpoints = checkpoint_values(config, static_cast<int>(recomputed), tokens);
+    return precision == Precision::bf16 ? activation_bytes<bf16>(kept, tokens, false, checkpoints)
+                                        : activation_bytes<float>(kept, tokens, false, checkpoints);
+  };
+  TRIDENT_CHECK(pass_tokens <= max_tokens, "a pass of {} tokens in activations sized for {}", pass_tokens, max_tokens);
+  const int64_t room = bytes(config.n_layer - 1, max_tokens);
+  int recomputed = 0;
+  while (recomputed < config.n_layer - 1 && bytes(recomputed, pass_tokens) > room) ++recomputed;
+  return recomputed;
 }
 
 SubModelRunner::SubModelRunner(GPT& model, const Swapping& swapping, Allocator& device)
@@ -112,13 +134,18 @@ SubModelRunner::SubModelRunner(GPT& model, const Swapping& swapping, Allocator& 
                 "the model was not built with SubModelRunner::model_memory of its swapping");
   stash_tokens_ = stash_tokens(max_tokens, swapping);
   sub_model_major_ = sub_model_major(max_tokens, swapping);
+  as_needed_ = swapping.recompute_as_needed;
+  TRIDENT_CHECK(!as_needed_ || (swapping.resident && !swapping.selective_recompute && swapping.round_tokens == 0 &&
+                                sub_models() == config.n_layer && recomputed_ == sub_models() - 1),
+                "recomputing as needed takes a resident model's one-layer sub-models, all but the last recomputed");
   TRIDENT_CHECK(!sub_model_major_ || (starts_.size() >= 2 && transient_ == sub_models() - 1),
                 "a round of {} tokens in passes of {} runs sub-model by sub-model: every sub-model but the last must "
                 "be recomputed or offloaded", stash_tokens_, max_tokens);
   shared_layers_ = static_cast<int>(widest_sub_model(starts_, end_layer_, transient_ + 1));
   const int64_t boundary_values = checkpoint_values(config, transient_, stash_tokens_);
-  checkpoints_ = model.precision() == Precision::bf16 ? Tensor::empty(device, {boundary_values}, DType::bf16)
-                                                      : Tensor::empty(device, {boundary_values});
+  if (!as_needed_)
+    checkpoints_ = model.precision() == Precision::bf16 ? Tensor::empty(device, {boundary_values}, DType::bf16)
+                                                        : Tensor::empty(device, {boundary_values});
   if (moving_layers(swapping, max_tokens) > 0) {
     host_layer_bytes_ = host_layer_bytes(config, stash_tokens_, model.precision());
     host_acts_ =
@@ -175,8 +202,23 @@ const T* SubModelRunner::layer_input(int l, int sub_model) {
 
 template <class T>
 T* SubModelRunner::checkpoint(int sub_model) {
-  return checkpoints_.data<T>() +
-         (static_cast<int64_t>(sub_model - 1) * stash_tokens_ + pass_at_) * model_.config().n_embd;
+  T* checkpoints = as_needed_ ? model_.activations<T>().spare : checkpoints_.data<T>();
+  return checkpoints + (static_cast<int64_t>(sub_model - 1) * stash_tokens_ + pass_at_) * model_.config().n_embd;
+}
+
+// Every rank of a sequence-parallel group sizes its pass by the group's longest slice, so they recompute the same
+// layers (a recomputed layer repeats its messages).
+template <class T>
+void SubModelRunner::fit_pass(int64_t tokens) {
+  const ModelConfig& config = model_.config();
+  const int recomputed = layers_recomputed(config, model_.precision(), model_.max_tokens(), tokens);
+  if (recomputed == recomputed_ && tokens == stash_tokens_) return;
+  ModelConfig kept = config;
+  kept.n_layer = config.n_layer - recomputed;
+  recarve_activations<T>(model_.activations<T>(), kept, tokens, false,
+                         checkpoint_values(config, recomputed, tokens));
+  recomputed_ = transient_ = recomputed;
+  stash_tokens_ = tokens;
 }
 
 template <class T>
@@ -228,6 +270,11 @@ double SubModelRunner::run_one(const TokenBatch& host_batch, PassKind kind, floa
   TRIDENT_CHECK(source_, "a swapped model needs its layer source before a pass");
   check_grad_ready();
   const bool train = kind == PassKind::train;
+  if (as_needed_) {
+    const int64_t group_tokens = host_batch.sp ? std::max(host_batch.sp->most_slice_tokens, host_batch.num_tokens)
+                                               : host_batch.num_tokens;
+    fit_pass<T>(group_tokens);
+  }
   const TokenBatch b = model_.on_backend({host_batch})[0];
   const OuterWindows outer = source_->begin_pass(train, 1);
   Activations<T>& acts = model_.activations<T>();

@@ -38,6 +38,11 @@ struct Swapping {
   // (ModelMemory::selective_recompute), and what the source keeps instead of the model (ModelMemory::in_source).
   bool selective_recompute = false;
   InSource in_source = InSource::nothing;
+  // train.recompute: auto (a resident model's one-layer sub-models, all but the last `recomputed`): each pass
+  // recomputes only the fewest first layers its tokens need (layers_recomputed) to fit the activation memory that
+  // recomputing all of them at max_tokens takes. The runner carves the model's activations again for the layers that
+  // keep theirs, and keeps the checkpoints in their spare (ModelMemory::spare_values).
+  bool recompute_as_needed = false;
 };
 
 class SubModelRunner final : public LayerRunner {
@@ -52,6 +57,10 @@ class SubModelRunner final : public LayerRunner {
   // The host bytes the runner takes from the store beside parameters and gradients: the offloaded activations.
   static int64_t offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
                                const Swapping& swapping);
+  // Swapping::recompute_as_needed: the first layers a pass of `pass_tokens` (at most max_tokens) recomputes, the
+  // fewest whose activations and checkpoints fit those of all but the last layer recomputed at `max_tokens`.
+  static int layers_recomputed(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                               int64_t pass_tokens);
 
   // `model` was built with model_memory(swapping); the checkpoints come from `device`, the model's allocator, and the
   // offloaded activations from swapping.store. Sets itself as the model's runner. A model with a grad-ready hook
@@ -67,7 +76,7 @@ class SubModelRunner final : public LayerRunner {
   const std::vector<int>& sub_model_starts() const { return starts_; }
   // The tokens forward_backward runs sub-model by sub-model at once (Swapping::round_tokens; 0: pass by pass).
   int64_t round_tokens() const { return sub_model_major_ ? stash_tokens_ : 0; }
-  // Layers whose forward backward recomputes (Swapping::recomputed).
+  // Layers whose forward backward recomputes (Swapping::recomputed; Swapping::recompute_as_needed: the last pass's).
   int recomputed_layers() const { return starts_[static_cast<std::size_t>(recomputed_)]; }
 
   double run(const TokenBatch& batch, PassKind pass, float loss_weight, float* host_logits) override;
@@ -88,6 +97,10 @@ class SubModelRunner final : public LayerRunner {
   void forward_sub_model(int sub_model, const ParamWindow& w, const TokenBatch& batch, bool recomputing);
   template <class T>
   T* checkpoint(int sub_model);  // the input of a sub-model in the shared workspace (sub-model >= 1)
+  // Swapping::recompute_as_needed: the layers a pass of `tokens` on every rank of its group recomputes, and the
+  // activations carved for them.
+  template <class T>
+  void fit_pass(int64_t tokens);
   // Layer l's activations: those of a sub-model in a shared workspace (sub-model <= transient_; with offloading,
   // sub-models alternate between two) at l - its first layer, a later one's after the workspaces at l - the first of
   // them.
@@ -120,11 +133,13 @@ class SubModelRunner final : public LayerRunner {
   // The tokens the checkpoints and the offloaded activations hold: max_tokens, or a round's (Swapping::round_tokens).
   int64_t stash_tokens_ = 0;
   bool sub_model_major_ = false;  // a round of several passes runs sub-model by sub-model (Swapping::round_tokens)
+  bool as_needed_ = false;        // Swapping::recompute_as_needed
   // While a step runs sub-model by sub-model: where the current pass's tokens start in the checkpoints and the
   // offloaded activations, and the workspace its sub-model computes in (-1: by sub-model, as in one pass).
   int64_t pass_at_ = 0;
   int workspace_at_ = -1;
-  // (transient_, stash_tokens_, C) of the activations' type: the inputs of sub-models 1..transient_
+  // (transient_, stash_tokens_, C) of the activations' type: the inputs of sub-models 1..transient_ (in the model's
+  // activations' spare with Swapping::recompute_as_needed)
   Tensor checkpoints_;
   // Offloaded activations in the store: each moving layer's saved arrays, stash_tokens_ tokens each, one after another.
   Tensor host_acts_;

@@ -15,6 +15,9 @@ struct SequenceParallelContext {
   int num_sequences = 0;
   int64_t num_tokens = 0;
   AttentionOp* const* layer_ops = nullptr;  // (n_layer) this group's op for each layer
+  // The longest slice a rank of the group holds (0: this one's): what sizes a pass every rank of the group must
+  // shape alike (train.recompute: auto).
+  int64_t most_slice_tokens = 0;
 };
 
 struct TokenBatch {

@@ -13,7 +13,7 @@ namespace trident {
 namespace {
 
 struct RecomputedRun final : PlacedRun {
-  RecomputedRun(GPT& model, Allocator& device) : recomputed(model, device) {}
+  RecomputedRun(GPT& model, Allocator& device, const std::string& recompute) : recomputed(model, device, recompute) {}
   RecomputedModel recomputed;
 };
 
@@ -38,7 +38,7 @@ struct ShardedRun final : PlacedRun {
   Sharding& sharding_;
 };
 
-// A resident model's device bytes as train.recompute keeps its activations (none, selective or full), without its
+// A resident model's device bytes as train.recompute keeps its activations (none, selective, full or auto), without its
 // gradients (and weights) where parallel.zero.stage 2 (3) keeps them in the source (counted with the optimizer state).
 ModelBytes bytes_as_recomputed(const Config& config, Precision precision, Device device, InSource in_source) {
   return [&config, precision, device, in_source](int64_t tokens) {
@@ -64,13 +64,13 @@ class ResidentPlacement final : public ModelPlacement {
   ModelMemory memory(Allocator&) const override {
     return resident_model_memory(config_.model, capacity_, config_.train.recompute, in_source_);
   }
-  // stages 2 and 3: the runner over the shards' source; full: the runner that recomputes; selective: none, the
-  // model's own backward recomputes
+  // stages 2 and 3: the runner over the shards' source; full and auto: the runner that recomputes; selective: none,
+  // the model's own backward recomputes
   std::unique_ptr<PlacedRun> attach(GPT& model, Allocator& device, Allocator&) const override {
     if (in_source_ != InSource::nothing)
       return std::make_unique<ShardedRun>(model, device, *sharding_, config_.train.recompute, in_source_);
-    if (config_.train.recompute != "full") return nullptr;
-    return std::make_unique<RecomputedRun>(model, device);
+    if (config_.train.recompute != "full" && config_.train.recompute != "auto") return nullptr;
+    return std::make_unique<RecomputedRun>(model, device, config_.train.recompute);
   }
   void log(const GPT&, const Allocator&, const Allocator&) const override {
     log_activation_memory(config_, bytes_, capacity_, zero_ranks_);
@@ -86,6 +86,9 @@ class ResidentPlacement final : public ModelPlacement {
     if (config_.train.recompute == "full")
       spdlog::info("train.recompute: full: one layer's saved arrays and the inputs of {} layer(s) a pass; each "
                    "layer's forward runs again before its backward", config_.model.n_layer - 1);
+    else if (config_.train.recompute == "auto")
+      spdlog::info("train.recompute: auto: each pass recomputes the forward of only as many of the first {} layer(s) "
+                   "as its tokens need to fit", config_.model.n_layer - 1);
     else if (config_.train.recompute == "selective")
       spdlog::info("train.recompute: selective: the layers' norm and GELU outputs share one slot; each layer's "
                    "backward computes them again");

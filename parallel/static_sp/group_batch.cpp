@@ -1,5 +1,7 @@
 #include "parallel/static_sp/group_batch.h"
 
+#include <algorithm>
+
 #include "parallel/lasp/lasp.h"
 
 namespace trident {
@@ -29,6 +31,11 @@ GroupBatch group_batch(Batch micro, const Communicator* group, AttentionOp* cons
   local.tokens.cu_seqlens = shard.n_pieces() > 0 ? shard.cu_seqlens : std::vector<int32_t>{0};
   local.context.num_sequences = micro.num_sequences();
   local.context.num_tokens = micro.num_tokens();
+  for (int r = 0; r < group->size(); ++r) {
+    const LaspShard slice = lasp_shard(micro.cu_seqlens.data(), micro.num_sequences(), micro.num_tokens(),
+                                       group->size(), r);
+    local.context.most_slice_tokens = std::max<int64_t>(local.context.most_slice_tokens, slice.end - slice.begin);
+  }
   local.context.layer_ops = layer_ops;
   local.group_cu_seqlens = std::move(micro.cu_seqlens);
   return local;

@@ -3,6 +3,7 @@
 // losses, gradients and logits of the model that keeps everything, bit for bit, for every attention kind, fp32 and
 // bf16, several passes summed; hands its gradient ranges to the grad-ready hook in the same order; and takes what
 // its memory_bytes say from its allocator, less than keeping every array.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -44,7 +45,7 @@ std::vector<float> grads_of(const GPT& model) { return {model.grads(), model.gra
 TEST_CASE("a model recomputing its layers trains and evaluates bit for bit as the one keeping them", "[core][model]") {
   for (const char* attention : {"softmax", "linear", "hybrid"}) {
     for (Precision precision : {Precision::fp32, Precision::bf16}) {
-      for (const char* recompute : {"selective", "full"}) {
+      for (const char* recompute : {"selective", "full", "auto"}) {
         for (int64_t layers : {1, 3}) {
           if (std::string(attention) == "hybrid" && layers != 3) continue;
           const ModelConfig config = model_of(attention, layers);
@@ -54,7 +55,7 @@ TEST_CASE("a model recomputing its layers trains and evaluates bit for bit as th
           GPT recomputing(config, 64, test_allocator(), cpu_backend(), precision,
                           resident_model_memory(config, 64, recompute));
           std::optional<RecomputedModel> runner;
-          if (std::string(recompute) == "full") runner.emplace(recomputing, test_allocator());
+          if (std::string(recompute) != "selective") runner.emplace(recomputing, test_allocator(), recompute);
           kept.init_weights(4);
           recomputing.init_weights(4);
           const OwnedBatch a = make_batch({9, 1, 30}, 37, 1), b = make_batch({20, 13, 5}, 37, 2);
@@ -89,17 +90,21 @@ TEST_CASE("recomputation keeps what its memory_bytes say: full one layer's array
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
     const ModelConfig config = model_of("softmax", 6);
     Allocator allocator({.name = "cpu", .budget_bytes = std::size_t(1) << 30});
-    for (const char* recompute : {"none", "selective", "full"}) {
+    for (const char* recompute : {"none", "selective", "full", "auto"}) {
       INFO(recompute);
       GPT model(config, 200, allocator, cpu_backend(), precision, resident_model_memory(config, 200, recompute));
       std::optional<RecomputedModel> runner;
-      if (std::string(recompute) == "full") runner.emplace(model, allocator);
+      if (std::string(recompute) == "full" || std::string(recompute) == "auto")
+        runner.emplace(model, allocator, recompute);
       CHECK(static_cast<int64_t>(allocator.in_use()) ==
             resident_memory_bytes(config, 200, precision, Device::cpu, recompute));
     }
     const int64_t kept = GPT::memory_bytes(config, 200, precision, Device::cpu);
     const int64_t selective = resident_memory_bytes(config, 200, precision, Device::cpu, "selective");
     const int64_t full = resident_memory_bytes(config, 200, precision, Device::cpu, "full");
+    const int64_t as_needed = resident_memory_bytes(config, 200, precision, Device::cpu, "auto");
+    CHECK(as_needed >= full);  // the checkpoints beside the activations, aligned as one of their arrays
+    CHECK(as_needed < full + 256);
     const int64_t weights = GPT::memory_bytes(config, 0, precision, Device::cpu);
     INFO("kept " << kept << ", selective " << selective << ", full " << full << ", weights " << weights);
     CHECK(full < selective);
@@ -107,5 +112,50 @@ TEST_CASE("recomputation keeps what its memory_bytes say: full one layer's array
     // 6 layers' saved arrays against 1 layer's and 5 inputs of (200, 24); selective keeps 10 of a layer's 16 C a token
     CHECK(full - weights < (kept - weights) / 2);
     CHECK(selective - weights < (kept - weights) * 3 / 4);
+  }
+}
+
+TEST_CASE("recomputing as needed recomputes the fewest layers a pass's tokens need, and its gradients stay the model's "
+          "own bit for bit", "[core][model]") {
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    ModelConfig config = model_of("hybrid", 3);
+    config.max_seq_len = 96;
+    INFO((precision == Precision::bf16 ? "bf16" : "fp32"));
+    const int64_t max_tokens = 96;
+    // fewer tokens never need more layers recomputed; the longest pass needs them all but the last (keeping every
+    // layer's arrays for max_tokens is more than full recomputation's room)
+    int previous = 0;
+    for (int64_t n = 1; n <= max_tokens; ++n) {
+      const int k = SubModelRunner::layers_recomputed(config, precision, max_tokens, n);
+      CHECK(k >= previous);
+      previous = k;
+    }
+    CHECK(SubModelRunner::layers_recomputed(config, precision, max_tokens, 8) == 0);
+    CHECK(SubModelRunner::layers_recomputed(config, precision, max_tokens, max_tokens) == 2);
+    CHECK_THROWS(SubModelRunner::layers_recomputed(config, precision, max_tokens, max_tokens + 1));
+    GPT kept(config, max_tokens, test_allocator(), cpu_backend(), precision);
+    GPT recomputing(config, max_tokens, test_allocator(), cpu_backend(), precision,
+                    resident_model_memory(config, max_tokens, "auto"));
+    RecomputedModel runner(recomputing, test_allocator(), "auto");
+    kept.init_weights(7);
+    recomputing.init_weights(7);
+    // a pass of each depth in turn, and back: the activations carved again each time
+    std::vector<int> depths;
+    for (const std::vector<int>& lengths : std::vector<std::vector<int>>{{5, 3}, {30, 20, 16}, {90, 6}, {4}, {60}}) {
+      const OwnedBatch batch = make_batch(lengths, 37, static_cast<int>(lengths.size()));
+      const int64_t n = batch.view().num_tokens;
+      INFO(n << " tokens");
+      kept.zero_grads();
+      recomputing.zero_grads();
+      CHECK(kept.forward_backward(std::vector<TokenBatch>{batch.view()}, 0.02f) ==
+            recomputing.forward_backward(std::vector<TokenBatch>{batch.view()}, 0.02f));
+      CHECK(runner.runner().recomputed_layers() == SubModelRunner::layers_recomputed(config, precision, max_tokens, n));
+      depths.push_back(runner.runner().recomputed_layers());
+      CHECK(same_bits(grads_of(kept), grads_of(recomputing)));
+      CHECK(kept.forward_loss(batch.view()) == recomputing.forward_loss(batch.view()));
+    }
+    CHECK(depths.front() == 0);
+    CHECK(depths[2] == 2);
+    CHECK(std::find_if(depths.begin(), depths.end(), [](int d) { return d == 1; }) != depths.end());
   }
 }
