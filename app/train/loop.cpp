@@ -267,6 +267,7 @@ bool Trainer::train() {
   Watchdog watchdog(setup_.ranks, independent_ ? 0 : config_.run.watchdog_s);  // peers stepping alone wait for none
   if (start_step_ < steps) selector_->prepare(data_.train.batch(start_step_));  // planned before training
   if (ModelShards* shards = setup_.sharding->model_shards()) shards->take_wait_seconds();  // the calibration's
+  if (LayerRunner* runner = state_.model.runner()) runner->take_recomputed_layers();           // and its passes'
   for (int64_t step = start_step_; step < steps; ++step) {
     const Counters before{Clock::now(), setup_.groups.bytes_sent(), setup_.groups.alltoall_seconds()};
     const Batch batch = data_.train.batch(step);
@@ -274,7 +275,10 @@ bool Trainer::train() {
     const Selector::Choice choice = selector_->choose(batch);
     if (step + 1 < steps) selector_->prepare(data_.train.batch(step + 1));  // planned while this runs
     if (!choice.strategy)
-      throw_runtime_error("step {}: {}; raise device.memory_gb{}", step, choice.why_none,
+      throw_runtime_error("step {}: {}; raise device.memory_gb{}{}", step, choice.why_none,
+                          config_.train.recompute == "none" || config_.train.recompute == "selective"
+                              ? ", set train.recompute: auto (a pass recomputes the layers it needs to fit)"
+                              : "",
                           choosing_ ? "" : ", or let parallel.strategy: auto spread long documents over a group");
     switch_to(choice.strategy);
     const StepStats stats = train_step(state_.model, state_.optimizer, *choice.strategy, batch, lr, config_.train,
@@ -285,6 +289,9 @@ bool Trainer::train() {
     nlohmann::ordered_json record = step_record(step, lr, stats, seconds, choice, before);
     if (ModelShards* shards = setup_.sharding->model_shards())
       record["zero_wait_ms"] = shards->take_wait_seconds() * 1e3;  // the step's; an evaluation's are dropped below
+    if (LayerRunner* runner = state_.model.runner(); runner && (config_.train.recompute == "full" ||
+                                                                 config_.train.recompute == "auto"))
+      record["recomputed_layers"] = runner->take_recomputed_layers();
     if (data_.eval && ((step + 1) % config_.train.eval_every == 0 || step + 1 == steps)) {
       record["eval_loss"] = evaluate();
       spdlog::info("step {}: train loss {:.4f}, eval loss {:.4f}", step, stats.loss, record["eval_loss"].get<double>());

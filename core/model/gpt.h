@@ -97,6 +97,7 @@ class GPT {
 
   // A strategy that runs the layers itself: the passes below become its runner's (nullptr: the model's own).
   void set_runner(LayerRunner* runner) { runner_ = runner; }
+  LayerRunner* runner() const { return runner_; }
   // Whether the passes below run: through a runner, or the model's own with every layer's activations (a model a
   // strategy drives step by step, such as a pipeline stage's, runs none itself).
   bool runs_passes() const { return runner_ != nullptr || activation_layers_ == config_.n_layer; }

@@ -23,6 +23,8 @@ class LayerRunner {
   virtual double run_passes(const std::vector<TokenBatch>& passes, float loss_weight) = 0;
   // The model's gradients were set to zero.
   virtual void grads_zeroed() = 0;
+  // The most layers a training pass recomputed since the last call (train.recompute), and starts counting again.
+  virtual int take_recomputed_layers() { return 0; }
 };
 
 }  // namespace trident

@@ -15,7 +15,8 @@ bool runs_layers(const std::string& recompute, InSource in_source) {
 
 }  // namespace
 
-Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source) {
+Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source,
+                           int64_t spare_values) {
   Swapping s;
   s.sub_model_starts.resize(static_cast<std::size_t>(config.n_layer));
   std::iota(s.sub_model_starts.begin(), s.sub_model_starts.end(), 0);
@@ -24,21 +25,23 @@ Swapping resident_swapping(const ModelConfig& config, const std::string& recompu
   s.selective_recompute = recompute == "selective";
   s.in_source = in_source;
   s.recompute_as_needed = recompute == "auto";
+  s.spare_values = spare_values;
   return s;
 }
 
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute,
-                                  InSource in_source) {
+                                  InSource in_source, int64_t spare_values) {
   if (runs_layers(recompute, in_source))
-    return SubModelRunner::model_memory(config, max_tokens, resident_swapping(config, recompute, in_source));
+    return SubModelRunner::model_memory(config, max_tokens,
+                                        resident_swapping(config, recompute, in_source, spare_values));
   return {.selective_recompute = recompute == "selective"};
 }
 
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const std::string& recompute, InSource in_source) {
+                              const std::string& recompute, InSource in_source, int64_t spare_values) {
   if (runs_layers(recompute, in_source))
     return SubModelRunner::memory_bytes(config, max_tokens, precision, device,
-                                        resident_swapping(config, recompute, in_source));
+                                        resident_swapping(config, recompute, in_source, spare_values));
   return GPT::memory_bytes(config, max_tokens, precision, device, resident_model_memory(config, max_tokens, recompute));
 }
 
@@ -68,8 +71,9 @@ int64_t ResidentLayers::copy_activations(std::string label, std::vector<Copy>, b
 
 void ResidentLayers::wait_copies(int64_t) {}
 
-RecomputedModel::RecomputedModel(GPT& model, Allocator& device, const std::string& recompute)
-    : source_(model), runner_(model, resident_swapping(model.config(), recompute, InSource::nothing), device) {
+RecomputedModel::RecomputedModel(GPT& model, Allocator& device, const std::string& recompute, int64_t spare_values)
+    : source_(model),
+      runner_(model, resident_swapping(model.config(), recompute, InSource::nothing, spare_values), device) {
   runner_.set_source(&source_);
 }
 

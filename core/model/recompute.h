@@ -26,16 +26,18 @@ namespace trident {
 
 // How a resident model is built as train.recompute (`recompute`: none | selective | full | auto) keeps its activations;
 // `in_source`: what the source of a runner keeps instead of the model (parallel.zero.stage: 2 and 3), which then runs
-// its layers as one-layer sub-models whatever `recompute` says.
+// its layers as one-layer sub-models whatever `recompute` says. `spare_values`: auto's (Swapping::spare_values).
 ModelMemory resident_model_memory(const ModelConfig& config, int64_t max_tokens, const std::string& recompute,
-                                  InSource in_source = InSource::nothing);
+                                  InSource in_source = InSource::nothing, int64_t spare_values = 0);
 // Its device bytes sized for `max_tokens` tokens: weights and gradients (unless in the source) and the activations kept
 // (full: one layer's saved arrays and the inputs of the L - 1 recomputed layers, the runner's included).
 int64_t resident_memory_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision, Device device,
-                              const std::string& recompute, InSource in_source = InSource::nothing);
+                              const std::string& recompute, InSource in_source = InSource::nothing,
+                              int64_t spare_values = 0);
 // The runner's sub-models of such a model: one a layer, every one but the last recomputed with `full` (as needed with
 // `auto`).
-Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source);
+Swapping resident_swapping(const ModelConfig& config, const std::string& recompute, InSource in_source,
+                           int64_t spare_values = 0);
 
 // The LayerSource of a resident model: every sub-model's window is the model's whole flat buffer (nothing moves).
 class ResidentLayers final : public LayerSource {
@@ -59,7 +61,7 @@ class ResidentLayers final : public LayerSource {
 // resident_model_memory's `recompute`) while this lives.
 class RecomputedModel {
  public:
-  RecomputedModel(GPT& model, Allocator& device, const std::string& recompute = "full");
+  RecomputedModel(GPT& model, Allocator& device, const std::string& recompute = "full", int64_t spare_values = 0);
   const SubModelRunner& runner() const { return runner_; }
 
  private:

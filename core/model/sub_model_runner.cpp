@@ -1,6 +1,7 @@
 #include "core/model/sub_model_runner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -77,7 +78,8 @@ ModelMemory SubModelRunner::model_memory(const ModelConfig& config, int64_t max_
           .index_values = sub_model_major(max_tokens, swapping) ? 5 * swapping.round_tokens + 1 : 0,
           .selective_recompute = swapping.selective_recompute,
           .spare_values = swapping.recompute_as_needed
-                              ? checkpoint_values(config, transient_sub_models(swapping), max_tokens)
+                              ? std::max(swapping.spare_values,
+                                         checkpoint_values(config, transient_sub_models(swapping), max_tokens))
                               : 0,
           .in_source = swapping.in_source};
 }
@@ -99,19 +101,42 @@ int64_t SubModelRunner::offload_bytes(const ModelConfig& config, int64_t max_tok
   return moving_layers(swapping, max_tokens) * host_layer_bytes(config, stash_tokens(max_tokens, swapping), precision);
 }
 
-int SubModelRunner::layers_recomputed(const ModelConfig& config, Precision precision, int64_t max_tokens,
+namespace {
+
+// The bytes of activations keeping `kept` layers' arrays for passes of `tokens`, with `spare` values after them.
+int64_t kept_activation_bytes(ModelConfig config, Precision precision, int64_t kept, int64_t tokens, int64_t spare) {
+  config.n_layer = kept;
+  return precision == Precision::bf16 ? activation_bytes<bf16>(config, tokens, false, spare)
+                                      : activation_bytes<float>(config, tokens, false, spare);
+}
+
+}  // namespace
+
+int64_t SubModelRunner::as_needed_bytes(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                                        int64_t spare_values) {
+  const int64_t checkpoints = checkpoint_values(config, static_cast<int>(config.n_layer) - 1, max_tokens);
+  return kept_activation_bytes(config, precision, 1, max_tokens, std::max(spare_values, checkpoints));
+}
+
+int64_t SubModelRunner::as_needed_spare(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                                        int64_t free_bytes) {
+  const int64_t checkpoints = checkpoint_values(config, static_cast<int>(config.n_layer) - 1, max_tokens);
+  const int64_t least = as_needed_bytes(config, precision, max_tokens);
+  const int64_t most = kept_activation_bytes(config, precision, config.n_layer, max_tokens, 0);
+  const int64_t more = std::min(std::max<int64_t>(free_bytes, 0), std::max<int64_t>(most - least, 0));
+  return checkpoints + more / activation_value_bytes(precision);
+}
+
+int SubModelRunner::layers_recomputed(const ModelConfig& config, Precision precision, int64_t room_bytes,
                                       int64_t pass_tokens) {
-  auto bytes = [&](int64_t recomputed, int64_t tokens) {
-    ModelConfig kept = config;
-    kept.n_layer = config.n_layer - recomputed;
-    const int64_t checkpoints = checkpoint_values(config, static_cast<int>(recomputed), tokens);
-    return precision == Precision::bf16 ? activation_bytes<bf16>(kept, tokens, false, checkpoints)
-                                        : activation_bytes<float>(kept, tokens, false, checkpoints);
+  auto bytes = [&](int64_t recomputed) {
+    return kept_activation_bytes(config, precision, config.n_layer - recomputed, pass_tokens,
+                                 checkpoint_values(config, static_cast<int>(recomputed), pass_tokens));
   };
-  TRIDENT_CHECK(pass_tokens <= max_tokens, "a pass of {} tokens in activations sized for {}", pass_tokens, max_tokens);
-  const int64_t room = bytes(config.n_layer - 1, max_tokens);
   int recomputed = 0;
-  while (recomputed < config.n_layer - 1 && bytes(recomputed, pass_tokens) > room) ++recomputed;
+  while (recomputed < config.n_layer - 1 && bytes(recomputed) > room_bytes) ++recomputed;
+  TRIDENT_CHECK(bytes(recomputed) <= room_bytes, "a pass of {} tokens does not fit the {} bytes of activations even "
+                "recomputing {} layer(s)", pass_tokens, room_bytes, recomputed);
   return recomputed;
 }
 
@@ -169,6 +194,8 @@ void SubModelRunner::grads_zeroed() {
   if (source_) source_->grads_zeroed();
 }
 
+int SubModelRunner::take_recomputed_layers() { return std::exchange(most_recomputed_, 0); }
+
 double SubModelRunner::run(const TokenBatch& batch, PassKind kind, float loss_weight, float* host_logits) {
   return model_.precision() == Precision::bf16 ? run_one<bf16>(batch, kind, loss_weight, host_logits)
                                                : run_one<float>(batch, kind, loss_weight, host_logits);
@@ -211,7 +238,8 @@ T* SubModelRunner::checkpoint(int sub_model) {
 template <class T>
 void SubModelRunner::fit_pass(int64_t tokens) {
   const ModelConfig& config = model_.config();
-  const int recomputed = layers_recomputed(config, model_.precision(), model_.max_tokens(), tokens);
+  const int recomputed = layers_recomputed(config, model_.precision(),
+                                           static_cast<int64_t>(model_.activations<T>().storage.nbytes()), tokens);
   if (recomputed == recomputed_ && tokens == stash_tokens_) return;
   ModelConfig kept = config;
   kept.n_layer = config.n_layer - recomputed;
@@ -293,6 +321,7 @@ double SubModelRunner::run_one(const TokenBatch& host_batch, PassKind kind, floa
   }
   const double loss_sum = model_.head<T>(b, kind, loss_weight, host_logits, outer, trunk_output<T>());
   if (train) {
+    most_recomputed_ = std::max(most_recomputed_, recomputed_layers());
     model_.final_norm_backward<T>(outer, trunk_output<T>(), N);
     T* dres = acts.dnarrow;  // the gradient at the trunk's output; acts.dres is free
     T* dnarrow = acts.dres;

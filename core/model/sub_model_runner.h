@@ -39,10 +39,12 @@ struct Swapping {
   bool selective_recompute = false;
   InSource in_source = InSource::nothing;
   // train.recompute: auto (a resident model's one-layer sub-models, all but the last `recomputed`): each pass
-  // recomputes only the fewest first layers its tokens need (layers_recomputed) to fit the activation memory that
-  // recomputing all of them at max_tokens takes. The runner carves the model's activations again for the layers that
-  // keep theirs, and keeps the checkpoints in their spare (ModelMemory::spare_values).
+  // recomputes only the fewest first layers its tokens need (layers_recomputed) to fit the model's activation memory:
+  // one layer's arrays at max_tokens and a spare of `spare_values` values (at least the checkpoints of all but the
+  // last layer at max_tokens; more where the device has room: as_needed_spare). The runner carves the model's
+  // activations again for the layers that keep theirs, and keeps the checkpoints in the spare.
   bool recompute_as_needed = false;
+  int64_t spare_values = 0;
 };
 
 class SubModelRunner final : public LayerRunner {
@@ -57,9 +59,16 @@ class SubModelRunner final : public LayerRunner {
   // The host bytes the runner takes from the store beside parameters and gradients: the offloaded activations.
   static int64_t offload_bytes(const ModelConfig& config, int64_t max_tokens, Precision precision,
                                const Swapping& swapping);
-  // Swapping::recompute_as_needed: the first layers a pass of `pass_tokens` (at most max_tokens) recomputes, the
-  // fewest whose activations and checkpoints fit those of all but the last layer recomputed at `max_tokens`.
-  static int layers_recomputed(const ModelConfig& config, Precision precision, int64_t max_tokens,
+  // Swapping::recompute_as_needed: the bytes of the model's activations for passes of at most `max_tokens` with
+  // `spare_values` (0: the checkpoints of all but the last layer at max_tokens);
+  static int64_t as_needed_bytes(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                                 int64_t spare_values = 0);
+  // the spare values that make them `free_bytes` more than with spare 0, but no more than every layer's arrays take;
+  static int64_t as_needed_spare(const ModelConfig& config, Precision precision, int64_t max_tokens,
+                                 int64_t free_bytes);
+  // the first layers a pass of `pass_tokens` recomputes: the fewest whose arrays and checkpoints fit `room_bytes`
+  // (as_needed_bytes), and all but the last at most.
+  static int layers_recomputed(const ModelConfig& config, Precision precision, int64_t room_bytes,
                                int64_t pass_tokens);
 
   // `model` was built with model_memory(swapping); the checkpoints come from `device`, the model's allocator, and the
@@ -82,6 +91,7 @@ class SubModelRunner final : public LayerRunner {
   double run(const TokenBatch& batch, PassKind pass, float loss_weight, float* host_logits) override;
   double run_passes(const std::vector<TokenBatch>& passes, float loss_weight) override;
   void grads_zeroed() override;
+  int take_recomputed_layers() override;
 
  private:
   template <class T>
@@ -134,6 +144,7 @@ class SubModelRunner final : public LayerRunner {
   int64_t stash_tokens_ = 0;
   bool sub_model_major_ = false;  // a round of several passes runs sub-model by sub-model (Swapping::round_tokens)
   bool as_needed_ = false;        // Swapping::recompute_as_needed
+  int most_recomputed_ = 0;       // take_recomputed_layers
   // While a step runs sub-model by sub-model: where the current pass's tokens start in the checkpoints and the
   // offloaded activations, and the workspace its sub-model computes in (-1: by sub-model, as in one pass).
   int64_t pass_at_ = 0;

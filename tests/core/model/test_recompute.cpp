@@ -122,17 +122,26 @@ TEST_CASE("recomputing as needed recomputes the fewest layers a pass's tokens ne
     config.max_seq_len = 96;
     INFO((precision == Precision::bf16 ? "bf16" : "fp32"));
     const int64_t max_tokens = 96;
+    const int64_t room = SubModelRunner::as_needed_bytes(config, precision, max_tokens);
     // fewer tokens never need more layers recomputed; the longest pass needs them all but the last (keeping every
     // layer's arrays for max_tokens is more than full recomputation's room)
     int previous = 0;
     for (int64_t n = 1; n <= max_tokens; ++n) {
-      const int k = SubModelRunner::layers_recomputed(config, precision, max_tokens, n);
+      const int k = SubModelRunner::layers_recomputed(config, precision, room, n);
       CHECK(k >= previous);
       previous = k;
     }
-    CHECK(SubModelRunner::layers_recomputed(config, precision, max_tokens, 8) == 0);
-    CHECK(SubModelRunner::layers_recomputed(config, precision, max_tokens, max_tokens) == 2);
-    CHECK_THROWS(SubModelRunner::layers_recomputed(config, precision, max_tokens, max_tokens + 1));
+    CHECK(SubModelRunner::layers_recomputed(config, precision, room, 8) == 0);
+    CHECK(SubModelRunner::layers_recomputed(config, precision, room, max_tokens) == 2);
+    CHECK_THROWS(SubModelRunner::layers_recomputed(config, precision, room, max_tokens + 1));
+    // with room for every layer's arrays, nothing is recomputed; a spare never grows past that
+    const int64_t whole = GPT::memory_bytes(config, max_tokens, precision, Device::cpu) -
+                          GPT::memory_bytes(config, 0, precision, Device::cpu);
+    const int64_t roomy =
+        SubModelRunner::as_needed_bytes(config, precision, max_tokens,
+                                        SubModelRunner::as_needed_spare(config, precision, max_tokens, int64_t(1) << 40));
+    CHECK(SubModelRunner::layers_recomputed(config, precision, roomy, max_tokens) == 0);
+    CHECK(roomy <= whole + 256);
     GPT kept(config, max_tokens, test_allocator(), cpu_backend(), precision);
     GPT recomputing(config, max_tokens, test_allocator(), cpu_backend(), precision,
                     resident_model_memory(config, max_tokens, "auto"));
@@ -149,7 +158,7 @@ TEST_CASE("recomputing as needed recomputes the fewest layers a pass's tokens ne
       recomputing.zero_grads();
       CHECK(kept.forward_backward(std::vector<TokenBatch>{batch.view()}, 0.02f) ==
             recomputing.forward_backward(std::vector<TokenBatch>{batch.view()}, 0.02f));
-      CHECK(runner.runner().recomputed_layers() == SubModelRunner::layers_recomputed(config, precision, max_tokens, n));
+      CHECK(runner.runner().recomputed_layers() == SubModelRunner::layers_recomputed(config, precision, room, n));
       depths.push_back(runner.runner().recomputed_layers());
       CHECK(same_bits(grads_of(kept), grads_of(recomputing)));
       CHECK(kept.forward_loss(batch.view()) == recomputing.forward_loss(batch.view()));
