@@ -40,6 +40,11 @@ struct RunShape {
   bool gradient_shards = false; // parallel.zero.stage 2 and 3: gradients reduce-scattered each pass, a range a rank
   bool weight_shards = false;    // parallel.zero.stage 3: and the weights gathered layer by layer each pass
   int64_t gradient_shard_bytes = 0;  // then: the bytes of a rank's shards and the windows they move through
+  // train.recompute; with auto, the bytes of activations a rank's passes fit in, recomputing the layers they need
+  // (SubModelRunner::layers_recomputed): a pass recomputes the forward of those layers, about a third of their
+  // forward and backward.
+  std::string recompute = "none";
+  int64_t recompute_room_bytes = 0;
 };
 
 // One strategy's estimate of one step.

@@ -170,6 +170,14 @@ std::pair<double, double> StaticCandidate::layer_exchange(const std::string& met
   return {0, 0};
 }
 
+int StaticCandidate::recomputed_layers(const cost::RunShape& run, int64_t tokens) const {
+  const int all_but_last = static_cast<int>(model_.n_layer) - 1;
+  if (run.recompute == "full") return all_but_last;
+  if (run.recompute != "auto") return 0;
+  if (tokens > capacity_) return all_but_last;  // infeasible anyway
+  return SubModelRunner::layers_recomputed(model_, precision_, run.recompute_room_bytes, tokens);
+}
+
 cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::StepCostModel& cost) const {
   cost::StepEstimate e;
   int64_t largest = 0, passes = 0;
@@ -180,7 +188,10 @@ cost::StepEstimate StaticCandidate::estimate(const Batch& batch, const cost::Ste
       const int64_t tokens = std::accumulate(micro.begin(), micro.end(), int64_t{0});
       if (tokens == 0) continue;
       passes = std::max(passes, ++replica_passes);
-      compute += cost.compute_s(micro, degree_);
+      // the recomputed layers' forward again: a third of their forward and backward
+      const int recomputed = recomputed_layers(cost.run(), (tokens + degree_ - 1) / degree_);
+      compute += cost.compute_s(micro, degree_) *
+                 (1 + static_cast<double>(recomputed) / (3.0 * static_cast<double>(model_.n_layer)));
       const auto [seconds, sent] = exchange(tokens, cost);
       comm += seconds;
       bytes += sent;

@@ -55,6 +55,8 @@ class StaticCandidate final : public Candidate {
   std::pair<double, int64_t> exchange(int64_t tokens, const cost::StepCostModel& cost) const;
   std::pair<double, double> layer_exchange(const std::string& method, int64_t tokens,
                                            const cost::StepCostModel& cost) const;
+  // The layers a pass of `tokens` on a rank recomputes as `run` says (train.recompute).
+  int recomputed_layers(const cost::RunShape& run, int64_t tokens) const;
 
   std::string method_;
   int degree_;

@@ -63,14 +63,17 @@ a, s, f = ([json.loads(l)["peak_mem_bytes"] for l in open(p)] for p in sys.argv[
 assert all(z < y < x for x, y, z in zip(a, s, f)), (a, s, f)
 PY
 
-# auto in 5 MiB (6 MiB for the hybrid): a rank holds full's tokens; passes of 256 tokens (one micro-batch) do not fit
-# every layer's arrays and recompute all but the last layer (the hybrid one of them), with full's losses bit for bit,
-# the group's ranks alike; passes of 128 fit them and recompute none, with the straight run's losses.
+# auto in 5 MiB (6 MiB for the hybrid, 4 MiB at stage 3): a rank holds full's tokens; passes of 256 tokens (one
+# micro-batch) do not fit every layer's arrays and recompute all but the last layer (the hybrid one of them), with
+# full's losses bit for bit, the group's ranks alike (FlexSP's too); passes of 128 fit them and recompute none, with
+# the straight run's losses.
 one=(--set train.micro_batches=1 --set train.steps=3)
 layouts=("dp --set parallel.strategy=dp --set device.memory_gb=0.005"
          "lasp2 ${sp[*]} ${linear[*]} --set parallel.lasp.variant=lasp2 --set parallel.sp.size=2 --set device.memory_gb=0.005"
          "ulysses ${sp[*]} --set parallel.sp.method=ulysses --set parallel.sp.size=4 --set device.memory_gb=0.005"
-         "hybrid ${sp[*]} --set model.attention=hybrid --set model.layers=LSL --set parallel.sp.method=lasp --set parallel.lasp.variant=lasp2 --set parallel.sp.size=2 --set device.memory_gb=0.006")
+         "hybrid ${sp[*]} --set model.attention=hybrid --set model.layers=LSL --set parallel.sp.method=lasp --set parallel.lasp.variant=lasp2 --set parallel.sp.size=2 --set device.memory_gb=0.006"
+         "flexsp --set parallel.strategy=flexsp --set parallel.select.mode=model --set parallel.select.profile=$tmp/node4.yaml --set device.memory_gb=0.005"
+         "zero3 --set parallel.strategy=dp --set parallel.zero.stage=3 --set device.memory_gb=0.004")
 for layout in "${layouts[@]}"; do
   name=${layout%% *}
   read -ra args <<<"${layout#* }"

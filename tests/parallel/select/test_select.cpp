@@ -17,7 +17,9 @@
 #include "parallel/lasp/config.h"
 #include "parallel/select/registry.h"
 #include "parallel/select/selector.h"
+#include "parallel/placement/recompute.h"
 #include "parallel/static_sp/candidate.h"
+#include "core/model/recompute.h"
 #include "parallel/static_sp/config.h"
 #include "parallel/static_sp/static_sp.h"
 #include "support/assert_close.h"
@@ -127,6 +129,45 @@ TEST_CASE("each static candidate's estimate adds up its compute, its messages an
   const Config s = tiny_config("softmax");
   const StaticCandidate ring(s, "ring", 4, 4, 256, Device::cpu);
   CHECK(ring.estimate(b, m).comm_s == Approx(L * 10 * m.transfer_s(2 * 64 * C * 4, 4) + allreduce));
+
+  // train.recompute: full recomputes the forward of all but the last layer, a third of their forward and backward;
+  // auto only the layers a pass needs: none for 64 tokens where a rank holds 256, all but the last at 256
+  const Precision fp32 = Precision::fp32;
+  Config tight = c;  // the least memory (in steps of 10 KB) where full recomputation holds 256 tokens a rank
+  tight.train.recompute = "full";
+  tight.device.memory_gb = 0;
+  do tight.device.memory_gb += 1e-5;
+  while (resident_memory_bytes(tight.model, 256, fp32, Device::cpu, "full") +
+             AdamW::memory_bytes(model_layout(tight.model).num_params) >
+         static_cast<int64_t>(gib_to_bytes(tight.device.memory_gb)));
+  tight.train.recompute = "none";
+  REQUIRE(resident_capacity(tight, fp32, Device::cpu, 1) < 256);  // where keeping every array holds fewer
+  for (const char* recompute : {"full", "auto"}) {
+    INFO(recompute);
+    Config r = tight;
+    r.train.recompute = recompute;
+    cost::RunShape run = shape(r, 4, 4);
+    run.recompute = recompute;
+    run.recompute_room_bytes = as_needed_room(r, fp32, Device::cpu, 1);
+    const int64_t capacity = resident_capacity(r, fp32, Device::cpu, 1);
+    REQUIRE(capacity >= 256);
+    const cost::StepCostModel mr = cost::StepCostModel::from_profile(profile(1, 4), run);
+    const StaticCandidate recomputing(r, "dp", 1, 4, capacity, Device::cpu);
+    const double plain = m.compute_s(std::vector<int64_t>{64}, 1);
+    CHECK(recomputing.estimate(b, mr).compute_s == Approx(std::string(recompute) == "full" ? plain * (1 + 1 / (3 * L))
+                                                                                            : plain));
+    const Batch whole = random_documents({64, 64, 64, 64}, 1);
+    const StaticCandidate group(r, "ulysses", 4, 4, capacity, Device::cpu);  // 256 tokens, 64 a rank
+    CHECK(group.estimate(whole, mr).compute_s ==
+          Approx(std::string(recompute) == "full" ? e_u.compute_s * (1 + 1 / (3 * L)) : e_u.compute_s));
+    const Batch long_one = random_documents({256}, 3);  // 256 tokens on one rank of dp
+    const double layers = std::string(recompute) == "full"
+                              ? 1
+                              : SubModelRunner::layers_recomputed(r.model, fp32, run.recompute_room_bytes, 256);
+    if (std::string(recompute) == "auto") CHECK(layers == 1);  // 256 tokens do not fit keeping both layers' arrays
+    CHECK(recomputing.estimate(long_one, mr).compute_s ==
+          Approx(m.compute_s(std::vector<int64_t>{256}, 1) * (1 + layers / (3 * L))));
+  }
 
   // two replicas of a pair: the slower replica sets the time
   const StaticCandidate pairs(c, "ulysses", 2, 4, 256, Device::cpu);
