@@ -174,23 +174,25 @@ stderr_line "trident: config error:" "new.yaml" "2 layers" "model.n_layer"
 # reduce-scatters the one pass's gradient instead of all-reducing it; stage 3 keeps the quarter's weights instead of
 # the whole (and the windows they are gathered into) and gathers them each pass instead of after the update (on 2
 # layers as many bytes, (2 L - 2) / L of the range, in 2 L gathers); train.recompute: full lowers the activations'
-# bytes; a stage the strategy cannot take is refused as in training.
+# bytes and adds the recomputed forward to the compute, auto only where a pass needs it; a stage the strategy cannot
+# take is refused as in training.
 sed 's/devices_per_node: 1/devices_per_node: 4/' "$tmp/new.yaml" >"$tmp/four.yaml"
-for variant in stage0 stage1 stage2 stage3 recompute; do
+for variant in stage0 stage1 stage2 stage3 recompute as_needed; do
   case $variant in
     stage0) sets=() ;;
     stage1) sets=(--set parallel.zero.stage=1) ;;
     stage2) sets=(--set parallel.zero.stage=2) ;;
     stage3) sets=(--set parallel.zero.stage=3) ;;
     recompute) sets=(--set train.recompute=full) ;;
+    as_needed) sets=(--set train.recompute=auto) ;;
   esac
   run 0 plan "$configs/tiny_train.yaml" --cluster "$tmp/four.yaml" --set parallel.strategy=dp --batches 1 --json \
     "${sets[@]}"
   cp "$tmp/out" "$tmp/plan_$variant.json"
 done
-/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,stage2,stage3,recompute}.json <<'PY' || fail "the plan does not account for the stage"
+/usr/bin/python3 - "$tmp"/plan_{stage0,stage1,stage2,stage3,recompute,as_needed}.json <<'PY' || fail "the plan does not account for the stage"
 import json, sys
-a, b, z, z3, r = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:6])
+a, b, z, z3, r, n = (json.loads(open(p).read())["candidates"][0] for p in sys.argv[1:7])
 assert a["peak_bytes"] - b["peak_bytes"] == 8 * (108288 - 27072), (a, b)
 assert b["comm_bytes"] - a["comm_bytes"] == 4 * 27072 and b["comm_s"] > a["comm_s"], (a, b)
 C, V, T = 64, 64, 64
@@ -201,6 +203,9 @@ assert z["comm_bytes"] == b["comm_bytes"] and z["comm_s"] < b["comm_s"], (b, z)
 assert z["peak_bytes"] - z3["peak_bytes"] == 4 * 108288 - 4 * (owned + final_norm + embeddings + 2 * layer), (z, z3)
 assert z3["comm_bytes"] == z["comm_bytes"] and z3["comm_s"] > z["comm_s"], (z, z3)
 assert r["peak_bytes"] < a["peak_bytes"] and r["comm_bytes"] == a["comm_bytes"], (a, r)
+# full recomputes the forward of 1 of the 2 layers (a sixth more compute); auto, whose pass fits in 1 GiB, none
+assert abs(r["compute_s"] - a["compute_s"] * (1 + 1 / 6)) <= 1e-9 * a["compute_s"], (a, r)
+assert n["compute_s"] == a["compute_s"], (a, n)
 PY
 # FlexSP's plan computes the model states from the config where the profile gives none (the profile's value stays an
 # override): 4 bytes a parameter of weights and gradients and 8 of moments at stage 0 on every device; at stage 3
