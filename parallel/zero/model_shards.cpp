@@ -15,9 +15,9 @@ int64_t widest_layer(const std::vector<std::pair<int64_t, int64_t>>& buckets) {
   return widest;
 }
 
-// The floats of each buffer, in the order the constructor allocates them: the shard, the final norm's and the
-// embeddings' windows, the two layer slots, the four receive buffers (this rank's part of a bucket is at most the
-// bucket and at most the shard); at stage 3 then the weight shard, the outer weights and the two layer weight slots.
+// The floats of each buffer, in the order the constructor allocates them: the shard, the four windows' gradients (the
+// final norm's, the embeddings', two layers'), their receive buffers (this rank's part of a bucket is at most the
+// bucket and at most the shard); at stage 3 then the weight shard and the four windows' weights.
 std::vector<int64_t> buffer_floats(const std::vector<std::pair<int64_t, int64_t>>& buckets, int64_t owned,
                                    bool weights) {
   const int64_t final_norm = buckets.front().second, embeddings = buckets.back().second;
@@ -67,42 +67,34 @@ ModelShards::ModelShards(GPT& model, Allocator& device, Communicator& group, std
                 "a model whose states are sharded keeps no gradient buffer, and its weights unless they are sharded "
                 "too (ModelMemory::in_source)");
   const std::vector<int64_t> floats = buffer_floats(buckets_, owned().numel, weights);
-  Tensor* buffers[] = {&shard_,          &final_norm_,         &embeddings_,        &layer_slots_[0],
-                       &layer_slots_[1], &received_[0],        &received_[1],       &received_[2],
-                       &received_[3],    &weight_shard_,       &final_norm_weights_, &embedding_weights_,
-                       &layer_weights_[0], &layer_weights_[1]};
+  std::vector<Tensor*> buffers = {&shard_};
+  for (Window& w : windows_) buffers.push_back(&w.grads);
+  for (Window& w : windows_) buffers.push_back(&w.received);
+  buffers.push_back(&weight_shard_);
+  for (Window& w : windows_) buffers.push_back(&w.weights);
   for (std::size_t i = 0; i < floats.size(); ++i) *buffers[i] = Tensor::zeros(device, {floats[i]});
-  if (weights && model.precision() == Precision::bf16) {
-    Tensor* copies[] = {&final_norm16_, &embeddings16_, &layers16_[0], &layers16_[1]};
-    const Tensor* of[] = {&final_norm_weights_, &embedding_weights_, &layer_weights_[0], &layer_weights_[1]};
-    for (int i = 0; i < 4; ++i) *copies[i] = Tensor::empty(device, {of[i]->numel()}, DType::bf16);
-  }
+  if (weights && model.precision() == Precision::bf16)
+    for (Window& w : windows_) w.weights16 = Tensor::empty(device, {w.weights.numel()}, DType::bf16);
 }
 
 ModelShards::~ModelShards() = default;
 
-int ModelShards::slot_of(std::size_t bucket) const {
+int ModelShards::window_of(std::size_t bucket) const {
   if (bucket == 0) return 0;
   if (bucket == buckets_.size() - 1) return 1;
   return 2 + (layers_ - static_cast<int>(bucket)) % 2;
-}
-
-float* ModelShards::bucket_grads(std::size_t bucket) {
-  if (bucket == 0) return final_norm_.data<float>();
-  if (bucket == buckets_.size() - 1) return embeddings_.data<float>();
-  return layer_slots_[(layers_ - static_cast<int>(bucket)) % 2].data<float>();
 }
 
 void ModelShards::reduce(std::size_t bucket) {
   const auto [begin, numel] = buckets_[bucket];
   std::vector<int64_t> counts, displs;  // the ranges are consecutive: the bucket's parts follow one another in rank order
   parts(ranges_, begin, numel, counts, displs);
-  Pending& p = pending_[slot_of(bucket)];
+  Window& w = window_for(bucket);
+  Pending& p = w.reduction;
   TRIDENT_CHECK(!p.request, "a gradient reduction's receive buffer is still in use");
   p.shard_at = std::max(begin, owned().offset) - owned().offset;
   p.numel = counts[static_cast<std::size_t>(rank_)];
-  p.request = group_.ireduce_scatter_sum(bucket_grads(bucket), received_[slot_of(bucket)].data<float>(), counts,
-                                         CommType::f32);
+  p.request = group_.ireduce_scatter_sum(w.grads.data<float>(), w.received.data<float>(), counts, CommType::f32);
 }
 
 void ModelShards::wait(Request& request) {
@@ -117,13 +109,13 @@ double ModelShards::take_wait_seconds() {
   return waited;
 }
 
-void ModelShards::settle(int slot) {
-  Pending& p = pending_[slot];
+void ModelShards::settle(Window& w) {
+  Pending& p = w.reduction;
   if (!p.request) return;
   wait(*p.request);
   p.request.reset();
   if (p.numel > 0)
-    model_.backend().add_rows(grads() + p.shard_at, p.numel, received_[slot].data<float>(), p.numel, 1, p.numel);
+    model_.backend().add_rows(grads() + p.shard_at, p.numel, w.received.data<float>(), p.numel, 1, p.numel);
 }
 
 void ModelShards::zero(float* data, int64_t numel) {
@@ -131,7 +123,7 @@ void ModelShards::zero(float* data, int64_t numel) {
 }
 
 void ModelShards::settle_all() {
-  for (int slot = 0; slot < 4; ++slot) settle(slot);
+  for (Window& w : windows_) settle(w);
 }
 
 RequestPtr ModelShards::gather(std::size_t bucket, float* to) {
@@ -143,25 +135,28 @@ RequestPtr ModelShards::gather(std::size_t bucket, float* to) {
   return group_.iallgatherv(from, mine, to, counts, displs, CommType::f32);
 }
 
-void ModelShards::round(const Tensor& from, Tensor& to, int64_t numel) {
-  if (to.defined() && numel > 0) model_.backend().convert(to.data<bf16>(), from.data<float>(), numel);
+void ModelShards::round(Window& w, int64_t numel) {
+  if (w.weights16.defined() && numel > 0)
+    model_.backend().convert(w.weights16.data<bf16>(), w.weights.data<float>(), numel);
 }
 
 void ModelShards::fetch_layer(int l) {
-  const int slot = l % 2;
-  if (held_[slot] == l) return;
-  TRIDENT_CHECK(!gathering_[slot], "layer {}'s weight slot is still being gathered into", l);
-  held_[slot] = l;
-  gathering_[slot] = gather(static_cast<std::size_t>(layers_ - l), layer_weights_[slot].data<float>());
+  const auto bucket = static_cast<std::size_t>(layers_ - l);
+  Window& w = window_for(bucket);
+  if (w.layer == l) return;
+  TRIDENT_CHECK(!w.gathering, "layer {}'s weight window is still being gathered into", l);
+  w.layer = l;
+  w.gathering = gather(bucket, w.weights.data<float>());
 }
 
 void ModelShards::ready_layer(int l) {
-  const int slot = l % 2;
+  const auto bucket = static_cast<std::size_t>(layers_ - l);
+  Window& w = window_for(bucket);
   fetch_layer(l);
-  if (!gathering_[slot]) return;
-  wait(*gathering_[slot]);
-  gathering_[slot].reset();
-  round(layer_weights_[slot], layers16_[slot], buckets_[static_cast<std::size_t>(layers_ - l)].second);
+  if (!w.gathering) return;
+  wait(*w.gathering);
+  w.gathering.reset();
+  round(w, buckets_[bucket].second);
 }
 
 void ModelShards::set_weights(const float* host_owned) {
@@ -222,40 +217,42 @@ LayerSource::Outer ModelShards::begin_pass(bool train, int) {
     ++passes_run_;
   }
   train_pass_ = train && in_step_;
-  if (train) {
-    settle(0);
-    settle(1);
-    zero(final_norm_.data<float>(), final_norm_.numel());
-    zero(embeddings_.data<float>(), embeddings_.numel());
-  }
+  const std::size_t final_norm = 0, embeddings = buckets_.size() - 1;
+  if (train)
+    for (std::size_t outer : {final_norm, embeddings}) {
+      Window& w = window_for(outer);
+      settle(w);
+      zero(w.grads.data<float>(), w.grads.numel());
+    }
   if (!weights_sharded_) {
     weights_ = model_.resident_weights();
   } else {  // the weights may have changed since the last pass: every window is gathered again
-    TRIDENT_CHECK(!gathering_[0] && !gathering_[1], "a pass began with a weight gather in flight");
-    held_[0] = held_[1] = -1;
-    RequestPtr final_norm = gather(0, final_norm_weights_.data<float>());
-    RequestPtr embeddings = gather(buckets_.size() - 1, embedding_weights_.data<float>());
-    wait(*final_norm);
-    wait(*embeddings);
-    round(final_norm_weights_, final_norm16_, buckets_.front().second);
-    round(embedding_weights_, embeddings16_, buckets_.back().second);
+    for (Window& w : windows_) {
+      TRIDENT_CHECK(!w.gathering, "a pass began with a weight gather in flight");
+      w.layer = -1;
+    }
+    for (std::size_t outer : {final_norm, embeddings})
+      window_for(outer).gathering = gather(outer, window_for(outer).weights.data<float>());
+    for (std::size_t outer : {final_norm, embeddings}) {
+      Window& w = window_for(outer);
+      wait(*w.gathering);
+      w.gathering.reset();
+      round(w, buckets_[outer].second);
+    }
   }
   return {.embeddings = window(buckets_.size() - 1), .final_norm = window(0)};
 }
 
 ParamWindow ModelShards::window(std::size_t bucket) {
   const int64_t begin = buckets_[bucket].first;
-  ParamWindow w{.begin = begin, .end = begin + buckets_[bucket].second, .grads = bucket_grads(bucket)};
+  Window& held = window_for(bucket);
+  ParamWindow w{.begin = begin, .end = begin + buckets_[bucket].second, .grads = held.grads.data<float>()};
   if (!weights_sharded_) {
     w.params = weights_.params + begin;
     w.params16 = weights_.params16 ? weights_.params16 + begin : nullptr;
   } else {
-    const bool outer = bucket == 0 || bucket == buckets_.size() - 1;
-    const int slot = (layers_ - static_cast<int>(bucket)) % 2;
-    const Tensor& fp32 = bucket == 0 ? final_norm_weights_ : outer ? embedding_weights_ : layer_weights_[slot];
-    const Tensor& copy = bucket == 0 ? final_norm16_ : outer ? embeddings16_ : layers16_[slot];
-    w.params = fp32.data<float>();
-    w.params16 = copy.defined() ? copy.data<bf16>() : nullptr;
+    w.params = held.weights.data<float>();
+    w.params16 = held.weights16.defined() ? held.weights16.data<bf16>() : nullptr;
   }
   return w;
 }
@@ -264,8 +261,8 @@ ParamWindow ModelShards::acquire(int sub_model, bool backward) {
   const std::size_t bucket = static_cast<std::size_t>(layers_ - sub_model);
   if (backward) {
     if (sub_model == layers_ - 1 && train_pass_) reduce(0);  // the final norm's backward ran before the last layer's
-    settle(slot_of(bucket));  // the slot's last reduction (two layers up) has read it
-    zero(bucket_grads(bucket), buckets_[bucket].second);
+    settle(window_for(bucket));  // the window's last reduction (two layers up) has read it
+    zero(window_for(bucket).grads.data<float>(), buckets_[bucket].second);
   }
   if (weights_sharded_) {
     ready_layer(sub_model);

@@ -85,27 +85,42 @@ class ModelShards final : public LayerSource {
   void wait_copies(int64_t ticket) override;
 
  private:
-  // The windows of gradient_buckets(layout) `bucket`: 0 the final norm's, L - l layer l's, L + 1 the embeddings'.
-  float* bucket_grads(std::size_t bucket);
-  // Its window: the pass's weights of the bucket's range, and its gradients.
+  struct Pending {
+    RequestPtr request;
+    int64_t shard_at = 0, numel = 0;  // where in the shard this rank's part lands
+  };
+  // What one range of gradient_buckets(layout) passes through on this rank: its gradients, the receive buffer of
+  // their reduction and the reduction in flight; at stage 3 its gathered weights, their bf16 copy (train.precision:
+  // bf16), the layer they hold this pass (-1: none) and their gather in flight. Four of them (window_of).
+  struct Window {
+    Tensor grads, received;
+    Pending reduction;
+    Tensor weights, weights16;
+    int layer = -1;
+    RequestPtr gathering;
+  };
+  // The window bucket `bucket` (0 the final norm's, L - l layer l's, L + 1 the embeddings') passes through: 0 the
+  // final norm's, 1 the embeddings', 2 + l % 2 layer l's (the layers' backwards and gathers take turns in two).
+  int window_of(std::size_t bucket) const;
+  Window& window_for(std::size_t bucket) { return windows_[window_of(bucket)]; }
+  // The pass's view of a bucket's window: its weights and gradients.
   ParamWindow window(std::size_t bucket);
-  // Starts summing `bucket`'s gradient window over the group; its receive buffer (the slot's) must be free.
+  // Starts summing `bucket`'s gradients over the group; its window's receive buffer must be free.
   void reduce(std::size_t bucket);
-  // Waits for the reduction through receive buffer `slot` and adds this rank's part into the shard.
-  void settle(int slot);
+  // Waits for the reduction through window `w` and adds this rank's part into the shard.
+  void settle(Window& w);
   void settle_all();
   void zero(float* data, int64_t numel);
-  int slot_of(std::size_t bucket) const;  // which receive buffer a bucket's reduction uses
   // A pass's calls with nothing computed between them: the collectives of a pass this rank does not run.
   void idle_pass(bool train);
   // Stage 3: starts gathering `bucket`'s weights from the shards into `to` (bucket-sized).
   RequestPtr gather(std::size_t bucket, float* to);
-  // Stage 3: layer l's weights into slot l % 2 (nothing when the slot holds them this pass); ready_layer waits for
-  // them.
+  // Stage 3: layer l's weights into its window (nothing when the window holds them this pass); ready_layer waits
+  // for them.
   void fetch_layer(int l);
   void ready_layer(int l);
-  // Stage 3: the bf16 copy of `numel` gathered weights, for the matmuls (train.precision: bf16).
-  void round(const Tensor& from, Tensor& to, int64_t numel);
+  // Stage 3: the bf16 copy of the first `numel` gathered weights of `w`, for the matmuls (train.precision: bf16).
+  void round(Window& w, int64_t numel);
   // request->wait(), its seconds added to waited_s_.
   void wait(Request& request);
 
@@ -117,14 +132,7 @@ class ModelShards final : public LayerSource {
   std::vector<std::pair<int64_t, int64_t>> buckets_;
   int layers_ = 0;
   Tensor shard_;
-  Tensor final_norm_, embeddings_;  // the outer windows' gradients
-  Tensor layer_slots_[2];           // layer l's gradients in slot l % 2
-  Tensor received_[4];              // receive buffers: the final norm's, the embeddings', a layer slot's each
-  struct Pending {
-    RequestPtr request;
-    int64_t shard_at = 0, numel = 0;  // where in the shard this rank's part lands
-  };
-  Pending pending_[4];
+  Window windows_[4];
   ParamWindow weights_;  // stage 2, the pass's: resident_weights()
   bool in_step_ = false, step_train_ = true;
   int step_passes_ = 0, passes_run_ = 0;
@@ -134,10 +142,6 @@ class ModelShards final : public LayerSource {
   // stage 3
   bool weights_sharded_ = false;
   Tensor weight_shard_;
-  Tensor final_norm_weights_, embedding_weights_, layer_weights_[2];  // gathered fp32
-  Tensor final_norm16_, embeddings16_, layers16_[2];                  // their bf16 copies (train.precision: bf16)
-  int held_[2] = {-1, -1};  // the layer each weight slot holds this pass (-1: none)
-  RequestPtr gathering_[2];  // a slot's gather in flight
 };
 
 }  // namespace trident

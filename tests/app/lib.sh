@@ -94,6 +94,12 @@ PY
 # capacity RUN_DIR: the activation tokens a rank holds, from the run's start-up log.
 capacity() { sed -n 's/.*activations: \([0-9]*\) tokens per rank.*/\1/p' "$1/trident.log" | head -n 1; }
 
+# split_layout "NAME ARG...": a layout line of the tests' lists, into $name and the array $args.
+split_layout() {
+  name=${1%% *}
+  read -ra args <<<"${1#* }"
+}
+
 # node4_profile FILE: a cluster profile of one node of four devices, for runs whose plans must be a pure function of
 # the batch (parallel.select.mode: model) and for `trident plan`.
 node4_profile() {

@@ -40,8 +40,7 @@ layouts=("dp --set parallel.strategy=dp"
          "bf16 --set parallel.strategy=dp --set train.precision=bf16"
          "zero1 --set parallel.strategy=dp --set parallel.zero.stage=1")
 for layout in "${layouts[@]}"; do
-  name=${layout%% *}
-  read -ra args <<<"${layout#* }"
+  split_layout "$layout"
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" --set run.dir="$tmp/$name"
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${full[@]}" --set run.dir="$tmp/${name}_full"
   same_run "$tmp/$name" "$tmp/${name}_full"
@@ -75,8 +74,7 @@ layouts=("dp --set parallel.strategy=dp --set device.memory_gb=0.005"
          "flexsp --set parallel.strategy=flexsp --set parallel.select.mode=model --set parallel.select.profile=$tmp/node4.yaml --set device.memory_gb=0.005"
          "zero3 --set parallel.strategy=dp --set parallel.zero.stage=3 --set device.memory_gb=0.004")
 for layout in "${layouts[@]}"; do
-  name=${layout%% *}
-  read -ra args <<<"${layout#* }"
+  split_layout "$layout"
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${one[@]}" "${full[@]}" --set run.dir="$tmp/${name}_one_full"
   mpi 4 0 train "$tiny" "${base[@]}" "${args[@]}" "${one[@]}" "${as_needed[@]}" --set run.dir="$tmp/${name}_one_auto"
   same_run "$tmp/${name}_one_full" "$tmp/${name}_one_auto"
@@ -92,7 +90,7 @@ mpi 4 0 train "$tiny" "${base[@]}" "${two[@]}" "${as_needed[@]}" --set run.dir="
 same_run "$tmp/dp_two" "$tmp/dp_two_auto"
 recomputed "$tmp/dp_two_auto" 0
 # keeping every layer's arrays, a pass of 256 tokens does not fit 5 MiB: the error names the way out
-read -ra args <<<"${layouts[0]#* }"
+split_layout "${layouts[0]}"
 mpi 4 1 train "$tiny" "${base[@]}" "${args[@]}" "${one[@]}" --set run.dir="$tmp/dp_one"
 grep -q "above its activation capacity of 181 tokens; .*train.recompute: auto" "$tmp/err" ||
   fail "a batch that does not fit does not point at train.recompute"

@@ -55,8 +55,7 @@ layouts=("lasp2 --set model.attention=linear --set parallel.sp.method=lasp --set
          "hybrid --set model.attention=hybrid --set model.layers=LS --set parallel.sp.method=lasp --set parallel.sp.size=2"
          "node --set parallel.strategy=dp --set parallel.zero.group=node")
 for layout in "${layouts[@]}"; do
-  name=${layout%% *}
-  read -ra args <<<"${layout#* }"
+  split_layout "$layout"
   mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" --set run.dir="$tmp/${name}"
   mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage1[@]}" --set run.dir="$tmp/${name}_z1"
   same_run "$tmp/$name" "$tmp/${name}_z1"
@@ -166,8 +165,7 @@ PY
 }
 peak_drop "$tmp/z2_dp2" "$tmp/z2_dp2_z2" 2
 for layout in "${layouts[@]:0:3}"; do
-  name=${layout%% *}
-  read -ra args <<<"${layout#* }"
+  split_layout "$layout"
   mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage2[@]}" --set run.dir="$tmp/${name}_z2"
   close "$tmp/$name" "$tmp/${name}_z2" 1e-6
 done
@@ -237,8 +235,7 @@ assert all("zero_wait_ms" not in r for r in a), a
 assert all(0 <= r["zero_wait_ms"] <= r["step_ms"] for r in b), b
 PY
 for layout in "${layouts[@]:0:3}"; do
-  name=${layout%% *}
-  read -ra args <<<"${layout#* }"
+  split_layout "$layout"
   mpi 4 0 train "$tiny" "${base[@]}" "${sp[@]}" "${args[@]}" "${stage3[@]}" --set run.dir="$tmp/${name}_z3"
   near "$tmp/$name" "$tmp/${name}_z3"
 done
