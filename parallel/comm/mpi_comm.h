@@ -123,6 +123,7 @@ class MpiCommunicator final : public Communicator {
 
   const CommCounters& counters() const override { return counters_; }
   void reset_counters() override { counters_ = {}; }
+  MPI_Comm native() const { return comm_; }  // for the fault-tolerance calls (fault_tolerance.h)
 
  private:
   void check(int rc, const char* op) const {

@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 
 #include "kernels/common/error.h"
+#include "parallel/comm/fault_tolerance.h"
 #include "parallel/comm/mpi_comm.h"
+
+#if TRIDENT_ULFM
+#include <mpi-ext.h>
+#endif
 
 namespace trident {
 
@@ -30,8 +35,16 @@ void throw_mpi_error(int rc, const std::string& op, int rank, int size) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  throw RuntimeError(
-      fmt::format("{} failed on rank {} of a {}-rank communicator: {}", op, rank, size, std::string(text, length)));
+  std::string message =
+      fmt::format("{} failed on rank {} of a {}-rank communicator: {}", op, rank, size, std::string(text, length));
+#if TRIDENT_ULFM
+  int error_class = MPI_SUCCESS;
+  MPI_Error_class(rc, &error_class);
+  if (error_class == MPIX_ERR_PROC_FAILED || error_class == MPIX_ERR_PROC_FAILED_PENDING ||
+      error_class == MPIX_ERR_REVOKED)
+    throw PeerFailure(std::move(message));
+#endif
+  throw RuntimeError(std::move(message));
 }
 
 MpiType::~MpiType() {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "kernels/common/error.h"
+#include "parallel/comm/fault_tolerance.h"
 #include "parallel/comm/communicator.h"
 
 using namespace trident;
@@ -494,3 +495,12 @@ TEST_CASE("comm_type_size and CommCounters totals", "[comm]") {
   CHECK(counters.total_calls() == 5);
   CHECK(counters.total_bytes() == 112);
 }
+
+#if !TRIDENT_ULFM
+TEST_CASE("a build without the fault-tolerant MPI says so when asked to survive a dead rank", "[comm]") {
+  CHECK_FALSE(fault_tolerant_mpi());
+  CHECK_THROWS_WITH(revoke(world()), Catch::Contains("revoke") && Catch::Contains("-DTRIDENT_ULFM=ON"));
+  CHECK_THROWS_WITH(shrink(world()), Catch::Contains("-DTRIDENT_ULFM=ON"));
+  CHECK_THROWS_WITH(agree(world(), true), Catch::Contains("-DTRIDENT_ULFM=ON"));
+}
+#endif
