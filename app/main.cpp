@@ -14,7 +14,8 @@
 int main(int argc, char** argv) {
   trident::wait_passively_unless_told(argv);
   CLI::App app{"Trident: distributed GPT training with LASP, FlexSP and ATOM strategies", "trident"};
-  app.set_version_flag("--version", std::string("trident ") + TRIDENT_VERSION + " (backends: " + TRIDENT_BACKENDS + ")");
+  app.set_version_flag("--version", std::string("trident ") + TRIDENT_VERSION + " (backends: " + TRIDENT_BACKENDS +
+                                         TRIDENT_MPI_NOTE + ")");
   app.require_subcommand(1);
   trident::app::add_train_command(app);
   trident::app::add_config_command(app);

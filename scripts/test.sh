@@ -17,12 +17,12 @@ echo "test.sh: installed and built in $SECONDS s"
 # those that must not overlap share a RESOURCE_LOCK (tests/CMakeLists.txt).
 ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)"
 
-# The fault-tolerant build (docs/elastic.md): the communicator against the ULFM Open MPI in .deps/ompi5, its tests
-# (label ulfm) killing ranks under `mpirun --with-ft ulfm`. ULFM_BUILD_DIR (default build-ulfm) picks its directory.
+# The fault-tolerant build (docs/elastic.md): trident against the ULFM Open MPI in .deps/ompi5, its tests (label ulfm)
+# killing ranks and training under `mpirun --with-ft ulfm`. ULFM_BUILD_DIR (default build-ulfm) picks its directory.
 ulfm=${ULFM_BUILD_DIR:-build-ulfm}
 generator=()
 [[ -f $ulfm/CMakeCache.txt ]] || generator=(-G Ninja)
 cmake -S . -B "$ulfm" ${generator[@]+"${generator[@]}"} -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WERROR=ON \
   -DTRIDENT_ULFM=ON -DTRIDENT_CUDA=OFF
-cmake --build "$ulfm" -j"$(nproc)" --target test_ulfm
+cmake --build "$ulfm" -j"$(nproc)" --target test_ulfm trident
 ctest --test-dir "$ulfm" -L ulfm --output-on-failure --timeout 600

@@ -68,6 +68,12 @@ cost::GroupCostModel flexsp_cost_model(const cost::Profile& profile, const Confi
   if (!p.model)
     p.model = cost::ModelSection{config.run.name, config.model.n_layer, config.model.n_embd,
                                  activation_value_bytes(precision_named(config.train.precision))};
+  // train.recompute: full runs the forward of all but the last layer again, a third of their forward and backward
+  if (config.train.recompute == "full" && p.compute) {
+    const double L = static_cast<double>(config.model.n_layer), more = 1 + (L - 1) / (3 * L);
+    p.compute->alpha1_s_per_token2 *= more;
+    p.compute->alpha2_s_per_token *= more;
+  }
   return with_flex_exchange(cost::GroupCostModel::for_run(p, capacity), config, inner);
 }
 

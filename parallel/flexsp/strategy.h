@@ -56,9 +56,10 @@ cost::GroupExchange flex_exchange(const ModelConfig& model, FlexInner inner, Las
 // run plans as the first did).
 cost::GroupCostModel with_flex_exchange(const cost::GroupCostModel& cost, const Config& config, FlexInner inner);
 
-// The planner's cost model for this run: the profile's cluster, network and compute sections, its model section (or
-// this model's shape when it has none), the run's activation capacity as each device's token budget, and the
-// groups' exchange (with_flex_exchange).
+// The planner's cost model for this run: the profile's cluster, network and compute sections (the compute of a token
+// a third more for the L - 1 layers train.recompute: full runs forward again), its model section (or this model's
+// shape when it has none), the run's activation capacity as each device's token budget, and the groups' exchange
+// (with_flex_exchange).
 cost::GroupCostModel flexsp_cost_model(const cost::Profile& profile, const Config& config, int64_t capacity,
                                   FlexInner inner = FlexInner::ulysses);
 

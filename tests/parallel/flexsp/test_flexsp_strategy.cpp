@@ -264,6 +264,12 @@ TEST_CASE("LASP inside a FlexSP group costs a fixed state exchange, Ulysses a sh
   CHECK(chain.sequence_s(50, 4) < ulysses.sequence_s(50, 4));
   CHECK(chain.sequence_s(50, 4) == Approx(gather.sequence_s(50, 4)));
   CHECK(chain.group_overhead_s(1) == ulysses.group_overhead_s(1));  // one rank: no exchange
+  // train.recompute: full: the forward of 1 of the 2 layers again, a sixth more compute, the exchange the same
+  Config recomputing = lin;
+  recomputing.train.recompute = "full";
+  const cost::GroupCostModel again = flexsp_cost_model(one_node_profile(4), recomputing, 100, FlexInner::lasp);
+  CHECK(again.sequence_s(50, 4) == Approx(chain.sequence_s(50, 4) * (1 + 1.0 / 6)));
+  CHECK(again.group_overhead_s(4) == Approx(chain.group_overhead_s(4)));
 }
 
 TEST_CASE("a hybrid's FlexSP group pays LASP's states in its linear layers, Ulysses, USP or Ring in its softmax "
