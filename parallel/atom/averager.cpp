@@ -100,6 +100,7 @@ double ParameterAverager::finish(float* params) {
   if (submitted_) members_ = rounds_->wait();
   submitted_ = false;
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (members_ == 0) return waited;  // a round that lost a member: dropped, this peer's parameters kept
   const double tokens = sum_.back();
   if (tokens <= 0) return waited;  // nobody trained on anything since the last round: nothing to average
   if (!outer_.diloco) {
@@ -146,7 +147,7 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
   auto apply = [&] {
     stats.staleness = steps_ - started_at_;
     stats.wait_s += finish(params);
-    stats.applied = true;
+    stats.applied = members_ > 0;
     stats.peers = members_;
   };
   // A pending round lands max_staleness steps after it started, or before the next one starts: at a step fixed by
@@ -160,6 +161,7 @@ AveragingStats ParameterAverager::after_update(float* params, double tokens) {
     if (butterfly_) stats.thread_bytes = butterfly_->bytes_sent();
     if (max_staleness_ == 0) apply();
   }
+  stats.peers_alive = rounds_ ? rounds_->alive() : peers_.size();
   return stats;
 }
 

@@ -11,7 +11,8 @@
 //
 // With a round deadline (parallel.atom.round_deadline_ms), rounds are not collectives of every peer: a round takes
 // the peers ready within the deadline (parallel/atom/round_maker.h), so a slow peer is left out of the rounds it is
-// late for instead of holding the others back; such a round applies as soon as it is done.
+// late for instead of holding the others back; such a round applies as soon as it is done. A dead peer is dropped
+// from them (under the fault-tolerant MPI), and a round it was a member of is not applied.
 //
 // A round over every peer on the averaging thread is a butterfly all-reduce (parallel/atom/butterfly.h), its parts in
 // proportion to each peer's bandwidth measured when the averager is built (split_by_bandwidth), or even ones.

@@ -181,6 +181,7 @@ void AtomStrategy::add_step_metrics(nlohmann::ordered_json& record) const {
     record["staleness"] = avg->applied ? nlohmann::ordered_json(avg->staleness) : nullptr;  // steps in flight
     record["average_peers"] = avg->applied ? nlohmann::ordered_json(avg->peers) : nullptr;  // the round's peers
     record["average_wait_ms"] = avg->wait_s * 1e3;
+    record["peers_alive"] = avg->peers_alive;
   }
 }
 

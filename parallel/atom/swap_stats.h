@@ -24,6 +24,7 @@ struct AveragingStats {
   bool applied = false;  // a round's average was applied
   int64_t staleness = 0;  // when applied: steps since that round started
   int peers = 0;          // when applied: the peers in that round (fewer than all when some missed its deadline)
+  int peers_alive = 0;    // the peers the rounds still count on (fewer than all once some died: docs/elastic.md)
   double wait_s = 0;     // time the step waited for a round
   int64_t thread_bytes = 0;  // bytes handed to a round started on the averaging thread's own communicator (which
                              // the run's communicators do not count)

@@ -60,15 +60,30 @@ MpiRequest::~MpiRequest() {
   }
 }
 
+// A request that failed (a dead peer, under the fault-tolerant MPI) is over: nothing is left to wait for. The error
+// reported is its piece's (MPI_ERR_IN_STATUS says only that some piece failed).
+void MpiRequest::fail(int rc, const std::vector<MPI_Status>& statuses) {
+  if (rc == MPI_ERR_IN_STATUS)
+    for (const MPI_Status& s : statuses)
+      if (s.MPI_ERROR != MPI_SUCCESS && s.MPI_ERROR != MPI_ERR_PENDING) {
+        rc = s.MPI_ERROR;
+        break;
+      }
+  pieces_.clear();
+  throw_mpi_error(rc, op_, rank_, size_);
+}
+
 void MpiRequest::wait() {
-  int rc = MPI_Waitall(static_cast<int>(pieces_.size()), pieces_.data(), MPI_STATUSES_IGNORE);
-  if (rc != MPI_SUCCESS) throw_mpi_error(rc, op_, rank_, size_);
+  std::vector<MPI_Status> statuses(pieces_.size());
+  int rc = MPI_Waitall(static_cast<int>(pieces_.size()), pieces_.data(), statuses.data());
+  if (rc != MPI_SUCCESS) fail(rc, statuses);
 }
 
 bool MpiRequest::test() {
   int done = 0;
-  int rc = MPI_Testall(static_cast<int>(pieces_.size()), pieces_.data(), &done, MPI_STATUSES_IGNORE);
-  if (rc != MPI_SUCCESS) throw_mpi_error(rc, op_, rank_, size_);
+  std::vector<MPI_Status> statuses(pieces_.size());
+  int rc = MPI_Testall(static_cast<int>(pieces_.size()), pieces_.data(), &done, statuses.data());
+  if (rc != MPI_SUCCESS) fail(rc, statuses);
   return done != 0;
 }
 

@@ -76,6 +76,7 @@ class MpiRequest final : public Request {
   std::vector<int>& arguments() { return arguments_; }
 
  private:
+  [[noreturn]] void fail(int rc, const std::vector<MPI_Status>& statuses);
   std::vector<MPI_Request> pieces_;
   std::vector<int> arguments_;
   std::string op_;  // for error messages
