@@ -64,7 +64,7 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // max global gradient norm; 0 disables clipping
   std::string precision = "fp32";  // fp32 | bf16
-  std::string recompute = "none";  // none | selective | full: activation recomputation (core/model/recompute.h)
+  std::string recompute = "none";  // none | selective | full | auto: activation recomputation (core/model/recompute.h)
   int64_t eval_every = 0;  // 0 disables evaluation
   int64_t eval_batches = 4;  // held-out batches averaged per evaluation
   std::string on_nonfinite = "stop";  // stop | skip: what a NaN/Inf loss or gradient norm does
