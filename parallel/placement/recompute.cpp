@@ -155,8 +155,8 @@ int64_t resident_capacity(const Config& config, Precision precision, Device devi
 int64_t as_needed_room(const Config& config, Precision precision, Device device, int zero_ranks) {
   if (config.train.recompute != "auto") return 0;
   const ModelBytes bytes = bytes_as_recomputed(config, precision, device, sharded_states(config, zero_ranks));
-  if (bytes(1) + optimizer_state_bytes(config, zero_ranks) > static_cast<int64_t>(gib_to_bytes(config.device.memory_gb)))
-    return 0;  // no room for activations at all (the run's placement says so)
+  const auto budget = static_cast<int64_t>(gib_to_bytes(config.device.memory_gb));
+  if (bytes(1) + optimizer_state_bytes(config, zero_ranks) > budget) return 0;  // no room for activations at all
   const int64_t capacity = token_capacity(config, bytes, zero_ranks);
   return SubModelRunner::as_needed_bytes(config.model, precision, capacity,
                                          as_needed_spare(config, precision, capacity, bytes, zero_ranks));

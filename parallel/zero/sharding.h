@@ -38,8 +38,8 @@ class Sharding {
   explicit Sharding(int64_t num_params);
   // Stage `stage` over the group `group` (its device communicator for the backend's buffers, its host one for host
   // buffers), of a buffer of `num_params` floats.
-  // `across`: at stages 2 and 3 over a group smaller than the world (parallel.zero.group: node), the ranks that own the same
-  // range in the other groups, over which the step's gradient of the range is summed last.
+  // `across`: at stages 2 and 3 over a group smaller than the world (parallel.zero.group: node), the ranks that own
+  // the same range in the other groups, over which the step's gradient of the range is summed last.
   Sharding(int stage, int64_t num_params, const RunGroups::RankGroup& group, Communicator* across = nullptr);
 
   int stage() const { return stage_; }

@@ -38,7 +38,8 @@ InSource sharded_states(const Config& config, int group_ranks);
 int64_t sharded_state_bytes(const Config& config, int group_ranks);
 
 // The floats of the largest range one rank owns with this config: AdamW's moments (and the gradient and weight shards
-// of stages 2 and 3) are this long per rank at stages 1 to 3 (all of them at stage 0). The capacity sizes every rank's activations for it.
+// of stages 2 and 3) are this long per rank at stages 1 to 3 (all of them at stage 0). The capacity sizes every rank's
+// activations for it.
 int64_t owned_params(const Config& config, int64_t num_params, int group_ranks);
 
 }  // namespace trident

@@ -137,9 +137,8 @@ TEST_CASE("recomputing as needed recomputes the fewest layers a pass's tokens ne
     // with room for every layer's arrays, nothing is recomputed; a spare never grows past that
     const int64_t whole = GPT::memory_bytes(config, max_tokens, precision, Device::cpu) -
                           GPT::memory_bytes(config, 0, precision, Device::cpu);
-    const int64_t roomy =
-        SubModelRunner::as_needed_bytes(config, precision, max_tokens,
-                                        SubModelRunner::as_needed_spare(config, precision, max_tokens, int64_t(1) << 40));
+    const int64_t all_the_room = SubModelRunner::as_needed_spare(config, precision, max_tokens, int64_t(1) << 40);
+    const int64_t roomy = SubModelRunner::as_needed_bytes(config, precision, max_tokens, all_the_room);
     CHECK(SubModelRunner::layers_recomputed(config, precision, roomy, max_tokens) == 0);
     CHECK(roomy <= whole + 256);
     GPT kept(config, max_tokens, test_allocator(), cpu_backend(), precision);
